@@ -1,0 +1,249 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Switching between fibers. Per switch from A to B:
+//   1. A (running) stores its hook in a Landing record on its own stack, tells the
+//      sanitizers it is leaving, marks B current on this thread and jumps.
+//   2. B lands: either returning from its own earlier jump in Switch(), or entering
+//      FiberProc() for the first time. Either way it calls Land(): finish the sanitizer
+//      switch, copy A's hook out of A's Landing record, run it.
+// The Landing record stays valid until the hook runs because A cannot be resumed before
+// then: whatever makes A resumable (the unlock of its scheduler lock, the re-queueing)
+// is exactly what the hook does, and the hook is copied out before it runs.
+//
+// A fiber that finishes marks itself Dead under its scheduler lock and jumps to its
+// thread's master for the last time; the master's landing hook unlocks nothing (the
+// entity is about to vanish) but calls `reclaim`, which destroys the entity and
+// recycles the stack. ASan learns the fiber is gone through a null fake-stack slot in
+// the last switch, TSan through __tsan_destroy_fiber on the master.
+
+#include "fiber/internal/fiber_entity.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <new>
+
+#include "fiber/internal/context.h"
+#include "fiber/internal/sanitizers.h"
+#include "fiber/internal/stack_overflow.h"
+#include "glog/logging.h"
+
+namespace spindle::internal {
+
+struct FiberEntity::Landing {
+  FiberEntity* from;
+  LandingHook hook;
+};
+
+namespace {
+
+thread_local FiberEntity* tls_current_fiber = nullptr;
+
+// See GetCurrentFiberEntity(): the empty asm hides where `slot` came from, so the
+// compiler must compute the thread-local address afresh on every call.
+__attribute__((noinline)) FiberEntity** CurrentFiberSlot() {
+  FiberEntity** slot = &tls_current_fiber;
+  asm volatile("" : "+r"(slot));
+  return slot;
+}
+
+bool QueryRunningGuardedStack(GuardedStackInfo* info) {
+  const FiberEntity* fiber = *CurrentFiberSlot();
+  if (fiber == nullptr || fiber->is_master() || !fiber->stack().guarded) return false;
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  info->guard_begin = fiber->stack().base - page;
+  info->guard_end = fiber->stack().base;
+  info->fiber_id = fiber->id;
+  info->stack_size = fiber->stack().size;
+  return true;
+}
+
+void ReclaimToThreadCache(FiberEntity* dead) {
+  StackCache::ForThisThread().Put(DestroyFiberEntity(dead));
+}
+
+void ReclaimDeadFiber(void* arg) {
+  FiberEntity* dead = static_cast<FiberEntity*>(arg);
+  dead->reclaim(dead);
+}
+
+bool IsLegalTransition(FiberState from, FiberState to) {
+  switch (from) {
+    case FiberState::kReady:
+      return to == FiberState::kRunning;
+    case FiberState::kRunning:
+      return to == FiberState::kReady || to == FiberState::kWaiting ||
+             to == FiberState::kDead;
+    case FiberState::kWaiting:
+      return to == FiberState::kReady;
+    case FiberState::kDead:
+      return false;
+  }
+  return false;
+}
+
+constexpr std::uint64_t kIdBlock = 1024;
+std::atomic<std::uint64_t> g_next_id_block{1};
+
+}  // namespace
+
+const char* FiberStateName(FiberState state) {
+  switch (state) {
+    case FiberState::kReady:
+      return "Ready";
+    case FiberState::kRunning:
+      return "Running";
+    case FiberState::kWaiting:
+      return "Waiting";
+    case FiberState::kDead:
+      return "Dead";
+  }
+  return "?";
+}
+
+FiberEntity::FiberEntity(std::uint64_t id, const Stack& stack, bool is_master)
+    : id(id),
+      reclaim(&ReclaimToThreadCache),
+      state_(is_master ? FiberState::kRunning : FiberState::kReady),
+      is_master_(is_master),
+      stack_(stack) {}
+
+FiberEntity::~FiberEntity() = default;
+
+void FiberEntity::SetState(FiberState next) {
+  CHECK(scheduler_lock.IsLocked())
+      << "fiber " << id << ": state changed to " << FiberStateName(next)
+      << " without holding its scheduler lock";
+  CHECK(IsLegalTransition(state_, next))
+      << "fiber " << id << ": illegal state transition " << FiberStateName(state_)
+      << " -> " << FiberStateName(next);
+  state_ = next;
+}
+
+void FiberEntity::SwitchTo(FiberEntity* target, LandingHook hook) {
+  Switch(target, hook, /*leaving_for_good=*/false);
+}
+
+void FiberEntity::Switch(FiberEntity* target, LandingHook hook, bool leaving_for_good) {
+  DCHECK_EQ(this, GetCurrentFiberEntity()) << "only the running fiber may switch away";
+  DCHECK_NE(this, target);
+  Landing landing{this, hook};
+  SanitizerStartSwitch(leaving_for_good ? nullptr : &asan_fake_stack_,
+                       target->asan_stack_bottom_, target->asan_stack_size_,
+                       target->tsan_fiber_);
+  *CurrentFiberSlot() = target;
+  void* arrived = spindle_jump_context(&saved_sp_, target->saved_sp_, &landing);
+  Land(static_cast<Landing*>(arrived));
+}
+
+void FiberEntity::Land(Landing* landing) {
+  SanitizerFinishSwitch(asan_fake_stack_);
+  const LandingHook hook = landing->hook;  // copy: see the file comment
+  if (hook.fn != nullptr) hook.fn(hook.arg);
+}
+
+void FiberProc(void* arg) {
+  FiberEntity* self = GetCurrentFiberEntity();
+  self->Land(static_cast<FiberEntity::Landing*>(arg));
+  try {
+    self->start_proc();
+  } catch (const std::exception& e) {
+    LOG(FATAL) << "exception escaped fiber " << self->id << ": " << e.what();
+  } catch (...) {
+    LOG(FATAL) << "exception of unknown type escaped fiber " << self->id;
+  }
+  self->start_proc = nullptr;
+  self->Exit();
+}
+
+void FiberEntity::Exit() {
+  if (exit_barrier_hook) {
+    exit_barrier_hook();
+    exit_barrier_hook = nullptr;
+  }
+  scheduler_lock.lock();
+  SetState(FiberState::kDead);
+  scheduler_lock.unlock();
+  // The fiber may have migrated while it ran: look the master up now, on this thread.
+  Switch(GetMasterFiberEntity(), LandingHook{&ReclaimDeadFiber, this},
+         /*leaving_for_good=*/true);
+  LOG(FATAL) << "dead fiber " << id << " was resumed";
+  std::abort();
+}
+
+std::size_t FiberControlBlockSize() {
+  constexpr std::size_t kAlign = 64;
+  return (sizeof(FiberEntity) + kAlign - 1) / kAlign * kAlign;
+}
+
+FiberEntity* InstantiateFiberEntity(const Stack& stack,
+                                    absl::AnyInvocable<void()> start_proc) {
+  CHECK_GT(stack.size, FiberControlBlockSize() + 4096) << "fiber stack too small";
+  if (stack.guarded) InstallStackOverflowHandler(&QueryRunningGuardedStack);
+  char* control_block = stack.top() - FiberControlBlockSize();
+  auto* fiber = new (control_block) FiberEntity(NewFiberId(), stack, /*is_master=*/false);
+  fiber->start_proc = std::move(start_proc);
+  const std::size_t usable = static_cast<std::size_t>(control_block - stack.base);
+  fiber->saved_sp_ = spindle_make_context(control_block, usable, &FiberProc);
+  fiber->asan_stack_bottom_ = stack.base;
+  fiber->asan_stack_size_ = usable;
+  fiber->tsan_fiber_ = CreateTsanFiber();
+  return fiber;
+}
+
+Stack DestroyFiberEntity(FiberEntity* fiber) {
+  CHECK(!fiber->is_master()) << "the master fiber is not destroyed this way";
+  CHECK(fiber->state() == FiberState::kReady || fiber->state() == FiberState::kDead)
+      << "fiber " << fiber->id << " destroyed while " << FiberStateName(fiber->state());
+  DestroyTsanFiber(fiber->tsan_fiber_);
+  const Stack stack = fiber->stack();
+  fiber->~FiberEntity();
+  return stack;
+}
+
+FiberEntity* GetMasterFiberEntity() {
+  struct MasterHolder {
+    std::unique_ptr<FiberEntity> master;
+    ~MasterHolder() {
+      if (master != nullptr && *CurrentFiberSlot() == master.get()) {
+        *CurrentFiberSlot() = nullptr;
+      }
+    }
+  };
+  thread_local MasterHolder holder;
+  if (holder.master == nullptr) {
+    holder.master = std::make_unique<FiberEntity>(NewFiberId(), Stack{}, true);
+    FiberEntity* master = holder.master.get();
+    master->tsan_fiber_ = CurrentTsanFiber();
+    pthread_attr_t attributes;
+    if (pthread_getattr_np(pthread_self(), &attributes) == 0) {
+      void* bottom = nullptr;
+      std::size_t size = 0;
+      pthread_attr_getstack(&attributes, &bottom, &size);
+      master->asan_stack_bottom_ = bottom;
+      master->asan_stack_size_ = size;
+      pthread_attr_destroy(&attributes);
+    }
+    EnsureAlternateSignalStack();
+    if (*CurrentFiberSlot() == nullptr) *CurrentFiberSlot() = master;
+  }
+  return holder.master.get();
+}
+
+FiberEntity* GetCurrentFiberEntity() { return *CurrentFiberSlot(); }
+
+std::uint64_t NewFiberId() {
+  thread_local std::uint64_t next = 0;
+  thread_local std::uint64_t end = 0;
+  if (next == end) {
+    // relaxed: only uniqueness matters, which the atomic read-modify-write gives.
+    next = g_next_id_block.fetch_add(kIdBlock, std::memory_order_relaxed);
+    end = next + kIdBlock;
+  }
+  return next++;
+}
+
+}  // namespace spindle::internal

@@ -1,0 +1,160 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_FIBER_INTERNAL_FIBER_ENTITY_H_
+#define SPINDLE_FIBER_INTERNAL_FIBER_ENTITY_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/functional/any_invocable.h"
+#include "fiber/internal/spinlock.h"
+#include "fiber/internal/stack_allocator.h"
+
+namespace spindle::internal {
+
+// A fiber's life cycle. Every change happens under the fiber's scheduler_lock:
+//
+//   Ready --> Running --> Dead
+//     ^         |  ^
+//     |         v  |   (Running -> Ready: yield, or re-queued by a Dispatch)
+//     +----- Waiting   (Running -> Waiting: parked; Waiting -> Ready: woken)
+//
+// Any other transition is a bug and a CHECK failure.
+enum class FiberState : std::uint8_t { kReady, kRunning, kWaiting, kDead };
+
+const char* FiberStateName(FiberState state);
+
+// Work that the context switched *to* runs for the context switched *from*, right after
+// landing and before doing anything else. It closes the race between "a fiber decides to
+// wait" and "its registers are saved": the fiber keeps its scheduler lock across the
+// switch and the landing hook releases it, so a waker on another thread cannot resume
+// the fiber (and run on its stack) before the switch has finished saving it. `fn(arg)`
+// must not switch fibers.
+struct LandingHook {
+  void (*fn)(void* arg) = nullptr;
+  void* arg = nullptr;
+};
+
+// "SPINDLE!" in little-endian ASCII: the first word of every control block, so a
+// debugger (or a core-dump scan) can find fibers in memory.
+inline constexpr std::uint64_t kFiberEntityMagic = 0x21454c444e495053;
+inline constexpr std::size_t kFiberLocalInlineSlots = 8;
+
+// A fiber's control block. For a user fiber it is placed at the top (highest
+// addresses) of the fiber's own stack and the stack grows down below it; the thread's
+// master fiber (the context the thread started on) is a heap object with no stack of
+// its own.
+//
+//   +------------------------+  <- Stack::top()
+//   | FiberEntity            |
+//   +------------------------+  <- first frame (spindle_make_context)
+//   | used stack             |
+//   | ...                    |
+//   +------------------------+  <- Stack::base
+//   | guard page (optional)  |
+//   +------------------------+
+//
+// Thread-safety: `state` only under `scheduler_lock`. The fields set at creation
+// (id, stack, start_proc before the first run) belong to the creator until the fiber is
+// published to a scheduler. `local_slots` and the hooks belong to whoever runs the
+// fiber. The scheduling fields are the scheduler's (layer 2) and opaque here.
+//
+// Ownership: a user fiber's entity lives inside its stack. It is created by
+// InstantiateFiberEntity() and destroyed by the `reclaim` function after the fiber has
+// died and its thread has switched away from it.
+class FiberEntity {
+ public:
+  const std::uint64_t magic = kFiberEntityMagic;
+  const std::uint64_t id;
+
+  Spinlock scheduler_lock;
+
+  FiberState state() const { return state_; }
+  // Changes the state; CHECKs that `scheduler_lock` is held and that the transition is
+  // legal (see FiberState).
+  void SetState(FiberState next);
+
+  // Opaque to this layer: the scheduling group that owns the fiber and its flags.
+  void* scheduling_group = nullptr;
+  bool scheduling_group_local = false;
+
+  // What the fiber runs. Destroyed on the fiber right after it returns.
+  absl::AnyInvocable<void()> start_proc;
+  // Runs on the fiber after start_proc returns, before it is marked Dead (a Fiber
+  // handle's join() waits on what this hook signals).
+  absl::AnyInvocable<void()> exit_barrier_hook;
+  // Runs on the thread's master fiber after a dead fiber has switched away for the last
+  // time; it must destroy the entity (DestroyFiberEntity) and recycle the stack. The
+  // default returns the stack to the calling thread's StackCache.
+  void (*reclaim)(FiberEntity* dead);
+
+  // Fiber-local storage slots for the runtime's own use (zeroed at creation).
+  void* local_slots[kFiberLocalInlineSlots] = {};
+
+  bool is_master() const { return is_master_; }
+  const Stack& stack() const { return stack_; }
+
+  // Switches the calling thread from this fiber, which must be the one running on it,
+  // to `target`, which must not be running anywhere. `hook` runs on `target` right after
+  // landing. Returns when some thread switches back to this fiber (maybe another thread
+  // than the one that left it).
+  void SwitchTo(FiberEntity* target, LandingHook hook = {});
+
+  // Only the functions below construct, run and destroy entities.
+  FiberEntity(std::uint64_t id, const Stack& stack, bool is_master);
+  ~FiberEntity();
+  FiberEntity(const FiberEntity&) = delete;
+  FiberEntity& operator=(const FiberEntity&) = delete;
+
+ private:
+  struct Landing;
+  friend void FiberProc(void* arg);
+  friend FiberEntity* InstantiateFiberEntity(const Stack&, absl::AnyInvocable<void()>);
+  friend Stack DestroyFiberEntity(FiberEntity*);
+  friend FiberEntity* GetMasterFiberEntity();
+
+  void Switch(FiberEntity* target, LandingHook hook, bool leaving_for_good);
+  void Land(Landing* landing);
+  [[noreturn]] void Exit();
+
+  FiberState state_;
+  const bool is_master_;
+  const Stack stack_;
+  void* saved_sp_ = nullptr;
+
+  // Sanitizer bookkeeping (unused in other builds).
+  void* asan_fake_stack_ = nullptr;
+  const void* asan_stack_bottom_ = nullptr;
+  std::size_t asan_stack_size_ = 0;
+  void* tsan_fiber_ = nullptr;
+};
+
+// Bytes reserved at the top of each stack for the control block.
+std::size_t FiberControlBlockSize();
+
+// Builds a Ready fiber on `stack` that will run `start_proc`. The fiber starts running
+// the first time some fiber SwitchTo()s it.
+FiberEntity* InstantiateFiberEntity(const Stack& stack,
+                                    absl::AnyInvocable<void()> start_proc);
+
+// Destroys a fiber that is not running (never started, or dead and switched away from)
+// and returns its stack, which the caller recycles.
+Stack DestroyFiberEntity(FiberEntity* fiber);
+
+// The calling thread's master fiber, created on first use (which also makes it the
+// current fiber if the thread runs none). Freed when the thread exits.
+FiberEntity* GetMasterFiberEntity();
+
+// The fiber running on the calling thread; nullptr on a thread that has never touched
+// fibers. Never cached across a switch: it is out of line and reads the thread-local
+// slot through an opaque pointer, because a fiber may resume on another thread and a
+// compiler that keeps a thread_local's address across the suspension would read the old
+// thread's slot (brpc #1776, #3380).
+FiberEntity* GetCurrentFiberEntity();
+
+// A process-wide unique fiber id, never 0. Cheap: ids are handed to threads in blocks.
+std::uint64_t NewFiberId();
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_FIBER_INTERNAL_FIBER_ENTITY_H_

@@ -1,0 +1,71 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_FIBER_INTERNAL_SPINLOCK_H_
+#define SPINDLE_FIBER_INTERNAL_SPINLOCK_H_
+
+#include <atomic>
+
+namespace spindle::internal {
+
+// Hints the CPU that the caller is in a spin-wait loop.
+inline void CpuRelax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+// A test-and-test-and-set spinlock for critical sections of a few dozen instructions,
+// such as a fiber's scheduler lock. Thread-safe. Not recursive. It never parks: holding
+// it across anything that may block or switch fibers is a bug, except for the one
+// documented hand-over in FiberEntity (the lock taken by a fiber before it suspends is
+// released by the context it switches to). Satisfies Lockable, so std::lock_guard and
+// std::unique_lock work.
+class Spinlock {
+ public:
+  Spinlock() = default;
+  Spinlock(const Spinlock&) = delete;
+  Spinlock& operator=(const Spinlock&) = delete;
+
+  void lock() noexcept {
+    // acquire: pairs with the release store in unlock(), so the critical section of the
+    // previous holder happens-before ours.
+    if (!locked_.exchange(true, std::memory_order_acquire)) return;
+    LockSlow();
+  }
+
+  bool try_lock() noexcept {
+    // relaxed load: only a hint that saves a contended cache-line write; the exchange
+    // decides. acquire exchange: as in lock().
+    return !locked_.load(std::memory_order_relaxed) &&
+           !locked_.exchange(true, std::memory_order_acquire);
+  }
+
+  void unlock() noexcept {
+    // release: publishes the critical section to the next acquirer in lock().
+    locked_.store(false, std::memory_order_release);
+  }
+
+  // True while some thread holds the lock. A snapshot, for assertions only.
+  bool IsLocked() const noexcept {
+    // relaxed: an assertion on a lock the caller itself is supposed to hold; the
+    // caller's own acquire already ordered it.
+    return locked_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  void LockSlow() noexcept {
+    do {
+      // relaxed spin on a shared cache line until it looks free; the exchange below is
+      // the acquire.
+      while (locked_.load(std::memory_order_relaxed)) CpuRelax();
+    } while (locked_.exchange(true, std::memory_order_acquire));
+  }
+
+  std::atomic<bool> locked_{false};
+};
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_FIBER_INTERNAL_SPINLOCK_H_
