@@ -46,15 +46,19 @@ BENCHMARK(BM_MakeContext);
 
 // The switch the scheduler uses: FiberEntity::SwitchTo, with the current-fiber update,
 // the landing protocol and (compiled out here) the sanitizer annotations.
+// Tells the ping fiber to finish.
+bool g_stop_ping = false;
+
 void BM_FiberEntityRoundTrip(benchmark::State& state) {
   FiberEntity* master = GetMasterFiberEntity();
-  bool stop = false;
+  g_stop_ping = false;
   FiberEntity* fiber = nullptr;
-  fiber = testing::NewFiber([&] {
-    while (!stop) fiber->SwitchTo(master);
+  fiber = testing::NewFiber([&fiber, master] {
+    FiberEntity* self = fiber;
+    while (!g_stop_ping) self->SwitchTo(master);
   });
   for (auto _ : state) master->SwitchTo(fiber);
-  stop = true;
+  g_stop_ping = true;
   {
     std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
     fiber->SetState(FiberState::kRunning);
