@@ -186,11 +186,13 @@ std::size_t FiberControlBlockSize() {
 }
 
 FiberEntity* InstantiateFiberEntity(const Stack& stack,
-                                    absl::AnyInvocable<void()> start_proc) {
+                                    absl::AnyInvocable<void()> start_proc,
+                                    std::uint64_t id) {
   CHECK_GT(stack.size, FiberControlBlockSize() + 4096) << "fiber stack too small";
   if (stack.guarded) InstallStackOverflowHandler(&QueryRunningGuardedStack);
   char* control_block = stack.top() - FiberControlBlockSize();
-  auto* fiber = new (control_block) FiberEntity(NewFiberId(), stack, /*is_master=*/false);
+  auto* fiber = new (control_block)
+      FiberEntity(id != 0 ? id : NewFiberId(), stack, /*is_master=*/false);
   fiber->start_proc = std::move(start_proc);
   const std::size_t usable = static_cast<std::size_t>(control_block - stack.base);
   fiber->saved_sp_ = spindle_make_context(control_block, usable, &FiberProc);

@@ -109,7 +109,8 @@ class FiberEntity {
  private:
   struct Landing;
   friend void FiberProc(void* arg);
-  friend FiberEntity* InstantiateFiberEntity(const Stack&, absl::AnyInvocable<void()>);
+  friend FiberEntity* InstantiateFiberEntity(const Stack&, absl::AnyInvocable<void()>,
+                                             std::uint64_t);
   friend Stack DestroyFiberEntity(FiberEntity*);
   friend FiberEntity* GetMasterFiberEntity();
 
@@ -133,9 +134,10 @@ class FiberEntity {
 std::size_t FiberControlBlockSize();
 
 // Builds a Ready fiber on `stack` that will run `start_proc`. The fiber starts running
-// the first time some fiber SwitchTo()s it.
+// the first time some fiber SwitchTo()s it. `id` 0 means: take a new one.
 FiberEntity* InstantiateFiberEntity(const Stack& stack,
-                                    absl::AnyInvocable<void()> start_proc);
+                                    absl::AnyInvocable<void()> start_proc,
+                                    std::uint64_t id = 0);
 
 // Destroys a fiber that is not running (never started, or dead and switched away from)
 // and returns its stack, which the caller recycles.

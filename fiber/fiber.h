@@ -1,0 +1,86 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Fibers: user-level threads with their own stacks, run M:N on Spindle's workers.
+//
+//   spindle::Fiber child([] { Work(); });
+//   ...
+//   child.join();                                   // from a fiber or a plain thread
+//   spindle::StartFiberDetached([] { Background(); });
+
+#ifndef SPINDLE_FIBER_FIBER_H_
+#define SPINDLE_FIBER_FIBER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+
+namespace spindle {
+
+namespace internal {
+class OneshotEvent;
+}
+
+// How a new fiber starts.
+enum class Launch {
+  kPost,      // queue the new fiber; the caller goes on
+  kDispatch,  // run the new fiber now on this worker; the caller is queued (from a fiber;
+              // on a plain thread this is kPost)
+};
+
+// A handle to a fiber, shaped like std::thread: construct it to start a fiber, then
+// join() or detach() it exactly once. Destroying a joinable Fiber is a fatal error.
+// The handle itself is not thread-safe; the fiber it names runs independently.
+class Fiber {
+ public:
+  static constexpr std::size_t kNearestSchedulingGroup =
+      std::numeric_limits<std::size_t>::max();
+
+  struct Attributes {
+    Launch launch_policy = Launch::kPost;
+    // Which scheduling group runs the fiber; by default the caller's (on a worker) or
+    // the groups in turn (elsewhere). Otherwise a group index < GetSchedulingGroupCount().
+    std::size_t scheduling_group = kNearestSchedulingGroup;
+    // If true, the fiber never runs outside its scheduling group (never stolen).
+    bool scheduling_group_local = false;
+  };
+
+  Fiber() = default;
+  explicit Fiber(absl::AnyInvocable<void()> start_proc);
+  Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc);
+  ~Fiber();
+
+  Fiber(Fiber&& other) noexcept;
+  Fiber& operator=(Fiber&& other) noexcept;
+  Fiber(const Fiber&) = delete;
+  Fiber& operator=(const Fiber&) = delete;
+
+  // Waits until the fiber has finished. From a fiber it parks only the calling fiber;
+  // from a plain thread it blocks the thread.
+  void join();
+  // Lets the fiber run on its own; the handle no longer refers to it.
+  void detach();
+  bool joinable() const { return barrier_ != nullptr; }
+  // The fiber's id (0 for a handle that names no fiber).
+  std::uint64_t get_id() const { return id_; }
+
+ private:
+  std::shared_ptr<internal::OneshotEvent> barrier_;
+  std::uint64_t id_ = 0;
+};
+
+// Starts a fiber nobody joins. Callable from any thread, fibers and plain threads alike.
+void StartFiberDetached(absl::AnyInvocable<void()> start_proc);
+void StartFiberDetached(const Fiber::Attributes& attributes,
+                        absl::AnyInvocable<void()> start_proc);
+
+// Starts many detached fibers at once (one queue operation and at most one wake-up per
+// worker). Callable from any thread.
+void BatchStartFiberDetached(std::vector<absl::AnyInvocable<void()>> start_procs);
+
+}  // namespace spindle
+
+#endif  // SPINDLE_FIBER_FIBER_H_

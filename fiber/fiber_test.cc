@@ -1,0 +1,314 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "fiber/fiber.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "fiber/this_fiber.h"
+#include "gtest/gtest.h"
+#include "runtime/internal/runtime_testing.h"
+#include "runtime/runtime.h"
+
+namespace spindle {
+namespace {
+
+using testing::Scaled;
+using testing::ScopedRuntime;
+using testing::WaitFor;
+
+class FiberTest : public ::testing::TestWithParam<std::size_t> {
+ protected:
+  std::size_t workers() const { return GetParam(); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Workers, FiberTest, ::testing::Values(1, 2, 4),
+                         [](const auto& info) {
+                           return std::to_string(info.param) + "Workers";
+                         });
+
+// Every fiber increments its own slot; each slot must end at exactly 1.
+void ExpectEachRanOnce(const std::vector<std::atomic<int>>& runs) {
+  std::size_t wrong = 0;
+  for (const auto& r : runs) wrong += r.load() != 1;
+  EXPECT_EQ(wrong, 0u) << "fibers that did not run exactly once";
+}
+
+TEST_P(FiberTest, StartedAndJoinedFibersEachRunOnce) {
+  ScopedRuntime runtime(workers());
+  const std::size_t n = Scaled(100000);
+  std::vector<std::atomic<int>> runs(n);
+  // Started from a plain thread and joined from it.
+  {
+    std::vector<Fiber> fibers;
+    for (std::size_t i = 0; i < n / 2; ++i) fibers.emplace_back([&, i] { ++runs[i]; });
+    for (auto& f : fibers) f.join();
+  }
+  // Started from a fiber and joined from it.
+  RunAsFiber([&] {
+    std::vector<Fiber> fibers;
+    for (std::size_t i = n / 2; i < n; ++i) fibers.emplace_back([&, i] { ++runs[i]; });
+    for (auto& f : fibers) f.join();
+  });
+  ExpectEachRanOnce(runs);
+  // join() returns once the exit hook has run; the fiber is uncounted a moment later,
+  // when its stack has been recycled.
+  EXPECT_TRUE(WaitFor([] { return GetFiberCount() == 0; }));
+}
+
+TEST_P(FiberTest, DetachedFibersFromAnyThreadAllRun) {
+  ScopedRuntime runtime(workers());
+  const std::size_t n = Scaled(40000);
+  std::vector<std::atomic<int>> runs(n);
+  std::atomic<std::size_t> done{0};
+  std::vector<std::thread> starters;
+  for (int t = 0; t < 2; ++t) {
+    starters.emplace_back([&, t] {
+      for (std::size_t i = t; i < n / 2; i += 2) {
+        StartFiberDetached([&, i] { ++runs[i]; ++done; });
+      }
+    });
+  }
+  for (auto& s : starters) s.join();
+  RunAsFiber([&] {
+    for (std::size_t i = n / 2; i < n; ++i) StartFiberDetached([&, i] { ++runs[i]; ++done; });
+  });
+  ASSERT_TRUE(WaitFor([&] { return done.load() == n; }));
+  ExpectEachRanOnce(runs);
+}
+
+TEST_P(FiberTest, BatchStartRunsEveryFiberOnce) {
+  ScopedRuntime runtime(workers());
+  const std::size_t n = Scaled(20000);
+  std::vector<std::atomic<int>> runs(n);
+  std::atomic<std::size_t> done{0};
+  std::vector<absl::AnyInvocable<void()>> procs;
+  for (std::size_t i = 0; i < n; ++i) procs.emplace_back([&, i] { ++runs[i]; ++done; });
+  BatchStartFiberDetached(std::move(procs));
+  ASSERT_TRUE(WaitFor([&] { return done.load() == n; }));
+  ExpectEachRanOnce(runs);
+}
+
+TEST_P(FiberTest, JoinWorksBeforeAndAfterTheFiberFinishes) {
+  ScopedRuntime runtime(workers());
+  std::atomic<bool> release{false};
+  std::atomic<int> stage{0};
+  Fiber slow([&] {
+    while (!release.load()) this_fiber::Yield();
+    stage = 1;
+  });
+  Fiber fast([&] {});
+  std::thread releaser([&] { release = true; });
+  slow.join();  // probably waits
+  EXPECT_EQ(stage.load(), 1);
+  releaser.join();
+  ASSERT_TRUE(WaitFor([] { return GetFiberCount() == 0; }));
+  fast.join();  // certainly finished already
+  EXPECT_FALSE(fast.joinable());
+}
+
+TEST_P(FiberTest, JoinFromFibersParksOnlyTheJoiner) {
+  ScopedRuntime runtime(workers());
+  // A chain of fibers each joining the next: with one worker this only completes if a
+  // joining fiber parks instead of blocking the worker.
+  const int depth = 200;
+  std::atomic<int> finished{0};
+  std::function<void(int)> chain = [&](int level) {
+    if (level == depth) {
+      ++finished;
+      return;
+    }
+    Fiber child([&, level] { chain(level + 1); });
+    child.join();
+    ++finished;
+  };
+  RunAsFiber([&] { chain(0); });
+  EXPECT_EQ(finished.load(), depth + 1);
+}
+
+// Dispatch runs the new fiber at once on the caller's worker and queues the caller. With
+// one worker the caller can only continue after the new fiber; with more, another
+// worker may pick the queued caller up at once, so only "same worker" is promised.
+TEST_P(FiberTest, DispatchRunsTheNewFiberOnTheCallersWorkerFirst) {
+  ScopedRuntime runtime(workers());
+  for (int round = 0; round < 100; ++round) {
+    RunAsFiber([&] {
+      std::atomic<int> child_step{0};
+      std::atomic<long> child_thread{0};
+      const long caller_thread = syscall(SYS_gettid);
+      Fiber::Attributes attributes;
+      attributes.launch_policy = Launch::kDispatch;
+      Fiber child(attributes, [&] {
+        child_thread = syscall(SYS_gettid);
+        child_step = 1;
+      });
+      const int seen_by_caller = child_step.load();
+      child.join();
+      EXPECT_EQ(child_thread.load(), caller_thread);
+      if (workers() == 1) {
+        EXPECT_EQ(seen_by_caller, 1);
+      }
+    });
+  }
+}
+
+TEST_P(FiberTest, IdsAndContext) {
+  ScopedRuntime runtime(workers());
+  EXPECT_FALSE(IsFiberContextPresent());
+  EXPECT_EQ(this_fiber::GetId(), 0u);
+  std::uint64_t inside = 0;
+  Fiber fiber([&] {
+    EXPECT_TRUE(IsFiberContextPresent());
+    inside = this_fiber::GetId();
+  });
+  const std::uint64_t id = fiber.get_id();
+  fiber.join();
+  EXPECT_NE(id, 0u);
+  EXPECT_EQ(inside, id);
+  EXPECT_EQ(fiber.get_id(), 0u);
+}
+
+TEST_P(FiberTest, RunAsFiberReturnsTheValue) {
+  ScopedRuntime runtime(workers());
+  EXPECT_EQ(RunAsFiber([] { return IsFiberContextPresent() ? 42 : -1; }), 42);
+  // From inside a fiber it runs inline.
+  EXPECT_EQ(RunAsFiber([] { return RunAsFiber([] { return this_fiber::GetId(); }); }) != 0,
+            true);
+}
+
+TEST_P(FiberTest, TerminateRuntimeDrainsEveryStartedFiber) {
+  std::atomic<int> ran{0};
+  const int n = static_cast<int>(Scaled(2000));
+  {
+    ScopedRuntime runtime(workers());
+    for (int i = 0; i < n; ++i) {
+      StartFiberDetached([&] {
+        for (int y = 0; y < 10; ++y) this_fiber::Yield();
+        // Fibers started while the runtime drains are drained too.
+        StartFiberDetached([&] { ++ran; });
+        ++ran;
+      });
+    }
+  }  // TerminateRuntime()
+  EXPECT_EQ(ran.load(), 2 * n);
+}
+
+TEST_P(FiberTest, TinyRunQueueOverflowLosesNothing) {
+  // Capacity 4: the producer must wait for room again and again; nothing is dropped.
+  ScopedRuntime runtime(workers(), 0, /*run_queue_size=*/4);
+  const std::size_t n = Scaled(2000);
+  std::vector<std::atomic<int>> runs(n);
+  std::atomic<std::size_t> done{0};
+  for (std::size_t i = 0; i < n; ++i) {
+    StartFiberDetached([&, i] {
+      ++runs[i];
+      ++done;
+    });
+  }
+  std::vector<absl::AnyInvocable<void()>> batch;
+  for (int i = 0; i < 100; ++i) batch.emplace_back([&] { ++done; });
+  BatchStartFiberDetached(std::move(batch));
+  ASSERT_TRUE(WaitFor([&] { return done.load() == n + 100; }));
+  ExpectEachRanOnce(runs);
+}
+
+// Seed 000's YieldAndFairness: on one worker, fibers that loop Yield() take turns
+// strictly: no fiber gets more than one step ahead of another.
+TEST(FiberFairnessTest, YieldingFibersGetEqualShares) {
+  ScopedRuntime runtime(1);
+  constexpr int kFibers = 8;
+  const int rounds = static_cast<int>(Scaled(5000));
+  std::vector<int> counts(kFibers, 0);  // one worker: no data race
+  int max_spread = 0;
+  std::atomic<int> started{0};
+  RunAsFiber([&] {
+    std::vector<Fiber> fibers;
+    for (int f = 0; f < kFibers; ++f) {
+      fibers.emplace_back([&, f] {
+        ++started;
+        while (started.load() < kFibers) this_fiber::Yield();
+        for (int r = 0; r < rounds; ++r) {
+          ++counts[f];
+          const auto [lo, hi] = std::minmax_element(counts.begin(), counts.end());
+          max_spread = std::max(max_spread, *hi - *lo);
+          this_fiber::Yield();
+        }
+      });
+    }
+    for (auto& f : fibers) f.join();
+  });
+  for (int c : counts) EXPECT_EQ(c, rounds);
+  EXPECT_LE(max_spread, 1);
+}
+
+// Go's PingPongHog idea: on one worker, a pair of fibers that does heavy work per turn
+// and a pair that does none; both pairs must get comparable numbers of turns.
+TEST(FiberFairnessTest, PingPongHogGetsComparableTurns) {
+  ScopedRuntime runtime(1);
+  std::atomic<bool> stop{false};
+  std::atomic<long> hog_turns{0}, light_turns{0};
+  auto pair_member = [&](std::atomic<int>* turn, int me, std::atomic<long>* turns,
+                         int work) {
+    return [&, turn, me, turns, work] {
+      while (!stop.load()) {
+        if (turn->load() == me) {
+          volatile long sink = 0;
+          for (int i = 0; i < work; ++i) sink = sink + i;
+          turn->store(1 - me);
+          ++*turns;
+        }
+        this_fiber::Yield();
+      }
+    };
+  };
+  std::atomic<int> hog_turn{0}, light_turn{0};
+  std::vector<Fiber> fibers;
+  fibers.emplace_back(pair_member(&hog_turn, 0, &hog_turns, 20000));
+  fibers.emplace_back(pair_member(&hog_turn, 1, &hog_turns, 20000));
+  fibers.emplace_back(pair_member(&light_turn, 0, &light_turns, 0));
+  fibers.emplace_back(pair_member(&light_turn, 1, &light_turns, 0));
+  ASSERT_TRUE(WaitFor([&] { return hog_turns.load() >= 2000; }));
+  stop = true;
+  for (auto& f : fibers) f.join();
+  const double ratio = static_cast<double>(hog_turns.load()) / light_turns.load();
+  EXPECT_GE(ratio, 0.5) << hog_turns.load() << " vs " << light_turns.load();
+  EXPECT_LE(ratio, 2.0) << hog_turns.load() << " vs " << light_turns.load();
+}
+
+TEST(FiberDeathTest, DestroyingAJoinableFiberAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        ScopedRuntime runtime(1);
+        Fiber fiber([] {});
+      },
+      "destroyed while joinable");
+}
+
+TEST(FiberDeathTest, StartingWithoutARuntimeNamesTheProblem) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(StartFiberDetached([] {}), "runtime is not running");
+}
+
+TEST(FiberDeathTest, OutOfRangeSchedulingGroupIsRejected) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        ScopedRuntime runtime(1);
+        Fiber::Attributes attributes;
+        attributes.scheduling_group = 5;
+        StartFiberDetached(attributes, [] {});
+      },
+      "scheduling_group=5 is out of range");
+}
+
+}  // namespace
+}  // namespace spindle

@@ -1,0 +1,34 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "fiber/this_fiber.h"
+
+#include <thread>
+
+#include "fiber/internal/fiber_entity.h"
+#include "runtime/internal/scheduling_group.h"
+
+namespace spindle {
+
+bool IsFiberContextPresent() {
+  const internal::FiberEntity* self = internal::GetCurrentFiberEntity();
+  return self != nullptr && !self->is_master();
+}
+
+namespace this_fiber {
+
+void Yield() {
+  internal::FiberEntity* self = internal::GetCurrentFiberEntity();
+  if (self == nullptr || self->is_master()) {
+    std::this_thread::yield();
+    return;
+  }
+  static_cast<internal::SchedulingGroup*>(self->scheduling_group)->Yield(self);
+}
+
+std::uint64_t GetId() {
+  const internal::FiberEntity* self = internal::GetCurrentFiberEntity();
+  return self != nullptr && !self->is_master() ? self->id : 0;
+}
+
+}  // namespace this_fiber
+}  // namespace spindle

@@ -1,0 +1,45 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_FIBER_DESC_H_
+#define SPINDLE_RUNTIME_INTERNAL_FIBER_DESC_H_
+
+#include <cstdint>
+
+#include "absl/functional/any_invocable.h"
+#include "fiber/internal/fiber_entity.h"
+
+namespace spindle::internal {
+
+// A fiber that has been started but has not run yet: what it will run and how, but no
+// stack. Queued in place of a FiberEntity so that starting a fiber costs no stack, and
+// the stack is taken on the worker that first runs it (so stacks are taken and returned
+// on the same worker thread, which keeps its stack cache warm). Owned by whoever holds
+// it: the starter, then the run queue, then the worker that instantiates it.
+struct FiberDesc {
+  absl::AnyInvocable<void()> start_proc;
+  // Becomes the fiber's exit_barrier_hook (a joinable Fiber signals its joiner here);
+  // empty for detached fibers.
+  absl::AnyInvocable<void()> exit_hook;
+  bool scheduling_group_local = false;
+  std::uint64_t id = 0;  // the fiber's id, chosen at start so Fiber::get_id() has it
+};
+
+// Run-queue entries are tagged pointers: a FiberEntity (64-byte aligned) or, with the
+// low bit set, a FiberDesc.
+inline std::uintptr_t EncodeEntry(FiberEntity* fiber) {
+  return reinterpret_cast<std::uintptr_t>(fiber);
+}
+inline std::uintptr_t EncodeEntry(FiberDesc* desc) {
+  return reinterpret_cast<std::uintptr_t>(desc) | 1;
+}
+inline bool IsDescEntry(std::uintptr_t entry) { return (entry & 1) != 0; }
+inline FiberDesc* DecodeDesc(std::uintptr_t entry) {
+  return reinterpret_cast<FiberDesc*>(entry & ~std::uintptr_t{1});
+}
+inline FiberEntity* DecodeFiber(std::uintptr_t entry) {
+  return reinterpret_cast<FiberEntity*>(entry);
+}
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_FIBER_DESC_H_

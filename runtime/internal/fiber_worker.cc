@@ -1,0 +1,61 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "runtime/internal/fiber_worker.h"
+
+#include <string>
+
+#include <pthread.h>
+
+#include "fiber/internal/fiber_entity.h"
+#include "glog/logging.h"
+
+namespace spindle::internal {
+namespace {
+
+thread_local FiberWorker* tls_current_worker = nullptr;
+
+// See GetCurrentFiberEntity(): the empty asm makes the compiler recompute the
+// thread-local address on every call.
+__attribute__((noinline)) FiberWorker** CurrentWorkerSlot() {
+  FiberWorker** slot = &tls_current_worker;
+  asm volatile("" : "+r"(slot));
+  return slot;
+}
+
+}  // namespace
+
+FiberWorker::FiberWorker(SchedulingGroup* group, std::size_t index)
+    : group_(group), index_(index) {}
+
+FiberWorker::~FiberWorker() {
+  CHECK(!thread_.joinable()) << "FiberWorker destroyed while its thread runs";
+}
+
+void FiberWorker::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void FiberWorker::Join() { thread_.join(); }
+
+void FiberWorker::Run() {
+  const std::string name = "spindle-g" + std::to_string(group_->index()) + "w" +
+                           std::to_string(index_);
+  pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+  *CurrentWorkerSlot() = this;
+  FiberEntity* master = GetMasterFiberEntity();
+  for (;;) {
+    FiberEntity* fiber = group_->AcquireFiber();
+    if (fiber == nullptr) fiber = group_->SpinningAcquireFiber(index_);
+    if (fiber == nullptr) fiber = group_->WaitForFiber(index_);
+    if (fiber == nullptr) {
+      if (group_->stopping()) break;
+      continue;
+    }
+    master->SwitchTo(fiber);
+  }
+  *CurrentWorkerSlot() = nullptr;
+}
+
+FiberWorker* CurrentFiberWorker() { return *CurrentWorkerSlot(); }
+
+}  // namespace spindle::internal

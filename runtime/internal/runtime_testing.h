@@ -1,0 +1,71 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Test support: start a runtime with a given shape, scale stress loops for the
+// sanitizer lanes, and wait for a condition with a deadline (never a bare sleep).
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_RUNTIME_TESTING_H_
+#define SPINDLE_RUNTIME_INTERNAL_RUNTIME_TESTING_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdlib>
+#include <thread>
+
+#include "gflags/gflags.h"
+#include "gtest/gtest.h"
+#include "runtime/internal/runtime_options.h"
+#include "runtime/runtime.h"
+
+#ifndef SPINDLE_STRESS_SCALE_DEFAULT
+#define SPINDLE_STRESS_SCALE_DEFAULT 1.0
+#endif
+
+namespace spindle::testing {
+
+// `n` scaled down for slow lanes: the sanitizer configs define
+// SPINDLE_STRESS_SCALE_DEFAULT (TSan 0.1, ASan 0.25); SPINDLE_STRESS_SCALE in the
+// environment overrides it. At least 1.
+inline std::size_t Scaled(std::size_t n) {
+  double scale = SPINDLE_STRESS_SCALE_DEFAULT;
+  if (const char* env = std::getenv("SPINDLE_STRESS_SCALE")) scale = std::atof(env);
+  const auto scaled = static_cast<std::size_t>(static_cast<double>(n) * scale);
+  return scaled == 0 ? 1 : scaled;
+}
+
+// Polls `condition` until it holds or `timeout` passes; returns whether it held. The
+// polling thread yields between checks; the deadline turns a lost wake-up into a test
+// failure instead of a hang.
+template <class F>
+bool WaitFor(F&& condition, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// Starts a runtime of `workers` workers (one group unless `group_size` says otherwise)
+// for the lifetime of the object, restoring the flags afterwards.
+class ScopedRuntime {
+ public:
+  explicit ScopedRuntime(std::size_t workers, std::size_t group_size = 0,
+                         std::size_t run_queue_size = 65536) {
+    FLAGS_fiber_concurrency = workers;
+    FLAGS_fiber_scheduling_group_size = group_size;
+    FLAGS_fiber_run_queue_size = run_queue_size;
+    StartRuntime();
+  }
+  ~ScopedRuntime() {
+    TerminateRuntime();
+    FLAGS_fiber_concurrency = 0;
+    FLAGS_fiber_scheduling_group_size = 0;
+    FLAGS_fiber_run_queue_size = 65536;
+  }
+  ScopedRuntime(const ScopedRuntime&) = delete;
+  ScopedRuntime& operator=(const ScopedRuntime&) = delete;
+};
+
+}  // namespace spindle::testing
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_RUNTIME_TESTING_H_

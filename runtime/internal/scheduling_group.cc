@@ -1,0 +1,411 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Scheduling strategy v1: one bounded MPMC run queue per group, at most two spinning
+// workers, lowest-numbered workers first. The design is flare's (and tRPC-Cpp's v1);
+// see ../shared/reference/anchors_design.md §3.2. This is our own implementation.
+//
+// The problem. A producer (any thread) pushes a ready fiber; an idle worker must run it
+// soon. Polling forever burns CPU; a futex wake on every push costs ~25-30 us on this
+// VM and a system call for the producer. So a few idle workers poll ("spin") for a
+// short time, and only when none does is a sleeping worker woken.
+//
+// Shared state: `spinning_workers_` and `sleeping_workers_`, 64-bit masks (bit i =
+// worker i), `pending_spinner_wakeup_`, and one counted WaitSlot per worker.
+//
+// Producer, after pushing a fiber (Push + WakeUpOneWorker):
+//   P1. seq_cst fence (pairs with W3's fence; see "no lost wake-up").
+//   P2. Claim the lowest spinning worker: clear its bit with fetch_and. Whoever clears a
+//       spinner's bit owns that spinner's next poll: the spinner will take a fiber. No
+//       system call. Done.
+//   P3. Otherwise claim the lowest sleeping worker the same way and Wake() its slot.
+//   P4. If nobody spins or sleeps, every worker is busy and will pop the fiber when it
+//       finishes its current one.
+//
+// Worker, when the queue looked empty:
+//   S1. If fewer than two bits are set in `spinning_workers_`, set ours (CAS) and poll
+//       the queue until `spin_time` passes or a producer clears our bit (P2).
+//   S2. A spinner that sees `pending_spinner_wakeup_` takes it and wakes one sleeper
+//       (the spinner pays that system call, not the producer).
+//   S3. Leaving: clear our bit; try the queue once more. If we got a fiber and fewer than
+//       two workers remain spinning, set `pending_spinner_wakeup_`: under load a new
+//       spinner should be recruited before the next push arrives.
+//   W1. Set our bit in `sleeping_workers_` (seq_cst RMW).
+//   W2. seq_cst fence.
+//   W3. Re-check the queue. If it has a fiber: clear our sleeping bit. If a producer had
+//       already cleared it (P3), that producer's Wake() is meant for us but we are not
+//       going to sleep on it; wake another worker so its fiber is not stranded, and the
+//       banked count makes our next Wait() return early (harmless).
+//   W4. Otherwise Wait() on our slot; then go back to polling.
+//
+// No lost wake-up. The pair (push; P1; read masks) against (W1; W2; read queue) is
+// the store-buffering (Dekker) pattern with a seq_cst fence on each side: at least one
+// side sees the other's store. Either the producer sees our sleeping bit and wakes us,
+// or we see its fiber and do not sleep. The WaitSlot counts wake-ups, so a Wake() that
+// lands between W3 and W4 makes W4 return at once. A spinner claimed by a producer
+// (P2) always polls again before it stops (S1, S3), and the fiber was pushed before the
+// claim, so it either takes that fiber or another worker already did.
+//
+// Batch start: all spinners are claimed at once (exchange 0), then up to n - spinners
+// sleepers, the lowest first, with one CAS over the sleeping mask (64-bit shifts; the
+// anchors' 1 << i and ffsll off-by-one are not repeated: LowestSetBits()).
+//
+// Rejected alternatives. A mutex + condition variable around the queue serialises every
+// producer and consumer. Waking a worker on every push costs a system call per fiber.
+// Spinning without a cap burns a core per idle worker. A per-worker queue (strategy v2)
+// needs stealing to balance; it comes as a separate strategy.
+//
+// Parking. A fiber parks (Halt) while holding its own scheduler lock; the context it
+// switches to releases the lock in its landing hook (FiberEntity::SwitchTo). Resume()
+// takes that lock first, so it cannot queue the fiber before its registers are saved.
+// Yield and Dispatch queue the fiber they leave from a landing hook for the same reason.
+
+#include "runtime/internal/scheduling_group.h"
+
+#include <algorithm>
+#include <bitset>
+#include <condition_variable>
+#include <thread>
+
+#include "fiber/internal/sanitizers.h"
+#include "fiber/internal/spinlock.h"
+#include "fiber/internal/stack_allocator.h"
+#include "glog/logging.h"
+
+namespace spindle::internal {
+namespace {
+
+// The StoreLoad fence of the protocol (P1 and W2). ThreadSanitizer does not model
+// standalone fences (GCC refuses them under -fsanitize=thread), so there both sides do a
+// seq_cst read-modify-write on one shared word instead: whichever RMW comes second in
+// that word's order synchronizes with the first, so the first side's earlier store is
+// visible to the second side's later load, which is the same guarantee.
+#ifdef SPINDLE_TSAN
+std::atomic<int> g_store_load_word{0};
+void StoreLoadFence() { g_store_load_word.fetch_add(0, std::memory_order_seq_cst); }
+#else
+void StoreLoadFence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+#endif
+
+// relaxed: a test installs the hook before it starts the workload it should affect.
+std::atomic<void (*)()> g_before_sleep_hook{nullptr};
+
+std::atomic<std::size_t> g_live_fibers{0};
+std::mutex g_no_live_fibers_lock;
+std::condition_variable g_no_live_fibers;
+
+void ReclaimFiber(FiberEntity* dead) {
+  StackCache::ForThisThread().Put(DestroyFiberEntity(dead));
+  // acq_rel: the release publishes everything the dead fiber did to whoever sees the
+  // count reach 0 (WaitUntilNoLiveFibers, acquire); the acquire side of the RMW keeps
+  // the notification below after the decrement.
+  if (g_live_fibers.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::lock_guard<std::mutex> lock(g_no_live_fibers_lock);
+    g_no_live_fibers.notify_all();
+  }
+}
+
+int CountBits(std::uint64_t mask) { return __builtin_popcountll(mask); }
+std::uint64_t LowestBit(std::uint64_t mask) { return mask & (~mask + 1); }
+std::size_t BitIndex(std::uint64_t bit) {
+  return static_cast<std::size_t>(__builtin_ctzll(bit));
+}
+
+}  // namespace
+
+std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k) {
+  std::uint64_t result = 0;
+  for (std::size_t i = 0; i < k && mask != 0; ++i) {
+    const std::uint64_t bit = LowestBit(mask);
+    result |= bit;
+    mask &= ~bit;
+  }
+  return result;
+}
+
+void SetBeforeSleepHookForTesting(void (*hook)()) {
+  g_before_sleep_hook.store(hook, std::memory_order_relaxed);  // relaxed: see above
+}
+
+std::size_t GetLiveFiberCount() {
+  return g_live_fibers.load(std::memory_order_relaxed);  // relaxed: a statistic
+}
+
+void CountFiberStarted(std::size_t n) {
+  // relaxed: the count is only compared with 0 after every starter has returned from
+  // its start call, which the starter's own synchronisation with the waiter orders.
+  g_live_fibers.fetch_add(n, std::memory_order_relaxed);
+}
+
+void WaitUntilNoLiveFibers() {
+  std::unique_lock<std::mutex> lock(g_no_live_fibers_lock);
+  g_no_live_fibers.wait(lock, [] {
+    // acquire: pairs with the release decrement in ReclaimFiber().
+    return g_live_fibers.load(std::memory_order_acquire) == 0;
+  });
+}
+
+SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
+    : options_(options), run_queue_(options.run_queue_capacity) {
+  CHECK(options.workers >= 1 && options.workers <= kMaxWorkers)
+      << "a scheduling group has 1 to " << kMaxWorkers << " workers, not "
+      << options.workers;
+}
+
+SchedulingGroup::~SchedulingGroup() {
+  CHECK(run_queue_.UnsafeEmpty()) << "scheduling group " << index()
+                                  << " destroyed with fibers still queued";
+}
+
+void SchedulingGroup::StartFiber(FiberDesc* desc) {
+  Push(EncodeEntry(desc), !desc->scheduling_group_local);
+  WakeUpOneWorker();
+}
+
+void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
+  constexpr std::size_t kMaxChunk = 64;
+  std::uintptr_t entries[kMaxChunk];
+  const std::size_t chunk = std::min(kMaxChunk, run_queue_.capacity());
+  for (std::size_t done = 0; done < n;) {
+    const std::size_t count = std::min(chunk, n - done);
+    bool all_stealable = true;
+    for (std::size_t i = 0; i < count; ++i) {
+      entries[i] = EncodeEntry(descs[done + i]);
+      all_stealable = all_stealable && !descs[done + i]->scheduling_group_local;
+    }
+    if (!all_stealable || !run_queue_.BatchPush(entries, count, true)) {
+      for (std::size_t i = 0; i < count; ++i) {
+        Push(entries[i], !descs[done + i]->scheduling_group_local);
+      }
+    }
+    done += count;
+  }
+  StoreLoadFence();  // P1 of the protocol, pairs with W2 in WaitForFiber().
+  WakeUpWorkers(n);
+}
+
+void SchedulingGroup::Resume(FiberEntity* fiber) {
+  {
+    std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
+    fiber->SetState(FiberState::kReady);
+  }
+  Push(EncodeEntry(fiber), !fiber->scheduling_group_local);
+  WakeUpOneWorker();
+}
+
+void SchedulingGroup::Push(std::uintptr_t entry, bool stealable) {
+  if (!run_queue_.Push(entry, stealable)) PushSlow(entry, stealable);
+}
+
+void SchedulingGroup::PushSlow(std::uintptr_t entry, bool stealable) {
+  // The queue is full. Nothing is ever dropped: wait for the workers to make room.
+  while (!run_queue_.Push(entry, stealable)) {
+    LOG_EVERY_T(WARNING, 1) << "Run queue of scheduling group " << index()
+                            << " is full (" << run_queue_.capacity()
+                            << " fibers); the producer waits for room. Raise "
+                               "--fiber_run_queue_size if this persists.";
+    WakeUpWorkers(options_.workers);
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc) {
+  FiberEntity* fiber = InstantiateFiberEntity(StackCache::ForThisThread().Get(),
+                                              std::move(desc->start_proc), desc->id);
+  fiber->exit_barrier_hook = std::move(desc->exit_hook);
+  fiber->scheduling_group = this;
+  fiber->scheduling_group_local = desc->scheduling_group_local;
+  fiber->reclaim = &ReclaimFiber;
+  delete desc;
+  return fiber;
+}
+
+FiberEntity* SchedulingGroup::AcquireFiber() {
+  const std::uintptr_t entry = run_queue_.Pop();
+  if (entry == 0) return nullptr;
+  FiberEntity* fiber = IsDescEntry(entry) ? Instantiate(DecodeDesc(entry))
+                                          : DecodeFiber(entry);
+  // A fiber may have been stolen from another group: it belongs to ours from now on.
+  fiber->scheduling_group = this;
+  std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
+  fiber->SetState(FiberState::kRunning);
+  return fiber;
+}
+
+FiberEntity* SchedulingGroup::SpinningAcquireFiber(std::size_t worker) {
+  const std::uint64_t self = std::uint64_t{1} << worker;
+  // relaxed: a hint; the CAS below decides.
+  std::uint64_t spinning = spinning_workers_.load(std::memory_order_relaxed);
+  do {
+    if (CountBits(spinning) >= 2) return nullptr;
+    // seq_cst: our bit must be visible to producers (P2) before we poll; pairs with
+    // the producer's fence P1.
+  } while (!spinning_workers_.compare_exchange_weak(spinning, spinning | self,
+                                                    std::memory_order_seq_cst,
+                                                    std::memory_order_relaxed));
+  FiberEntity* fiber = nullptr;
+  const auto deadline = std::chrono::steady_clock::now() + options_.spin_time;
+  for (int round = 0;; ++round) {
+    // relaxed load + exchange: a hand-over flag between spinners; the woken worker
+    // re-checks the queue itself, so no ordering is carried by it.
+    if (pending_spinner_wakeup_.load(std::memory_order_relaxed) &&
+        pending_spinner_wakeup_.exchange(false, std::memory_order_relaxed)) {
+      WakeUpOneSleepingWorker();
+    }
+    fiber = AcquireFiber();
+    if (fiber != nullptr) break;
+    // relaxed: a producer cleared our bit (P2); we poll once more below either way.
+    if ((spinning_workers_.load(std::memory_order_relaxed) & self) == 0) break;
+    if ((round & 15) == 15 && std::chrono::steady_clock::now() >= deadline) break;
+    for (int i = 0; i < 16; ++i) CpuRelax();
+  }
+  // acq_rel: leaving the spinner set; the acquire side orders the final poll below
+  // after a producer's claim of our bit.
+  spinning_workers_.fetch_and(~self, std::memory_order_acq_rel);
+  if (fiber == nullptr) fiber = AcquireFiber();
+  if (fiber != nullptr &&
+      CountBits(spinning_workers_.load(std::memory_order_relaxed)) < 2) {
+    // relaxed: see the exchange above.
+    pending_spinner_wakeup_.store(true, std::memory_order_relaxed);
+  }
+  return fiber;
+}
+
+FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker) {
+  const std::uint64_t self = std::uint64_t{1} << worker;
+  if (auto hook = g_before_sleep_hook.load(std::memory_order_relaxed)) hook();
+  // W1. seq_cst RMW, then W2: pairs with P1 in the producer.
+  sleeping_workers_.fetch_or(self, std::memory_order_seq_cst);
+  StoreLoadFence();
+  // W3.
+  if (FiberEntity* fiber = AcquireFiber()) {
+    // acq_rel: whoever clears the bit first owns the wake-up.
+    if ((sleeping_workers_.fetch_and(~self, std::memory_order_acq_rel) & self) == 0) {
+      WakeUpOneWorker();  // pass on the wake-up a producer spent on us
+    }
+    return fiber;
+  }
+  // acquire: pairs with the release store in Stop().
+  if (stopping_.load(std::memory_order_acquire)) {
+    sleeping_workers_.fetch_and(~self, std::memory_order_relaxed);
+    return nullptr;
+  }
+  wait_slots_[worker].Wait();  // W4
+  // A producer (or Stop) cleared our bit before waking us; clear it in case the wake-up
+  // was one banked earlier.
+  sleeping_workers_.fetch_and(~self, std::memory_order_relaxed);
+  return AcquireFiber();
+}
+
+void SchedulingGroup::WakeUpOneWorker() {
+  StoreLoadFence();  // P1: pairs with W2 (WaitForFiber) and the spinner's CAS (S1).
+  if (WakeUpOneSpinningWorker()) return;
+  WakeUpOneSleepingWorker();
+}
+
+bool SchedulingGroup::WakeUpOneSpinningWorker() {
+  // relaxed: ordered after the push by the caller's fence P1.
+  std::uint64_t spinning = spinning_workers_.load(std::memory_order_relaxed);
+  while (spinning != 0) {
+    const std::uint64_t bit = LowestBit(spinning);
+    // relaxed: the fiber is already published by the push; the spinner re-polls.
+    if (spinning_workers_.fetch_and(~bit, std::memory_order_relaxed) & bit) return true;
+    spinning = spinning_workers_.load(std::memory_order_relaxed);
+  }
+  return false;
+}
+
+bool SchedulingGroup::WakeUpOneSleepingWorker() {
+  // relaxed: ordered after the push by the caller's fence P1.
+  std::uint64_t sleeping = sleeping_workers_.load(std::memory_order_relaxed);
+  while (sleeping != 0) {
+    const std::uint64_t bit = LowestBit(sleeping);
+    // relaxed: the WaitSlot's release/acquire carries the ordering to the sleeper.
+    if (sleeping_workers_.fetch_and(~bit, std::memory_order_relaxed) & bit) {
+      wakeups_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+      wait_slots_[BitIndex(bit)].Wake();
+      return true;
+    }
+    sleeping = sleeping_workers_.load(std::memory_order_relaxed);
+  }
+  return false;
+}
+
+void SchedulingGroup::WakeUpWorkers(std::size_t n) {
+  // Claim every spinner: each will take one of the new fibers.
+  const std::uint64_t spinners = spinning_workers_.exchange(0, std::memory_order_relaxed);
+  const std::size_t claimed = static_cast<std::size_t>(CountBits(spinners));
+  if (claimed >= n) return;
+  std::uint64_t sleeping = sleeping_workers_.load(std::memory_order_relaxed);
+  std::uint64_t chosen = 0;
+  do {
+    chosen = LowestSetBits(sleeping, n - claimed);
+    if (chosen == 0) return;
+    // relaxed: as in WakeUpOneSleepingWorker().
+  } while (!sleeping_workers_.compare_exchange_weak(
+      sleeping, sleeping & ~chosen, std::memory_order_relaxed, std::memory_order_relaxed));
+  wakeups_.fetch_add(static_cast<std::uint64_t>(CountBits(chosen)),
+                     std::memory_order_relaxed);  // relaxed: statistic
+  while (chosen != 0) {
+    const std::uint64_t bit = LowestBit(chosen);
+    chosen &= ~bit;
+    wait_slots_[BitIndex(bit)].Wake();
+  }
+}
+
+void SchedulingGroup::UnlockAndRequeue(void* arg) {
+  auto* fiber = static_cast<FiberEntity*>(arg);
+  fiber->scheduler_lock.unlock();
+  auto* group = static_cast<SchedulingGroup*>(fiber->scheduling_group);
+  group->Push(EncodeEntry(fiber), !fiber->scheduling_group_local);
+  group->WakeUpOneWorker();
+}
+
+void SchedulingGroup::Yield(FiberEntity* self) {
+  FiberEntity* next = AcquireFiber();
+  if (next == nullptr) return;  // nothing else is ready: keep running
+  self->scheduler_lock.lock();
+  self->SetState(FiberState::kReady);
+  // Re-queued by the landing hook, once self is saved.
+  self->SwitchTo(next, LandingHook{&UnlockAndRequeue, self});
+}
+
+void SchedulingGroup::Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
+  CHECK(self_lock.owns_lock() && self_lock.mutex() == &self->scheduler_lock)
+      << "Halt() needs the fiber's own scheduler lock";
+  self->SetState(FiberState::kWaiting);
+  self_lock.release();  // unlocked by the landing hook below
+  FiberEntity* next = AcquireFiber();
+  FiberEntity* target = next != nullptr ? next : GetMasterFiberEntity();
+  self->SwitchTo(target, LandingHook{[](void* fiber) {
+                                       static_cast<FiberEntity*>(fiber)
+                                           ->scheduler_lock.unlock();
+                                     },
+                                     self});
+}
+
+void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
+  FiberEntity* next = Instantiate(desc);
+  {
+    std::lock_guard<Spinlock> lock(next->scheduler_lock);
+    next->SetState(FiberState::kRunning);
+  }
+  self->scheduler_lock.lock();
+  self->SetState(FiberState::kReady);
+  self->SwitchTo(next, LandingHook{&UnlockAndRequeue, self});
+}
+
+void SchedulingGroup::Stop() {
+  // release: pairs with the acquire load in WaitForFiber().
+  stopping_.store(true, std::memory_order_release);
+  for (std::size_t i = 0; i < options_.workers; ++i) wait_slots_[i].WakeForever();
+}
+
+bool SchedulingGroup::stopping() const {
+  return stopping_.load(std::memory_order_acquire);  // acquire: as in WaitForFiber()
+}
+
+std::uint64_t SchedulingGroup::wakeups() const {
+  return wakeups_.load(std::memory_order_relaxed);  // relaxed: statistic
+}
+
+}  // namespace spindle::internal

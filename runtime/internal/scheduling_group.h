@@ -1,0 +1,140 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_SCHEDULING_GROUP_H_
+#define SPINDLE_RUNTIME_INTERNAL_SCHEDULING_GROUP_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "fiber/internal/fiber_entity.h"
+#include "runtime/internal/fiber_desc.h"
+#include "runtime/internal/run_queue.h"
+#include "runtime/internal/wait_slot.h"
+
+namespace spindle::internal {
+
+struct SchedulingGroupOptions {
+  std::size_t index = 0;                // the group's number in the runtime
+  std::size_t workers = 1;              // in [1, kMaxWorkers]
+  std::size_t run_queue_capacity = 65536;  // a power of two
+  // How long an idle worker polls the queue before it sleeps.
+  std::chrono::nanoseconds spin_time = std::chrono::microseconds(20);
+};
+
+// One scheduling group under strategy v1: a bounded run queue shared by its workers, and
+// the v1 wake-up protocol (at most two spinning workers; a producer hands its fiber to
+// a spinner or wakes the lowest-numbered sleeper). The protocol and why it loses no
+// wake-up are described at the top of scheduling_group.cc.
+//
+// Thread-safety: the producer side (StartFiber*, Resume) is callable from any thread.
+// The worker side (AcquireFiber, SpinningAcquireFiber, WaitForFiber) is called by the
+// group's FiberWorker number `worker` only. Yield/Halt/Dispatch are called by the fiber
+// they name, running on one of this group's workers. Owned by the Runtime; outlives its
+// workers and every fiber that ran in it.
+class SchedulingGroup {
+ public:
+  static constexpr std::size_t kMaxWorkers = 64;
+
+  explicit SchedulingGroup(const SchedulingGroupOptions& options);
+  ~SchedulingGroup();
+  SchedulingGroup(const SchedulingGroup&) = delete;
+  SchedulingGroup& operator=(const SchedulingGroup&) = delete;
+
+  // ---- Producer side (any thread).
+
+  // Queues a new fiber (ownership of `desc` passes to the group) and wakes a worker.
+  void StartFiber(FiberDesc* desc);
+  // Queues `n` new fibers at once and wakes up to `n` workers.
+  void StartFibers(FiberDesc* const* descs, std::size_t n);
+  // Makes a Waiting fiber of this group Ready and queues it. Takes the fiber's scheduler
+  // lock, so it waits for a parking fiber to finish switching away (see Halt()).
+  void Resume(FiberEntity* fiber);
+
+  // ---- Worker side (worker `worker` of this group only).
+
+  // Pops a fiber and makes it Running; nullptr if the queue is empty. Stacks for new
+  // fibers are taken here, on the worker that will run them.
+  FiberEntity* AcquireFiber();
+  // Polls the queue for up to the spin time if fewer than two workers already do;
+  // nullptr if nothing came (or two others were spinning).
+  FiberEntity* SpinningAcquireFiber(std::size_t worker);
+  // Sleeps until woken; returns a fiber if one was found on the way, else nullptr (the
+  // caller loops). Returns nullptr at once when the group is stopping.
+  FiberEntity* WaitForFiber(std::size_t worker);
+
+  // ---- Running fiber side (the fiber `self`, running on a worker of this group).
+
+  // Lets other Ready fibers run; returns at once if there are none.
+  void Yield(FiberEntity* self);
+  // Parks `self`: it becomes Waiting and the worker runs something else. The caller holds
+  // self's scheduler lock (`self_lock`); it is released by the context switched to, after
+  // self is saved, so a Resume() racing with this cannot run self too early. Returns
+  // when some thread has Resume()d self.
+  void Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lock);
+  // Runs the new fiber `desc` right now on this worker; `self` is queued and runs later.
+  void Dispatch(FiberEntity* self, FiberDesc* desc);
+
+  // ---- Lifetime.
+
+  // Makes every worker's next wait return nullptr; the caller then joins the workers.
+  // Called once no fiber is alive.
+  void Stop();
+  bool stopping() const;
+
+  std::size_t index() const { return options_.index; }
+  std::size_t size() const { return options_.workers; }
+  std::size_t run_queue_capacity() const { return run_queue_.capacity(); }
+  std::size_t UnsafeRunQueueSize() const { return run_queue_.UnsafeSize(); }
+
+  // Statistics (relaxed snapshots).
+  std::uint64_t wakeups() const;
+
+ private:
+  void Push(std::uintptr_t entry, bool stealable);
+  void PushSlow(std::uintptr_t entry, bool stealable);
+  FiberEntity* Instantiate(FiberDesc* desc);
+  void WakeUpOneWorker();
+  bool WakeUpOneSpinningWorker();
+  bool WakeUpOneSleepingWorker();
+  void WakeUpWorkers(std::size_t n);
+  static void UnlockAndRequeue(void* fiber);
+
+  const SchedulingGroupOptions options_;
+  RunQueue run_queue_;
+
+  // Bit i set: worker i spins (or sleeps). Unused high bits stay 0.
+  alignas(64) std::atomic<std::uint64_t> spinning_workers_{0};
+  alignas(64) std::atomic<std::uint64_t> sleeping_workers_{0};
+  // A spinner that found work sets this to ask the other spinner to recruit a sleeper
+  // (so the producer never pays for that wake-up).
+  alignas(64) std::atomic<bool> pending_spinner_wakeup_{false};
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> wakeups_{0};
+
+  WaitSlot wait_slots_[kMaxWorkers];
+};
+
+// Tests only: `hook` (nullptr to remove) runs in every worker right before it marks
+// itself sleeping (before W1 of the protocol), to widen the race window between a
+// worker's last look at the queue and its sleeping bit becoming visible, which is the
+// window a lost wake-up needs. Only on the sleep path, which is about to make a system
+// call anyway.
+void SetBeforeSleepHookForTesting(void (*hook)());
+
+// Returns the `k` lowest set bits of `mask` (all of them if it has fewer).
+std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k);
+
+// Fibers started and not yet finished, over all groups.
+std::size_t GetLiveFiberCount();
+// Blocks the calling pthread until GetLiveFiberCount() is 0.
+void WaitUntilNoLiveFibers();
+// For a fiber being started: counts it as live. Every started fiber is counted once and
+// uncounted when it has died and its stack is recycled.
+void CountFiberStarted(std::size_t n);
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_SCHEDULING_GROUP_H_

@@ -1,0 +1,58 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_WAIT_SLOT_H_
+#define SPINDLE_RUNTIME_INTERNAL_WAIT_SLOT_H_
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+
+namespace spindle::internal {
+
+// Where one FiberWorker sleeps. Wake-ups are counted, like a semaphore: a Wake() that
+// arrives before the Wait() it is meant for is not lost, the Wait() returns at once.
+// Extra wake-ups only make later Wait()s return early, which the worker tolerates (it
+// re-checks its queue after every wait). Wait() from the owning worker only; Wake()
+// and WakeForever() from any thread.
+class WaitSlot {
+ public:
+  // Blocks until a wake-up is available and consumes it.
+  void Wait() {
+    // acquire: pairs with the release in Wake(), so what the waker published before
+    // waking (the fiber it pushed) is visible once we return.
+    int value = count_.fetch_sub(1, std::memory_order_acquire) - 1;
+    while (value < 0) {
+      // Sleeps only while the count is still the value we left; a Wake() in between
+      // changes it and the futex returns at once (no lost wake-up).
+      syscall(SYS_futex, &count_, FUTEX_WAIT_PRIVATE, value, nullptr, nullptr, 0);
+      // acquire: as above.
+      value = count_.load(std::memory_order_acquire);
+    }
+  }
+
+  // Makes one wake-up available, waking the owner if it sleeps.
+  void Wake() {
+    // release: pairs with the acquire in Wait().
+    if (count_.fetch_add(1, std::memory_order_release) < 0) {
+      syscall(SYS_futex, &count_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    }
+  }
+
+  // Makes every current and future Wait() return at once (shutdown).
+  void WakeForever() {
+    // release: as in Wake().
+    count_.store(INT_MAX / 2, std::memory_order_release);
+    syscall(SYS_futex, &count_, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  }
+
+ private:
+  // > 0: wake-ups banked; 0: none; -1: the owner sleeps (or is about to).
+  alignas(64) std::atomic<int> count_{0};
+};
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_WAIT_SLOT_H_

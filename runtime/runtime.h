@@ -1,0 +1,58 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Starting and stopping the Spindle runtime, and running code in it from a plain thread.
+//
+//   int main(int argc, char** argv) {
+//     gflags::ParseCommandLineFlags(&argc, &argv, true);  // --fiber_* flags, --flagfile
+//     spindle::StartRuntime();
+//     int answer = spindle::RunAsFiber([] { return 42; });
+//     spindle::TerminateRuntime();
+//   }
+
+#ifndef SPINDLE_RUNTIME_RUNTIME_H_
+#define SPINDLE_RUNTIME_RUNTIME_H_
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "absl/functional/any_invocable.h"
+
+namespace spindle {
+
+// Starts the scheduling groups and their workers as the --fiber_* flags say. A flag
+// with a bad value stops the process with a message naming the flag, the value and the
+// accepted range. Call once (again only after TerminateRuntime()), from a plain thread.
+void StartRuntime();
+
+// Like StartRuntime(), but returns the validation error instead of stopping the
+// process ("" when the runtime started).
+std::string TryStartRuntime();
+
+// Waits until every fiber started so far (and every fiber they start) has finished,
+// then stops the workers. Call from a plain thread, not from a fiber.
+void TerminateRuntime();
+
+// Runs `f` in a fiber and blocks the calling thread until it returns. Called from a
+// fiber, it simply calls `f`.
+void RunAsFiber(absl::AnyInvocable<void()> f);
+
+template <class F, class R = std::invoke_result_t<F&>,
+          class = std::enable_if_t<!std::is_void_v<R>>>
+R RunAsFiber(F&& f) {
+  std::optional<R> result;
+  RunAsFiber(absl::AnyInvocable<void()>([&] { result.emplace(f()); }));
+  return std::move(*result);
+}
+
+// The runtime's shape: scheduling groups, workers in the first group, and fibers started
+// and not yet finished. Valid while the runtime runs.
+std::size_t GetSchedulingGroupCount();
+std::size_t GetSchedulingGroupSize();
+std::size_t GetFiberCount();
+
+}  // namespace spindle
+
+#endif  // SPINDLE_RUNTIME_RUNTIME_H_

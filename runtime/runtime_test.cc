@@ -1,0 +1,123 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "runtime/runtime.h"
+
+#include <time.h>
+
+#include <atomic>
+#include <string>
+
+#include "fiber/fiber.h"
+#include "gflags/gflags.h"
+#include "gtest/gtest.h"
+#include "runtime/internal/runtime_options.h"
+#include "runtime/internal/runtime_testing.h"
+
+namespace spindle {
+namespace {
+
+using internal::ComputeGroupSizes;
+using testing::ScopedRuntime;
+
+// Sets one flag to a bad value, expects TryStartRuntime() to refuse it with a message
+// naming the flag and the value, and restores every flag.
+void ExpectRejected(const char* flag, const char* value, const char* range_text) {
+  gflags::FlagSaver saver;
+  ASSERT_FALSE(gflags::SetCommandLineOption(flag, value).empty()) << flag;
+  const std::string error = TryStartRuntime();
+  ASSERT_FALSE(error.empty()) << "--" << flag << "=" << value << " was accepted";
+  EXPECT_NE(error.find(std::string("--") + flag + "=" + value), std::string::npos)
+      << error;
+  EXPECT_NE(error.find(range_text), std::string::npos) << error;
+}
+
+TEST(RuntimeFlagsTest, EachOutOfRangeFlagIsRejectedByName) {
+  ExpectRejected("fiber_concurrency", "5000", "[0, 1024]");
+  ExpectRejected("fiber_scheduling_group_size", "65", "[0, 64]");
+  ExpectRejected("fiber_run_queue_size", "1000", "power of two");
+  ExpectRejected("fiber_run_queue_size", "1", "power of two");
+  ExpectRejected("fiber_scheduling_strategy", "v9", "expected one of: v1");
+  ExpectRejected("fiber_worker_spin_time_us", "20000", "[0, 10000]");
+  ExpectRejected("fiber_stack_size", "5000", "multiple of the page size");
+  ExpectRejected("fiber_stack_size", "4096", "[16384, 1073741824]");
+  ExpectRejected("fiber_stack_mmap_limit", "9999999999", "[0, 4294967296]");
+}
+
+TEST(RuntimeFlagsDeathTest, StartRuntimeStopsOnABadFlag) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  gflags::FlagSaver saver;
+  gflags::SetCommandLineOption("fiber_run_queue_size", "3");
+  EXPECT_DEATH(StartRuntime(), "--fiber_run_queue_size=3 is invalid");
+}
+
+TEST(RuntimeLayoutTest, GroupSizes) {
+  using V = std::vector<std::size_t>;
+  EXPECT_EQ(ComputeGroupSizes(1, 0), V({1}));
+  EXPECT_EQ(ComputeGroupSizes(7, 0), V({7}));
+  EXPECT_EQ(ComputeGroupSizes(8, 0), V({8}));
+  EXPECT_EQ(ComputeGroupSizes(15, 0), V({15}));
+  EXPECT_EQ(ComputeGroupSizes(16, 0), V({8, 8}));
+  EXPECT_EQ(ComputeGroupSizes(31, 0), V({11, 10, 10}));
+  EXPECT_EQ(ComputeGroupSizes(64, 0), V({13, 13, 13, 13, 12}));
+  for (std::size_t n = 8; n <= 300; ++n) {
+    for (std::size_t size : ComputeGroupSizes(n, 0)) {
+      EXPECT_GE(size, 8u) << n;
+      EXPECT_LE(size, 15u) << n;
+    }
+  }
+  EXPECT_EQ(ComputeGroupSizes(5, 2), V({2, 2, 1}));
+  EXPECT_EQ(ComputeGroupSizes(4, 64), V({4}));
+  EXPECT_EQ(ComputeGroupSizes(128, 64), V({64, 64}));
+}
+
+TEST(RuntimeLayoutTest, IntrospectionMatchesTheFlags) {
+  {
+    ScopedRuntime runtime(4, 2);
+    EXPECT_EQ(GetSchedulingGroupCount(), 2u);
+    EXPECT_EQ(GetSchedulingGroupSize(), 2u);
+  }
+  {
+    ScopedRuntime runtime(3);
+    EXPECT_EQ(GetSchedulingGroupCount(), 1u);
+    EXPECT_EQ(GetSchedulingGroupSize(), 3u);
+    EXPECT_EQ(GetFiberCount(), 0u);
+  }
+  EXPECT_GE(internal::DefaultConcurrency(), 1u);
+}
+
+TEST(RuntimeLayoutTest, FibersStartedOnEveryGroupRun) {
+  ScopedRuntime runtime(4, 1);  // four groups of one worker
+  std::atomic<int> ran{0};
+  std::vector<Fiber> fibers;
+  for (std::size_t g = 0; g < GetSchedulingGroupCount(); ++g) {
+    Fiber::Attributes attributes;
+    attributes.scheduling_group = g;
+    fibers.emplace_back(attributes, [&] { ++ran; });
+  }
+  for (auto& f : fibers) f.join();
+  EXPECT_EQ(ran.load(), 4);
+}
+
+double ProcessCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Idle workers must sleep, not spin: over one idle second the process uses almost no
+// CPU. (A measurement window, not a wait for something to happen.)
+TEST(RuntimeIdleTest, IdleWorkersUseNoCpu) {
+  ScopedRuntime runtime(4);
+  // Some work first, so every worker has been awake.
+  std::vector<Fiber> fibers;
+  for (int i = 0; i < 100; ++i) fibers.emplace_back([] {});
+  for (auto& f : fibers) f.join();
+  const double before = ProcessCpuSeconds();
+  struct timespec second = {1, 0};
+  nanosleep(&second, nullptr);
+  const double used = ProcessCpuSeconds() - before;
+  EXPECT_LT(used, 0.05) << "idle workers used " << used << " s of CPU in 1 s";
+}
+
+}  // namespace
+}  // namespace spindle
