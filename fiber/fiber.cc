@@ -2,13 +2,36 @@
 
 #include "fiber/fiber.h"
 
+#include <atomic>
+#include <exception>
+
 #include "fiber/internal/fiber_entity.h"
 #include "glog/logging.h"
 #include "runtime/internal/oneshot_event.h"
 #include "runtime/internal/runtime_impl.h"
 
 namespace spindle {
+namespace internal {
+
+// What a Fiber handle shares with its fiber: the function, until somebody claims it,
+// and the event the fiber's exit signals. See Fiber::join() and FiberDesc::claim.
+class JoinState : public OneshotEvent {
+ public:
+  std::atomic<bool> claimed{false};
+  absl::AnyInvocable<void()> start_proc;
+};
+
+}  // namespace internal
+
 namespace {
+
+// Stack a joiner must have left to run a not-yet-started child inline.
+constexpr std::size_t kInlineJoinStackReserve = 32 * 1024;
+
+bool HasStackToSpare(const internal::FiberEntity* self) {
+  const char* here = static_cast<const char*>(__builtin_frame_address(0));
+  return here - self->stack().base > static_cast<std::ptrdiff_t>(kInlineJoinStackReserve);
+}
 
 internal::SchedulingGroup* ChooseGroup(const Fiber::Attributes& attributes) {
   internal::Runtime& runtime = internal::Runtime::Get();
@@ -41,9 +64,16 @@ Fiber::Fiber(absl::AnyInvocable<void()> start_proc)
     : Fiber(Attributes(), std::move(start_proc)) {}
 
 Fiber::Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc) {
-  barrier_ = std::make_shared<internal::OneshotEvent>();
-  internal::FiberDesc* desc = internal::NewFiberDesc(std::move(start_proc));
+  barrier_ = std::make_shared<internal::JoinState>();
+  barrier_->start_proc = std::move(start_proc);
+  // The queued descriptor runs the function only if its worker wins the claim (it
+  // checks before taking a stack); otherwise the joiner has run it inline.
+  internal::FiberDesc* desc = internal::NewFiberDesc([state = barrier_.get()] {
+    auto proc = std::move(state->start_proc);
+    proc();
+  });
   desc->exit_hook = [barrier = barrier_] { barrier->Signal(); };
+  desc->claim = &barrier_->claimed;
   id_ = desc->id;
   LaunchFiber(attributes, desc);
 }
@@ -73,7 +103,26 @@ Fiber& Fiber::operator=(Fiber&& other) noexcept {
 
 void Fiber::join() {
   CHECK(joinable()) << "join() on a Fiber that is not joinable";
-  barrier_->Wait();
+  internal::FiberEntity* self = internal::GetCurrentFiberEntity();
+  // relaxed pre-check: a hint that spares the locked exchange once the fiber started.
+  if (self != nullptr && !self->is_master() &&
+      !barrier_->claimed.load(std::memory_order_relaxed) && HasStackToSpare(self) &&
+      // acq_rel: pairs with the worker's claim in AcquireFiber(); the winner runs it.
+      !barrier_->claimed.exchange(true, std::memory_order_acq_rel)) {
+    auto proc = std::move(barrier_->start_proc);
+    try {
+      proc();
+    } catch (const std::exception& e) {
+      LOG(FATAL) << "exception escaped fiber " << id_ << " (run inline by join()): "
+                 << e.what();
+    } catch (...) {
+      LOG(FATAL) << "exception of unknown type escaped fiber " << id_
+                 << " (run inline by join())";
+    }
+    internal::CountFiberFinished();
+  } else {
+    barrier_->Wait();
+  }
   barrier_.reset();
   id_ = 0;
 }

@@ -21,7 +21,7 @@
 namespace spindle {
 
 namespace internal {
-class OneshotEvent;
+class JoinState;
 }
 
 // How a new fiber starts.
@@ -59,7 +59,10 @@ class Fiber {
   Fiber& operator=(const Fiber&) = delete;
 
   // Waits until the fiber has finished. From a fiber it parks only the calling fiber;
-  // from a plain thread it blocks the thread.
+  // from a plain thread it blocks the thread. Called from a fiber on a fiber that has
+  // not started yet, it runs that fiber's function right here on the caller's stack
+  // instead (when at least 32 KiB of it is free): fork-join code then needs no stack
+  // per child. Inside a function run this way, this_fiber::GetId() is the joiner's id.
   void join();
   // Lets the fiber run on its own; the handle no longer refers to it.
   void detach();
@@ -68,7 +71,7 @@ class Fiber {
   std::uint64_t get_id() const { return id_; }
 
  private:
-  std::shared_ptr<internal::OneshotEvent> barrier_;
+  std::shared_ptr<internal::JoinState> barrier_;
   std::uint64_t id_ = 0;
 };
 

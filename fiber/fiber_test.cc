@@ -25,6 +25,8 @@ using testing::Scaled;
 using testing::ScopedRuntime;
 using testing::WaitFor;
 
+constexpr bool kUnderSanitizerScale = SPINDLE_STRESS_SCALE_DEFAULT < 1.0;
+
 class FiberTest : public ::testing::TestWithParam<std::size_t> {
  protected:
   std::size_t workers() const { return GetParam(); }
@@ -137,6 +139,32 @@ TEST_P(FiberTest, JoinFromFibersParksOnlyTheJoiner) {
 // Dispatch runs the new fiber at once on the caller's worker and queues the caller. With
 // one worker the caller can only continue after the new fiber; with more, another
 // worker may pick the queued caller up at once, so only "same worker" is promised.
+// join() from a fiber on a child that has not started runs it inline; otherwise the
+// child runs on a worker. Either way it runs exactly once. Joiners and workers race for
+// every child here (the children are joined right after they are queued).
+TEST_P(FiberTest, JoinRunsNotStartedChildrenInlineExactlyOnce) {
+  ScopedRuntime runtime(workers());
+  const int n = static_cast<int>(Scaled(50000));
+  std::vector<std::atomic<int>> runs(n);
+  std::atomic<int> inline_runs{0};
+  RunAsFiber([&] {
+    const std::uint64_t parent = this_fiber::GetId();
+    for (int i = 0; i < n; ++i) {
+      Fiber child([&, i, parent] {
+        ++runs[i];
+        if (this_fiber::GetId() == parent) ++inline_runs;
+      });
+      child.join();
+    }
+  });
+  ExpectEachRanOnce(runs);
+  // With one worker (busy running the parent) no child can start before its join.
+  if (workers() == 1) {
+    EXPECT_EQ(inline_runs.load(), n);
+  }
+  EXPECT_TRUE(WaitFor([] { return GetFiberCount() == 0; }));
+}
+
 TEST_P(FiberTest, DispatchRunsTheNewFiberOnTheCallersWorkerFirst) {
   ScopedRuntime runtime(workers());
   for (int round = 0; round < 100; ++round) {
@@ -218,6 +246,30 @@ TEST_P(FiberTest, TinyRunQueueOverflowLosesNothing) {
   BatchStartFiberDetached(std::move(batch));
   ASSERT_TRUE(WaitFor([&] { return done.load() == n + 100; }));
   ExpectEachRanOnce(runs);
+}
+
+// Every worker a producer into a full queue: a tree of fibers spawning children into a
+// capacity-4 queue. Workers must not block waiting for room (they are the consumers);
+// this deadlocked before worker producers spilled to the overflow list.
+std::uint64_t SpawnTree(int depth) {
+  if (depth == 0) return 1;
+  std::uint64_t counts[4] = {};
+  Fiber children[4];
+  for (int i = 0; i < 4; ++i) {
+    children[i] = Fiber([&counts, i, depth] { counts[i] = SpawnTree(depth - 1); });
+  }
+  std::uint64_t total = 0;
+  for (int i = 0; i < 4; ++i) {
+    children[i].join();
+    total += counts[i];
+  }
+  return total;
+}
+
+TEST_P(FiberTest, WorkersSpawningIntoAFullQueueDoNotDeadlock) {
+  ScopedRuntime runtime(workers(), 0, /*run_queue_size=*/4);
+  const int depth = kUnderSanitizerScale ? 5 : 7;
+  EXPECT_EQ(RunAsFiber([depth] { return SpawnTree(depth); }), 1u << (2 * depth));
 }
 
 // Seed 000's YieldAndFairness: on one worker, fibers that loop Yield() take turns

@@ -105,15 +105,14 @@ StackAllocator::StackAllocator(const StackAllocatorOptions& options)
       page_size_(PageSize()),
       mmap_limit_(options.mmap_limit != 0
                       ? options.mmap_limit
-                      : MmapLimitFor(ReadMaxMapCount(), options.guard_page)) {
+                      : MmapLimitFor(ReadMaxMapCount(), options.guard_page)),
+      pool_(options.batch_size) {
   const std::string error = ValidateStackAllocatorOptions(options);
   CHECK(error.empty()) << error;
 }
 
 StackAllocator::~StackAllocator() {
-  std::lock_guard<std::mutex> lock(pool_lock_);
-  for (const Stack& stack : pool_) Destroy(stack);
-  pool_.clear();
+  for (const Stack& stack : pool_.TakeAll()) Destroy(stack);
 }
 
 StackAllocator& StackAllocator::Default() {
@@ -194,20 +193,9 @@ void StackAllocator::Destroy(const Stack& stack) {
   mmapped_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: see member comment
 }
 
-bool StackAllocator::TakeBatch(std::vector<Stack>* out) {
-  std::lock_guard<std::mutex> lock(pool_lock_);
-  if (pool_.empty()) return false;
-  const std::size_t n = std::min(options_.batch_size, pool_.size());
-  out->insert(out->end(), pool_.end() - n, pool_.end());
-  pool_.resize(pool_.size() - n);
-  return true;
-}
+bool StackAllocator::TakeBatch(std::vector<Stack>* out) { return pool_.TakeBatch(out); }
 
-void StackAllocator::GiveBatch(std::vector<Stack>* stacks) {
-  std::lock_guard<std::mutex> lock(pool_lock_);
-  pool_.insert(pool_.end(), stacks->begin(), stacks->end());
-  stacks->clear();
-}
+void StackAllocator::GiveBatch(std::vector<Stack>* stacks) { pool_.GiveBatch(stacks); }
 
 std::size_t StackAllocator::mmapped_count() const {
   return mmapped_.load(std::memory_order_relaxed);  // relaxed: statistic
@@ -217,10 +205,7 @@ std::size_t StackAllocator::heap_count() const {
   return heap_.load(std::memory_order_relaxed);  // relaxed: statistic
 }
 
-std::size_t StackAllocator::pooled_count() const {
-  std::lock_guard<std::mutex> lock(pool_lock_);
-  return pool_.size();
-}
+std::size_t StackAllocator::pooled_count() const { return pool_.size(); }
 
 StackCache::~StackCache() {
   if (!cached_.empty()) allocator_->GiveBatch(&cached_);
@@ -244,12 +229,7 @@ Stack StackCache::Get() {
 void StackCache::Put(const Stack& stack) {
   PoisonStack(stack.base, stack.size);
   cached_.push_back(stack);
-  const std::size_t batch = allocator_->batch_size();
-  if (cached_.size() >= 2 * batch) {
-    std::vector<Stack> spill(cached_.end() - batch, cached_.end());
-    cached_.resize(cached_.size() - batch);
-    allocator_->GiveBatch(&spill);
-  }
+  allocator_->pool().SpillIfFull(&cached_);
 }
 
 }  // namespace spindle::internal

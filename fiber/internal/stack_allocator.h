@@ -6,10 +6,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "fiber/internal/batch_pool.h"
 #include "gflags/gflags_declare.h"
 
 DECLARE_uint64(fiber_stack_size);
@@ -90,7 +90,8 @@ class StackAllocator {
   void GiveBatch(std::vector<Stack>* stacks);
 
   std::size_t stack_size() const { return options_.stack_size; }
-  std::size_t batch_size() const { return options_.batch_size; }
+  std::size_t batch_size() const { return pool_.batch_size(); }
+  BatchPool<Stack>& pool() { return pool_; }
   std::size_t mmap_limit() const { return mmap_limit_; }
 
   // Statistics (relaxed snapshots).
@@ -112,8 +113,7 @@ class StackAllocator {
   std::atomic<std::size_t> mmapped_{0};
   std::atomic<std::size_t> heap_{0};
 
-  mutable std::mutex pool_lock_;
-  std::vector<Stack> pool_;  // guarded by pool_lock_
+  BatchPool<Stack> pool_;
 };
 
 // A per-thread cache of stacks in front of a StackAllocator: Get() and Put() are a

@@ -94,6 +94,14 @@ std::size_t FormatStackOverflowMessage(const GuardedStackInfo& info,
 }
 
 void InstallStackOverflowHandler(GuardQuery query) {
+  // Called for every new guarded fiber: the common case is one acquire load.
+  static std::atomic<GuardQuery> installed{nullptr};
+  // acquire: pairs with the release store below; the handler and the thread's
+  // alternate stack were set up by then.
+  if (installed.load(std::memory_order_acquire) == query) {
+    EnsureAlternateSignalStack();
+    return;
+  }
   static std::once_flag once;
   std::call_once(once, [] {
     struct sigaction action;
@@ -106,11 +114,14 @@ void InstallStackOverflowHandler(GuardQuery query) {
   // release: pairs with the acquire load in OnSegv().
   g_query.store(query, std::memory_order_release);
   EnsureAlternateSignalStack();
+  installed.store(query, std::memory_order_release);  // release: see the load above
 }
 
 void EnsureAlternateSignalStack() {
   thread_local AlternateStack alternate;
-  if (alternate.memory != nullptr) return;
+  thread_local bool checked = false;
+  if (checked) return;
+  checked = true;
   stack_t current{};
   if (sigaltstack(nullptr, &current) == 0 && !(current.ss_flags & SS_DISABLE)) {
     return;  // the thread already has one (ASan installs its own)

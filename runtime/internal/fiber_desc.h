@@ -3,6 +3,7 @@
 #ifndef SPINDLE_RUNTIME_INTERNAL_FIBER_DESC_H_
 #define SPINDLE_RUNTIME_INTERNAL_FIBER_DESC_H_
 
+#include <atomic>
 #include <cstdint>
 
 #include "absl/functional/any_invocable.h"
@@ -22,7 +23,16 @@ struct FiberDesc {
   absl::AnyInvocable<void()> exit_hook;
   bool scheduling_group_local = false;
   std::uint64_t id = 0;  // the fiber's id, chosen at start so Fiber::get_id() has it
+  // For a joinable fiber: set to true by whoever runs it first, the worker that pops
+  // this descriptor or a joiner that runs the fiber inline (Fiber::join()). A worker
+  // that finds it already set drops the descriptor. Null for detached fibers.
+  std::atomic<bool>* claim = nullptr;
 };
+
+// A descriptor from the calling thread's cache (or new); all fields at their defaults.
+FiberDesc* AllocateFiberDesc();
+// Returns a descriptor whose fields have been moved from (any thread).
+void FreeFiberDesc(FiberDesc* desc);
 
 // Run-queue entries are tagged pointers: a FiberEntity (64-byte aligned) or, with the
 // low bit set, a FiberDesc.

@@ -82,7 +82,7 @@ SchedulingGroup* Runtime::NearestGroup() {
 }
 
 FiberDesc* NewFiberDesc(absl::AnyInvocable<void()> start_proc) {
-  auto* desc = new FiberDesc;
+  FiberDesc* desc = AllocateFiberDesc();
   desc->start_proc = std::move(start_proc);
   desc->id = NewFiberId();
   CountFiberStarted(1);

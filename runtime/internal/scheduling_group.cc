@@ -54,6 +54,16 @@
 // Spinning without a cap burns a core per idle worker. A per-worker queue (strategy v2)
 // needs stealing to balance; it comes as a separate strategy.
 //
+// Overflow. The queue is bounded (see the seed's rationale); a fiber is never dropped
+// when it is full. A producer on a plain thread backs off and retries (back-pressure on
+// whoever floods the runtime from outside). A producer on a worker thread must not: it
+// is also a consumer, and when every worker is a fiber spawning children into a full
+// queue (skynet does this), backing off would stop them all for good. Such a producer
+// spills to the group's overflow list instead, which consumers drain first. Both paths
+// log a rate-limited warning naming --fiber_run_queue_size. The overflow size is part of
+// what W3 re-checks, and a spilling producer runs P1-P3 like any other, so the no-lost-
+// wake-up argument covers it unchanged.
+//
 // Parking. A fiber parks (Halt) while holding its own scheduler lock; the context it
 // switches to releases the lock in its landing hook (FiberEntity::SwitchTo). Resume()
 // takes that lock first, so it cannot queue the fiber before its registers are saved.
@@ -63,8 +73,8 @@
 
 #include <algorithm>
 #include <bitset>
-#include <condition_variable>
 #include <thread>
+#include <vector>
 
 #include "fiber/internal/sanitizers.h"
 #include "fiber/internal/spinlock.h"
@@ -89,19 +99,68 @@ void StoreLoadFence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 // relaxed: a test installs the hook before it starts the workload it should affect.
 std::atomic<void (*)()> g_before_sleep_hook{nullptr};
 
-std::atomic<std::size_t> g_live_fibers{0};
-std::mutex g_no_live_fibers_lock;
-std::condition_variable g_no_live_fibers;
+thread_local bool tls_is_worker = false;
+
+// Live fibers = fibers started - fibers finished, each counted per thread so that the
+// hot paths never share a cache line: a start bumps the starting thread's counter, a
+// finish the counter of the thread that recycles the fiber. Counters of exited threads
+// are folded into `retired`. Reading: all finish counters first, then all start
+// counters. Every fiber's start happens-before its finish, and a child's start before
+// its parent's finish, so any finish seen is matched by a start seen, and
+// started == finished means no fiber that was alive at the reading is still alive.
+struct FiberCounters {
+  // relaxed increments by the owning thread; acquire/release publish them to readers
+  // (release on the increment, acquire in the sum).
+  std::atomic<std::uint64_t> started{0};
+  std::atomic<std::uint64_t> finished{0};
+};
+
+class FiberCounterRegistry {
+ public:
+  void Add(FiberCounters* counters) {
+    std::lock_guard<std::mutex> lock(lock_);
+    live_.push_back(counters);
+  }
+  void Remove(FiberCounters* counters) {
+    std::lock_guard<std::mutex> lock(lock_);
+    retired_started_ += counters->started.load(std::memory_order_acquire);
+    retired_finished_ += counters->finished.load(std::memory_order_acquire);
+    live_.erase(std::find(live_.begin(), live_.end(), counters));
+  }
+  std::size_t Live() {
+    std::lock_guard<std::mutex> lock(lock_);
+    std::uint64_t finished = retired_finished_;
+    for (FiberCounters* c : live_) finished += c->finished.load(std::memory_order_acquire);
+    std::uint64_t started = retired_started_;
+    for (FiberCounters* c : live_) started += c->started.load(std::memory_order_acquire);
+    return static_cast<std::size_t>(started - finished);
+  }
+
+ private:
+  std::mutex lock_;
+  std::vector<FiberCounters*> live_;
+  std::uint64_t retired_started_ = 0;
+  std::uint64_t retired_finished_ = 0;
+};
+
+FiberCounterRegistry& Registry() {
+  static auto* registry = new FiberCounterRegistry;
+  return *registry;
+}
+
+FiberCounters& ThisThreadCounters() {
+  struct Holder {
+    FiberCounters counters;
+    Holder() { Registry().Add(&counters); }
+    ~Holder() { Registry().Remove(&counters); }
+  };
+  thread_local Holder holder;
+  return holder.counters;
+}
 
 void ReclaimFiber(FiberEntity* dead) {
   StackCache::ForThisThread().Put(DestroyFiberEntity(dead));
-  // acq_rel: the release publishes everything the dead fiber did to whoever sees the
-  // count reach 0 (WaitUntilNoLiveFibers, acquire); the acquire side of the RMW keeps
-  // the notification below after the decrement.
-  if (g_live_fibers.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    std::lock_guard<std::mutex> lock(g_no_live_fibers_lock);
-    g_no_live_fibers.notify_all();
-  }
+  CountFiberFinished();
 }
 
 int CountBits(std::uint64_t mask) { return __builtin_popcountll(mask); }
@@ -122,26 +181,35 @@ std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k) {
   return result;
 }
 
+void MarkThisThreadAsWorker(bool is_worker) { tls_is_worker = is_worker; }
+
 void SetBeforeSleepHookForTesting(void (*hook)()) {
   g_before_sleep_hook.store(hook, std::memory_order_relaxed);  // relaxed: see above
 }
 
-std::size_t GetLiveFiberCount() {
-  return g_live_fibers.load(std::memory_order_relaxed);  // relaxed: a statistic
+std::size_t GetLiveFiberCount() { return Registry().Live(); }
+
+void CountFiberFinished() {
+  std::atomic<std::uint64_t>& finished = ThisThreadCounters().finished;
+  // release: publishes the finish (and all the fiber did) to Live()'s acquire loads.
+  // Single writer, so load + store is enough and avoids a locked instruction.
+  finished.store(finished.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
 void CountFiberStarted(std::size_t n) {
-  // relaxed: the count is only compared with 0 after every starter has returned from
-  // its start call, which the starter's own synchronisation with the waiter orders.
-  g_live_fibers.fetch_add(n, std::memory_order_relaxed);
+  std::atomic<std::uint64_t>& started = ThisThreadCounters().started;
+  // release: pairs with Live()'s acquire loads. Single writer: see ReclaimFiber().
+  started.store(started.load(std::memory_order_relaxed) + n, std::memory_order_release);
 }
 
 void WaitUntilNoLiveFibers() {
-  std::unique_lock<std::mutex> lock(g_no_live_fibers_lock);
-  g_no_live_fibers.wait(lock, [] {
-    // acquire: pairs with the release decrement in ReclaimFiber().
-    return g_live_fibers.load(std::memory_order_acquire) == 0;
-  });
+  // Termination is rare and not latency-sensitive: poll with a growing pause rather than
+  // make every fiber exit check for a waiter.
+  auto pause = std::chrono::microseconds(50);
+  while (GetLiveFiberCount() != 0) {
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(5));
+  }
 }
 
 SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
@@ -152,8 +220,8 @@ SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
 }
 
 SchedulingGroup::~SchedulingGroup() {
-  CHECK(run_queue_.UnsafeEmpty()) << "scheduling group " << index()
-                                  << " destroyed with fibers still queued";
+  CHECK(run_queue_.UnsafeEmpty() && overflow_.empty())
+      << "scheduling group " << index() << " destroyed with fibers still queued";
 }
 
 void SchedulingGroup::StartFiber(FiberDesc* desc) {
@@ -197,7 +265,20 @@ void SchedulingGroup::Push(std::uintptr_t entry, bool stealable) {
 }
 
 void SchedulingGroup::PushSlow(std::uintptr_t entry, bool stealable) {
-  // The queue is full. Nothing is ever dropped: wait for the workers to make room.
+  // The queue is full. Nothing is ever dropped; see "Overflow" at the top.
+  if (tls_is_worker) {
+    LOG_EVERY_T(WARNING, 1) << "Run queue of scheduling group " << index()
+                            << " is full (" << run_queue_.capacity()
+                            << " fibers); spilling new fibers to an overflow list. Raise "
+                               "--fiber_run_queue_size if this persists.";
+    std::lock_guard<std::mutex> lock(overflow_lock_);
+    overflow_.push_back(entry);
+    // relaxed: the count is a hint read by consumers before they take the lock; the
+    // caller's StoreLoadFence (P1) orders it before the masks are read.
+    overflow_size_.fetch_add(1, std::memory_order_relaxed);
+    (void)stealable;  // overflow entries are taken by this group's workers only
+    return;
+  }
   while (!run_queue_.Push(entry, stealable)) {
     LOG_EVERY_T(WARNING, 1) << "Run queue of scheduling group " << index()
                             << " is full (" << run_queue_.capacity()
@@ -208,6 +289,15 @@ void SchedulingGroup::PushSlow(std::uintptr_t entry, bool stealable) {
   }
 }
 
+std::uintptr_t SchedulingGroup::PopOverflow() {
+  std::lock_guard<std::mutex> lock(overflow_lock_);
+  if (overflow_.empty()) return 0;
+  const std::uintptr_t entry = overflow_.front();
+  overflow_.pop_front();
+  overflow_size_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: see PushSlow()
+  return entry;
+}
+
 FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc) {
   FiberEntity* fiber = InstantiateFiberEntity(StackCache::ForThisThread().Get(),
                                               std::move(desc->start_proc), desc->id);
@@ -215,13 +305,28 @@ FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc) {
   fiber->scheduling_group = this;
   fiber->scheduling_group_local = desc->scheduling_group_local;
   fiber->reclaim = &ReclaimFiber;
-  delete desc;
+  FreeFiberDesc(desc);
   return fiber;
 }
 
 FiberEntity* SchedulingGroup::AcquireFiber() {
-  const std::uintptr_t entry = run_queue_.Pop();
-  if (entry == 0) return nullptr;
+  std::uintptr_t entry = 0;
+  for (;;) {
+    entry = 0;
+    // relaxed: a hint (see PushSlow()); the list is read under its lock. Spilled fibers
+    // are older than anything in the ring, so they go first.
+    if (overflow_size_.load(std::memory_order_relaxed) != 0) entry = PopOverflow();
+    if (entry == 0) entry = run_queue_.Pop();
+    if (entry == 0) return nullptr;
+    if (!IsDescEntry(entry)) break;
+    FiberDesc* desc = DecodeDesc(entry);
+    // acq_rel: exactly one of us and a joiner running the fiber inline wins; the
+    // winner sees everything the starter published.
+    if (desc->claim == nullptr || !desc->claim->exchange(true, std::memory_order_acq_rel)) {
+      break;
+    }
+    FreeFiberDesc(desc);  // its joiner already ran it; take the next entry
+  }
   FiberEntity* fiber = IsDescEntry(entry) ? Instantiate(DecodeDesc(entry))
                                           : DecodeFiber(entry);
   // A fiber may have been stolen from another group: it belongs to ours from now on.
@@ -384,6 +489,9 @@ void SchedulingGroup::Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lo
 }
 
 void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
+  // Runs now, so nobody may run it inline later. relaxed: the only possible joiner is
+  // the caller's own handle, which this fiber creates after we return.
+  if (desc->claim != nullptr) desc->claim->store(true, std::memory_order_relaxed);
   FiberEntity* next = Instantiate(desc);
   {
     std::lock_guard<Spinlock> lock(next->scheduler_lock);

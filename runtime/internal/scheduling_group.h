@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 
 #include "fiber/internal/fiber_entity.h"
@@ -95,6 +96,7 @@ class SchedulingGroup {
  private:
   void Push(std::uintptr_t entry, bool stealable);
   void PushSlow(std::uintptr_t entry, bool stealable);
+  std::uintptr_t PopOverflow();
   FiberEntity* Instantiate(FiberDesc* desc);
   void WakeUpOneWorker();
   bool WakeUpOneSpinningWorker();
@@ -115,7 +117,19 @@ class SchedulingGroup {
   std::atomic<std::uint64_t> wakeups_{0};
 
   WaitSlot wait_slots_[kMaxWorkers];
+
+  // Where producers on this runtime's worker threads put fibers when the run queue is
+  // full (see PushSlow()). Touched only then; consumers look here first while
+  // `overflow_size_` is not 0.
+  alignas(64) std::atomic<std::size_t> overflow_size_{0};
+  std::mutex overflow_lock_;
+  std::deque<std::uintptr_t> overflow_;  // guarded by overflow_lock_
 };
+
+// Marks the calling thread as a worker of some scheduling group (FiberWorker does this):
+// such a thread must never block waiting for room in a run queue, since it is one of
+// the consumers.
+void MarkThisThreadAsWorker(bool is_worker);
 
 // Tests only: `hook` (nullptr to remove) runs in every worker right before it marks
 // itself sleeping (before W1 of the protocol), to widen the race window between a
@@ -126,6 +140,10 @@ void SetBeforeSleepHookForTesting(void (*hook)());
 
 // Returns the `k` lowest set bits of `mask` (all of them if it has fewer).
 std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k);
+
+// Counts one fiber as finished on this thread: for a fiber run inline by its joiner,
+// which never reaches the runtime's own exit path.
+void CountFiberFinished();
 
 // Fibers started and not yet finished, over all groups.
 std::size_t GetLiveFiberCount();
