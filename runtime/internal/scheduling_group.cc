@@ -461,8 +461,10 @@ void SchedulingGroup::UnlockAndRequeue(void* arg) {
   auto* fiber = static_cast<FiberEntity*>(arg);
   fiber->scheduler_lock.unlock();
   auto* group = static_cast<SchedulingGroup*>(fiber->scheduling_group);
+  // No wake-up: this worker is busy (it just switched to another fiber) and will come
+  // back to the queue, so the fiber cannot be stranded; idle workers that poll find it
+  // too. Waking one would cost a fence, and often a system call, per yield.
   group->Push(EncodeEntry(fiber), !fiber->scheduling_group_local);
-  group->WakeUpOneWorker();
 }
 
 void SchedulingGroup::Yield(FiberEntity* self) {

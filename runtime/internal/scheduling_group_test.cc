@@ -12,6 +12,7 @@
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_options.h"
+#include "runtime/internal/lost_wake_hammer.h"
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/runtime.h"
 
@@ -43,48 +44,10 @@ INSTANTIATE_TEST_SUITE_P(Workers, SchedulingGroupTest, ::testing::Values(1, 2, 4
                            return std::to_string(info.param) + "Workers";
                          });
 
-void BusyWaitMicros(int micros) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
-  while (std::chrono::steady_clock::now() < until) {
-  }
-}
-
-// The lost-wake-up hammer (brpc PR #2916's scenario): a plain thread starts one fiber at
-// a time, each after a random pause, so the start lands while workers spin, while they
-// are between spinning and sleeping, and while they sleep. Every fiber must run before
-// a deadline; a lost wake-up leaves it queued with every worker asleep. The dangerous
-// window (after a worker's last poll, before its sleeping bit is visible) is a few
-// instructions wide and comes `spin_us` after the previous fiber ran, so the pauses
-// are drawn around that moment; with spin_us = 0 it comes right away. The window is
-// still only nanoseconds wide, so a test hook stretches it: every worker pauses 0-3 us
-// right before it marks itself sleeping. (Checked: with the re-check W3 removed from
-// WaitForFiber(), this test failed at round 6295 of the first 10,000.)
-void PauseBeforeSleep() {
-  thread_local std::minstd_rand random(std::random_device{}());
-  BusyWaitMicros(static_cast<int>(random() % 4));
-}
-
-void Hammer(std::size_t workers, int spin_us, int rounds) {
-  gflags::FlagSaver saver;
-  FLAGS_fiber_worker_spin_time_us = static_cast<std::uint64_t>(spin_us);
-  ScopedRuntime runtime(workers);
-  SetBeforeSleepHookForTesting(&PauseBeforeSleep);
-  std::mt19937 random(12345);
-  std::atomic<int> ran{0};
-  for (int round = 1; round <= rounds; ++round) {
-    BusyWaitMicros(static_cast<int>(random() % static_cast<unsigned>(2 * spin_us + 4)));
-    StartFiberDetached([&ran, round] { ran.store(round, std::memory_order_release); });
-    ASSERT_TRUE(spindle::testing::WaitFor(
-        [&] { return ran.load(std::memory_order_acquire) == round; },
-        std::chrono::seconds(10)))
-        << "fiber of round " << round << " did not run: lost wake-up";
-  }
-  SetBeforeSleepHookForTesting(nullptr);
-}
 
 TEST_P(SchedulingGroupTest, NoLostWakeUpWhenStartingAsWorkersFallAsleep) {
-  Hammer(GetParam(), /*spin_us=*/0, 10000);
-  Hammer(GetParam(), /*spin_us=*/20, 10000);
+  LostWakeUpHammer(GetParam(), /*spin_us=*/0, 10000);
+  LostWakeUpHammer(GetParam(), /*spin_us=*/20, 10000);
 }
 
 // Batch starts wake several workers at once: fibers that wait for each other only

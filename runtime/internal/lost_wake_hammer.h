@@ -1,0 +1,18 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_LOST_WAKE_HAMMER_H_
+#define SPINDLE_RUNTIME_INTERNAL_LOST_WAKE_HAMMER_H_
+
+#include <cstddef>
+
+namespace spindle::internal {
+
+// Tests only. Starts a runtime of `workers` workers polling for `spin_us` before they
+// sleep, then, `rounds` times, starts one fiber from this plain thread just as the
+// workers are going to sleep and expects it to run within 10 s (a gtest failure names
+// the round otherwise). See lost_wake_hammer.cc.
+void LostWakeUpHammer(std::size_t workers, int spin_us, int rounds);
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_LOST_WAKE_HAMMER_H_
