@@ -6,6 +6,7 @@
 
 #include "fiber/internal/fiber_entity.h"
 #include "runtime/internal/scheduling_group.h"
+#include "sync/internal/timed_waiter.h"
 
 namespace spindle {
 
@@ -28,6 +29,16 @@ void Yield() {
 std::uint64_t GetId() {
   const internal::FiberEntity* self = internal::GetCurrentFiberEntity();
   return self != nullptr && !self->is_master() ? self->id : 0;
+}
+
+void SleepUntil(std::chrono::steady_clock::time_point deadline) {
+  if (!IsFiberContextPresent()) {
+    std::this_thread::sleep_until(deadline);
+    return;
+  }
+  // Nobody notifies this waiter: it always times out, at the deadline.
+  internal::TimedWaiter waiter;
+  waiter.WaitUntil(deadline);
 }
 
 }  // namespace this_fiber

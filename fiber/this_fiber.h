@@ -3,6 +3,7 @@
 #ifndef SPINDLE_FIBER_THIS_FIBER_H_
 #define SPINDLE_FIBER_THIS_FIBER_H_
 
+#include <chrono>
 #include <cstdint>
 
 namespace spindle {
@@ -18,6 +19,17 @@ void Yield();
 
 // The calling fiber's id; 0 on a plain thread.
 std::uint64_t GetId();
+
+// Parks the calling fiber until `deadline` (never wakes before it); its worker runs
+// other fibers meanwhile. On a plain thread, sleeps the thread.
+void SleepUntil(std::chrono::steady_clock::time_point deadline);
+
+// SleepUntil(now + duration).
+template <class Rep, class Period>
+void SleepFor(std::chrono::duration<Rep, Period> duration) {
+  SleepUntil(std::chrono::steady_clock::now() +
+             std::chrono::duration_cast<std::chrono::steady_clock::duration>(duration));
+}
 
 }  // namespace this_fiber
 }  // namespace spindle

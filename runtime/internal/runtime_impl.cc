@@ -21,6 +21,7 @@ void Runtime::Start(const RuntimeOptions& options) {
   auto* runtime = new Runtime(options);
   g_runtime.store(runtime, std::memory_order_release);
   for (auto& worker : runtime->workers_) worker->Start();
+  for (auto& timer_worker : runtime->timer_workers_) timer_worker->Start();
 }
 
 void Runtime::Terminate() {
@@ -28,6 +29,11 @@ void Runtime::Terminate() {
   CHECK(runtime != nullptr) << "TerminateRuntime() called without a running runtime";
   CHECK(CurrentFiberWorker() == nullptr)
       << "TerminateRuntime() must be called from outside the runtime (not from a fiber)";
+  // Drain while timers still fire (sleeping fibers need them), then stop the timer
+  // workers (pending timers are cancelled; no callback starts after this), then drain
+  // the fibers their last firings started, then stop the groups.
+  WaitUntilNoLiveFibers();
+  for (auto& timer_worker : runtime->timer_workers_) timer_worker->Stop();
   WaitUntilNoLiveFibers();
   for (auto& group : runtime->groups_) group->Stop();
   for (auto& worker : runtime->workers_) worker->Join();
@@ -60,6 +66,7 @@ Runtime::Runtime(const RuntimeOptions& options) {
     group_options.run_queue_capacity = options.run_queue_size;
     group_options.spin_time = options.spin_time;
     groups_.push_back(std::make_unique<SchedulingGroup>(group_options));
+    timer_workers_.push_back(std::make_unique<TimerWorker>(groups_.back().get()));
     for (std::size_t w = 0; w < sizes[g]; ++w) {
       workers_.push_back(std::make_unique<FiberWorker>(groups_.back().get(), w));
     }
@@ -79,14 +86,6 @@ SchedulingGroup* Runtime::NearestGroup() {
   // relaxed: only spreads starts over groups; any interleaving is fine.
   const std::size_t turn = next_group_.fetch_add(1, std::memory_order_relaxed);
   return groups_[turn % groups_.size()].get();
-}
-
-FiberDesc* NewFiberDesc(absl::AnyInvocable<void()> start_proc) {
-  FiberDesc* desc = AllocateFiberDesc();
-  desc->start_proc = std::move(start_proc);
-  desc->id = NewFiberId();
-  CountFiberStarted(1);
-  return desc;
 }
 
 }  // namespace spindle::internal

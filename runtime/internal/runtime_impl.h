@@ -12,6 +12,7 @@
 #include "runtime/internal/fiber_worker.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/scheduling_group.h"
+#include "timer/internal/timer_worker.h"
 
 namespace spindle::internal {
 
@@ -31,6 +32,7 @@ class Runtime {
   std::size_t group_count() const { return groups_.size(); }
   SchedulingGroup* group(std::size_t i) const { return groups_[i].get(); }
   std::size_t group_size() const { return group_size_; }
+  TimerWorker* timer_worker(std::size_t i) const { return timer_workers_[i].get(); }
 
   // The group a new fiber started on this thread should go to: the current worker's
   // group, or (from other threads) the groups in turn.
@@ -42,12 +44,10 @@ class Runtime {
 
   std::vector<std::unique_ptr<SchedulingGroup>> groups_;
   std::vector<std::unique_ptr<FiberWorker>> workers_;
+  std::vector<std::unique_ptr<TimerWorker>> timer_workers_;  // one per group
   std::size_t group_size_ = 0;
   std::atomic<std::size_t> next_group_{0};
 };
-
-// A new descriptor for a fiber that runs `start_proc`, counted as live.
-FiberDesc* NewFiberDesc(absl::AnyInvocable<void()> start_proc);
 
 }  // namespace spindle::internal
 

@@ -32,6 +32,18 @@ inline std::size_t Scaled(std::size_t n) {
   return scaled == 0 ? 1 : scaled;
 }
 
+// Like Scaled(), for fibers that are all alive at the same time. ThreadSanitizer gives
+// every fiber its own trace mapping (about 1.2 MiB), so thousands of simultaneously
+// parked fibers exhaust vm.max_map_count in the TSan lane; there the count is capped.
+inline std::size_t ScaledLiveFibers(std::size_t n) {
+#if defined(__SANITIZE_THREAD__)
+  constexpr std::size_t kTsanCap = 2000;
+  return Scaled(n) < kTsanCap ? Scaled(n) : kTsanCap;
+#else
+  return Scaled(n);
+#endif
+}
+
 // Polls `condition` until it holds or `timeout` passes; returns whether it held. The
 // polling thread yields between checks; the deadline turns a lost wake-up into a test
 // failure instead of a hang.

@@ -189,6 +189,14 @@ void SetBeforeSleepHookForTesting(void (*hook)()) {
 
 std::size_t GetLiveFiberCount() { return Registry().Live(); }
 
+FiberDesc* NewFiberDesc(absl::AnyInvocable<void()> start_proc) {
+  FiberDesc* desc = AllocateFiberDesc();
+  desc->start_proc = std::move(start_proc);
+  desc->id = NewFiberId();
+  CountFiberStarted(1);
+  return desc;
+}
+
 void CountFiberFinished() {
   std::atomic<std::uint64_t>& finished = ThisThreadCounters().finished;
   // release: publishes the finish (and all the fiber did) to Live()'s acquire loads.
@@ -256,6 +264,10 @@ void SchedulingGroup::Resume(FiberEntity* fiber) {
     std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
     fiber->SetState(FiberState::kReady);
   }
+  QueueReady(fiber);
+}
+
+void SchedulingGroup::QueueReady(FiberEntity* fiber) {
   Push(EncodeEntry(fiber), !fiber->scheduling_group_local);
   WakeUpOneWorker();
 }

@@ -53,6 +53,8 @@ class SchedulingGroup {
   // Makes a Waiting fiber of this group Ready and queues it. Takes the fiber's scheduler
   // lock, so it waits for a parking fiber to finish switching away (see Halt()).
   void Resume(FiberEntity* fiber);
+  // Queues a fiber that the caller has already made Ready under its scheduler lock.
+  void QueueReady(FiberEntity* fiber);
 
   // ---- Worker side (worker `worker` of this group only).
 
@@ -140,6 +142,9 @@ void SetBeforeSleepHookForTesting(void (*hook)());
 
 // Returns the `k` lowest set bits of `mask` (all of them if it has fewer).
 std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k);
+
+// A new descriptor for a fiber that runs `start_proc`, with a new id, counted as live.
+FiberDesc* NewFiberDesc(absl::AnyInvocable<void()> start_proc);
 
 // Counts one fiber as finished on this thread: for a fiber run inline by its joiner,
 // which never reaches the runtime's own exit path.

@@ -1,0 +1,159 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Why a wake-up is delivered exactly once, and nobody touches a waiter that is gone.
+//
+// Fiber waiter:
+//   1. Arm a deadline timer (an inline TimerWorker callback, OnDeadline).
+//   2. Take our scheduler lock. If state_ is no longer kWaiting (someone already won),
+//      unlock and go on. Otherwise Halt(): we become Waiting and the lock is released by
+//      the context we switch to, once we are saved.
+//   3. Woken (or never parked): cancel the timer. If the cancel fails, the timer has
+//      fired, so wait for OnDeadline to report it is done with us. Return the winner.
+// Waker (Notify, or OnDeadline at the deadline):
+//   a. Take the fiber's scheduler lock; flip state_ from kWaiting (CAS, acq_rel).
+//   b. If we won and the fiber is Waiting, make it Ready; unlock; queue it.
+// Exactly one CAS wins. The lock makes (2) and (a-b) mutually exclusive: if the waker
+// comes first, step 2 sees the flip and does not park; if step 2 parks first, the
+// waker sees a Waiting fiber and queues it. A parked fiber cannot run (and so cannot
+// return and free this object or its stack) until it is queued, which is the waker's
+// last step touching it. OnDeadline sets deadline_callback_done_ after its last access,
+// and step 3 waits for that flag whenever the timer fired.
+//
+// Thread waiter: futex-wait on state_ until it changes or the deadline passes; on the
+// deadline, flip kWaiting -> kTimedOut ourselves. Notify flips and futex-wakes; a wake
+// on an address that is gone only risks a spurious wake-up elsewhere.
+
+#include "sync/internal/timed_waiter.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <mutex>
+#include <thread>
+
+#include "glog/logging.h"
+#include "runtime/internal/runtime_impl.h"
+#include "runtime/internal/scheduling_group.h"
+
+namespace spindle::internal {
+namespace {
+
+FiberEntity* CurrentFiberOrNull() {
+  FiberEntity* self = GetCurrentFiberEntity();
+  return self != nullptr && !self->is_master() ? self : nullptr;
+}
+
+}  // namespace
+
+TimedWaiter::TimedWaiter() : fiber_(CurrentFiberOrNull()) {}
+
+TimedWaiter::Result TimedWaiter::WaitUntil(TimerClock::time_point deadline) {
+  return fiber_ != nullptr ? WaitAsFiber(deadline) : WaitAsThread(deadline);
+}
+
+bool TimedWaiter::Notify() {
+  if (fiber_ != nullptr) return WinAndWakeFiber(kNotified);
+  int expected = kWaiting;
+  // acq_rel: pairs with the waiter's acquire loads; one flip wins.
+  if (!state_.compare_exchange_strong(expected, kNotified, std::memory_order_acq_rel)) {
+    return false;
+  }
+  syscall(SYS_futex, &state_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  return true;
+}
+
+bool TimedWaiter::WinAndWakeFiber(int to) {
+  FiberEntity* fiber = fiber_;
+  bool queue = false;
+  bool won = false;
+  {
+    std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
+    int expected = kWaiting;
+    // acq_rel: exactly one of Notify() and OnDeadline() wins.
+    won = state_.compare_exchange_strong(expected, to, std::memory_order_acq_rel);
+    if (won && fiber->state() == FiberState::kWaiting) {
+      fiber->SetState(FiberState::kReady);
+      queue = true;
+    }
+  }
+  if (queue) static_cast<SchedulingGroup*>(fiber->scheduling_group)->QueueReady(fiber);
+  return won;
+}
+
+void TimedWaiter::OnDeadline(void* arg) {
+  auto* waiter = static_cast<TimedWaiter*>(arg);
+  waiter->WinAndWakeFiber(kTimedOut);
+  // release: the waiter's acquire load in WaitAsFiber() sees us done with it.
+  waiter->deadline_callback_done_.store(true, std::memory_order_release);
+}
+
+TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline) {
+  auto* group = static_cast<SchedulingGroup*>(fiber_->scheduling_group);
+  TimerEntry* timer = nullptr;
+  if (deadline != TimerClock::time_point::max()) {
+    timer = new TimerEntry;
+    timer->refs.store(2, std::memory_order_relaxed);  // ours and the worker's
+    timer->expires_at = deadline;
+    timer->inline_callback = &TimedWaiter::OnDeadline;
+    timer->inline_arg = this;
+    timer->group = group;
+    Runtime::Get().timer_worker(group->index())->Add(timer);
+  }
+  {
+    std::unique_lock<Spinlock> lock(fiber_->scheduler_lock);
+    // acquire: pairs with the winning flip (made under this same lock).
+    if (state_.load(std::memory_order_acquire) == kWaiting) {
+      group->Halt(fiber_, std::move(lock));
+    }
+  }
+  if (timer != nullptr) {
+    int expected = TimerEntry::kPending;
+    // acq_rel: pairs with TimerWorker::Fire(); if the timer fired, its callback runs
+    // or ran, and we wait until it no longer touches this object.
+    if (!timer->state.compare_exchange_strong(expected, TimerEntry::kCancelled,
+                                              std::memory_order_acq_rel) &&
+        expected != TimerEntry::kCancelled) {
+      // acquire: pairs with the release store in OnDeadline().
+      while (!deadline_callback_done_.load(std::memory_order_acquire)) {
+        std::this_thread::yield();
+      }
+    }
+    ReleaseTimerEntry(timer);
+  }
+  // acquire: the winner's flip.
+  return state_.load(std::memory_order_acquire) == kNotified ? Result::kNotified
+                                                              : Result::kTimedOut;
+}
+
+TimedWaiter::Result TimedWaiter::WaitAsThread(TimerClock::time_point deadline) {
+  for (;;) {
+    // acquire: pairs with the flip in Notify().
+    const int state = state_.load(std::memory_order_acquire);
+    if (state != kWaiting) return state == kNotified ? Result::kNotified : Result::kTimedOut;
+    if (deadline == TimerClock::time_point::max()) {
+      syscall(SYS_futex, &state_, FUTEX_WAIT_PRIVATE, kWaiting, nullptr, nullptr, 0);
+      continue;
+    }
+    if (TimerClock::now() >= deadline) {
+      int expected = kWaiting;
+      // acq_rel: races with Notify(); one flip wins.
+      if (state_.compare_exchange_strong(expected, kTimedOut, std::memory_order_acq_rel)) {
+        return Result::kTimedOut;
+      }
+      continue;
+    }
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        deadline.time_since_epoch())
+                        .count();
+    timespec absolute;
+    absolute.tv_sec = ns / 1000000000;
+    absolute.tv_nsec = ns % 1000000000;
+    // Absolute CLOCK_MONOTONIC deadline (steady_clock).
+    syscall(SYS_futex, &state_, FUTEX_WAIT_BITSET_PRIVATE, kWaiting, &absolute, nullptr,
+            FUTEX_BITSET_MATCH_ANY);
+  }
+}
+
+}  // namespace spindle::internal

@@ -1,0 +1,58 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_SYNC_INTERNAL_TIMED_WAITER_H_
+#define SPINDLE_SYNC_INTERNAL_TIMED_WAITER_H_
+
+#include <atomic>
+#include <chrono>
+
+#include "fiber/internal/fiber_entity.h"
+#include "timer/internal/timer_worker.h"
+
+namespace spindle::internal {
+
+// One wait for one wake-up, with an optional deadline: the timed park that the
+// synchronization primitives build on. Its one atomic state goes from waiting to
+// notified or to timed out, exactly once: a Notify() racing the deadline wakes the
+// waiter exactly once and both sides learn who won. A fiber waiter parks (its worker
+// runs other fibers) and a TimerWorker timer enforces the deadline; a plain-thread
+// waiter futex-waits with a timeout.
+//
+// Construct it on the waiting side, publish it where a notifier can find it (a wait
+// queue), then call WaitUntil() once. Notify() may be called by any thread, at most
+// while the waiter is alive: a notifier finds it through a structure that the waiter
+// leaves before WaitUntil() returns. Not copyable or movable.
+class TimedWaiter {
+ public:
+  enum class Result { kNotified, kTimedOut };
+
+  TimedWaiter();
+  TimedWaiter(const TimedWaiter&) = delete;
+  TimedWaiter& operator=(const TimedWaiter&) = delete;
+
+  // Blocks until Notify() or `deadline` (TimerClock::time_point::max(): no deadline).
+  Result WaitUntil(TimerClock::time_point deadline);
+
+  // Wakes the waiter unless it has already timed out (or been notified). True if this
+  // call is the one that woke it.
+  bool Notify();
+
+ private:
+  enum State : int { kWaiting, kNotified, kTimedOut };
+
+  static void OnDeadline(void* waiter);
+  // Flips kWaiting -> `to` under the fiber's scheduler lock and queues the fiber if it
+  // is parked. Returns whether the flip won.
+  bool WinAndWakeFiber(int to);
+  Result WaitAsFiber(TimerClock::time_point deadline);
+  Result WaitAsThread(TimerClock::time_point deadline);
+
+  std::atomic<int> state_{kWaiting};
+  FiberEntity* const fiber_;  // null for a plain-thread waiter
+  // Set by the deadline timer's callback after its last access to this object.
+  std::atomic<bool> deadline_callback_done_{false};
+};
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_SYNC_INTERNAL_TIMED_WAITER_H_

@@ -1,0 +1,274 @@
+// Copyright 2026 The Spindle Authors.
+//
+// The timer thread of one scheduling group.
+//
+// Adding a timer. A producer appends the entry to a list of its own (a per-thread list
+// per TimerWorker, guarded by a spinlock only the producer and the worker ever take),
+// so producers never contend with each other. It then wakes the worker only if the new
+// timer expires before the one the worker sleeps for.
+//
+// The worker loop:
+//   1. seq = wake_seq_ (acquire).
+//   2. Move every producer list into the heap; fire what has expired.
+//   3. Publish the next expiry in next_expiry_ns_ (seq_cst), StoreLoad fence.
+//   4. If any producer list is non-empty again, go to 1.
+//   5. futex-wait on wake_seq_ while it still equals seq, until the next expiry.
+// A producer: append (under its list's lock), StoreLoad fence, read next_expiry_ns_; if
+// the new timer is earlier, bump wake_seq_ and futex-wake.
+//
+// No lost wake-up: (append; fence; read next_expiry) against (publish next_expiry;
+// fence; read lists) is the store-buffering pattern with a fence on each side, so
+// either the worker sees the new entry in step 4, or the producer sees the published
+// expiry and wakes the worker if it must. A bump of wake_seq_ after step 1 makes step 5
+// return at once, so a wake between 4 and 5 is not lost either.
+//
+// Cancelling is O(1): KillTimer() flips the entry's state; the heap drops cancelled
+// entries when they reach the top, and is rebuilt without them once more than half of
+// it is cancelled (RPC timeouts are mostly set and cancelled long before they expire).
+//
+// Periodic timers never overlap: the next expiry is armed only when a call returns, at
+// previous expiry + interval (so lateness does not accumulate as drift); a call that
+// overran its period is followed at once by the next, so none is lost.
+
+#include "timer/internal/timer_worker.h"
+
+#include <linux/futex.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <ctime>
+
+#include "fiber/internal/sanitizers.h"
+#include "glog/logging.h"
+#include "runtime/internal/scheduling_group.h"
+
+namespace spindle::internal {
+namespace {
+
+#ifdef SPINDLE_TSAN
+// See StoreLoadFence in scheduling_group.cc: TSan does not model fences.
+std::atomic<int> g_timer_fence_word{0};
+void StoreLoadFence() { g_timer_fence_word.fetch_add(0, std::memory_order_seq_cst); }
+#else
+void StoreLoadFence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+#endif
+
+std::int64_t ToNanos(TimerClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+std::atomic<std::uint64_t> g_next_worker_serial{1};
+
+}  // namespace
+
+void ReleaseTimerEntry(TimerEntry* entry) {
+  // acq_rel: the last owner sees every other owner's writes before it deletes.
+  if (entry->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete entry;
+}
+
+TimerWorker::TimerWorker(SchedulingGroup* group)
+    : group_(group),
+      // relaxed: only uniqueness matters.
+      serial_(g_next_worker_serial.fetch_add(1, std::memory_order_relaxed)) {}
+
+TimerWorker::~TimerWorker() {
+  CHECK(!thread_.joinable()) << "TimerWorker destroyed while running";
+}
+
+void TimerWorker::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void TimerWorker::Stop() {
+  stopping_.store(true, std::memory_order_release);  // release: pairs with Run()'s loads
+  WakeUp();
+  thread_.join();
+  CollectNewTimers();
+  for (TimerEntry* entry : heap_) {
+    int expected = TimerEntry::kPending;
+    // acq_rel: as in KillTimer().
+    entry->state.compare_exchange_strong(expected, TimerEntry::kCancelled,
+                                         std::memory_order_acq_rel);
+    ReleaseTimerEntry(entry);
+  }
+  heap_.clear();
+}
+
+TimerWorker::ProducerList* TimerWorker::ThisThreadList() {
+  // Keyed by a serial number, never by address: a later TimerWorker may reuse the
+  // address of a stopped one, whose lists are gone.
+  struct Cached {
+    std::uint64_t serial;
+    ProducerList* list;
+  };
+  thread_local std::vector<Cached> cache;
+  for (const Cached& c : cache) {
+    if (c.serial == serial_) return c.list;
+  }
+  auto list = std::make_unique<ProducerList>();
+  ProducerList* raw = list.get();
+  {
+    std::lock_guard<std::mutex> lock(producers_lock_);
+    producers_.push_back(std::move(list));
+  }
+  cache.push_back(Cached{serial_, raw});
+  return raw;
+}
+
+void TimerWorker::Add(TimerEntry* entry) {
+  // acquire: pairs with the release store in Stop(); a timer added after Stop() is
+  // cancelled here rather than left in a list nobody reads.
+  if (stopping_.load(std::memory_order_acquire)) {
+    int expected = TimerEntry::kPending;
+    entry->state.compare_exchange_strong(expected, TimerEntry::kCancelled,
+                                         std::memory_order_acq_rel);
+    ReleaseTimerEntry(entry);
+    return;
+  }
+  // Read before publishing: once the entry is in the list, the worker may fire and
+  // free it at any moment.
+  const std::int64_t expires_ns = ToNanos(entry->expires_at);
+  ProducerList* list = ThisThreadList();
+  {
+    std::lock_guard<Spinlock> lock(list->lock);
+    list->entries.push_back(entry);
+  }
+  StoreLoadFence();  // pairs with the worker's fence in step 3
+  // relaxed: ordered by the fence above.
+  if (expires_ns < next_expiry_ns_.load(std::memory_order_relaxed)) WakeUp();
+}
+
+void TimerWorker::WakeUp() {
+  // release: pairs with the acquire load in step 1 of Run().
+  wake_seq_.fetch_add(1, std::memory_order_release);
+  syscall(SYS_futex, &wake_seq_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+bool TimerWorker::CollectNewTimers() {
+  bool any = false;
+  std::lock_guard<std::mutex> lock(producers_lock_);
+  for (auto& list : producers_) {
+    {
+      std::lock_guard<Spinlock> guard(list->lock);
+      if (list->entries.empty()) continue;
+      collected_.swap(list->entries);
+    }
+    for (TimerEntry* entry : collected_) {
+      heap_.push_back(entry);
+      std::push_heap(heap_.begin(), heap_.end(), HeapOrder());
+    }
+    collected_.clear();
+    any = true;
+  }
+  return any;
+}
+
+void TimerWorker::FireExpired(TimerClock::time_point now) {
+  while (!heap_.empty() && heap_.front()->expires_at <= now) {
+    std::pop_heap(heap_.begin(), heap_.end(), HeapOrder());
+    TimerEntry* entry = heap_.back();
+    heap_.pop_back();
+    Fire(entry);
+  }
+}
+
+void TimerWorker::Fire(TimerEntry* entry) {
+  const bool periodic = entry->interval.count() != 0;
+  int expected = TimerEntry::kPending;
+  // acq_rel: exactly one of the expiry and KillTimer() wins this flip.
+  if (!entry->state.compare_exchange_strong(
+          expected, periodic ? TimerEntry::kRunning : TimerEntry::kDone,
+          std::memory_order_acq_rel)) {
+    ReleaseTimerEntry(entry);  // killed before it expired
+    return;
+  }
+  fired_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+  if (entry->inline_callback != nullptr) {
+    entry->inline_callback(entry->inline_arg);
+    ReleaseTimerEntry(entry);
+    return;
+  }
+  // The worker's reference travels with the call.
+  FiberDesc* desc = NewFiberDesc([this, entry, periodic] {
+    if (!periodic) {
+      auto callback = std::move(entry->callback);
+      ReleaseTimerEntry(entry);
+      callback();
+      return;
+    }
+    entry->callback();
+    int running = TimerEntry::kRunning;
+    // acq_rel: a KillTimer() during the call wins, and the timer ends here.
+    if (!entry->state.compare_exchange_strong(running, TimerEntry::kPending,
+                                              std::memory_order_acq_rel)) {
+      ReleaseTimerEntry(entry);
+      return;
+    }
+    entry->expires_at += entry->interval;
+    Add(entry);
+  });
+  group_->StartFiber(desc);
+}
+
+void TimerWorker::CompactIfMostlyCancelled() {
+  if (heap_.size() < 1024) return;
+  std::size_t cancelled = 0;
+  for (const TimerEntry* entry : heap_) {
+    // relaxed: a heuristic; the flip is re-checked when an entry fires.
+    cancelled += entry->state.load(std::memory_order_relaxed) == TimerEntry::kCancelled;
+  }
+  if (cancelled * 2 < heap_.size()) return;
+  auto keep = std::partition(heap_.begin(), heap_.end(), [](const TimerEntry* entry) {
+    return entry->state.load(std::memory_order_acquire) != TimerEntry::kCancelled;
+  });
+  for (auto it = keep; it != heap_.end(); ++it) ReleaseTimerEntry(*it);
+  heap_.erase(keep, heap_.end());
+  std::make_heap(heap_.begin(), heap_.end(), HeapOrder());
+}
+
+void TimerWorker::Run() {
+  pthread_setname_np(pthread_self(),
+                     ("spindle-t" + std::to_string(group_->index())).substr(0, 15).c_str());
+  // Timers should fire when due, not up to 50 us later (the default timer slack).
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  std::size_t compaction_tick = 0;
+  // acquire: pairs with the release store in Stop().
+  while (!stopping_.load(std::memory_order_acquire)) {
+    const int seq = wake_seq_.load(std::memory_order_acquire);  // step 1
+    CollectNewTimers();                                          // step 2
+    FireExpired(TimerClock::now());
+    if (++compaction_tick % 64 == 0) CompactIfMostlyCancelled();
+    const std::int64_t next =
+        heap_.empty() ? INT64_MAX : ToNanos(heap_.front()->expires_at);
+    next_expiry_ns_.store(next, std::memory_order_relaxed);     // step 3
+    StoreLoadFence();
+    bool more = false;                                            // step 4
+    {
+      std::lock_guard<std::mutex> lock(producers_lock_);
+      for (auto& list : producers_) {
+        std::lock_guard<Spinlock> guard(list->lock);
+        if (!list->entries.empty()) {
+          more = true;
+          break;
+        }
+      }
+    }
+    if (more) continue;
+    if (next == INT64_MAX) {                                      // step 5
+      syscall(SYS_futex, &wake_seq_, FUTEX_WAIT_PRIVATE, seq, nullptr, nullptr, 0);
+      continue;
+    }
+    if (next <= ToNanos(TimerClock::now())) continue;
+    timespec deadline;
+    deadline.tv_sec = next / 1000000000;
+    deadline.tv_nsec = next % 1000000000;
+    // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline (steady_clock).
+    syscall(SYS_futex, &wake_seq_, FUTEX_WAIT_BITSET_PRIVATE, seq, &deadline, nullptr,
+            FUTEX_BITSET_MATCH_ANY);
+  }
+}
+
+}  // namespace spindle::internal

@@ -1,0 +1,111 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_TIMER_INTERNAL_TIMER_WORKER_H_
+#define SPINDLE_TIMER_INTERNAL_TIMER_WORKER_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "fiber/internal/spinlock.h"
+
+namespace spindle::internal {
+
+class SchedulingGroup;
+
+using TimerClock = std::chrono::steady_clock;
+
+// One timer. Shared by the TimerWorker (while the timer is in its heap or firing) and
+// the user (until KillTimer/DetachTimer), counted in `refs`.
+struct TimerEntry {
+  enum State : int {
+    kPending,    // waiting for its expiry (or, periodic, for its next one)
+    kRunning,    // its callback runs (user timers: in a fiber)
+    kCancelled,  // killed; will never start a call again
+    kDone,       // a one-shot timer whose call has started
+  };
+  std::atomic<int> state{kPending};
+  std::atomic<int> refs{0};
+  TimerClock::time_point expires_at;
+  TimerClock::duration interval{0};  // 0: one-shot
+  // User timers: runs in a new fiber of `group`.
+  absl::AnyInvocable<void()> callback;
+  // Internal timers (fiber wake-ups): runs on the TimerWorker thread itself; must be
+  // short and must not block.
+  void (*inline_callback)(void*) = nullptr;
+  void* inline_arg = nullptr;
+  SchedulingGroup* group = nullptr;
+};
+
+void ReleaseTimerEntry(TimerEntry* entry);
+
+// The timer thread of one scheduling group. Producers (any thread) add timers to a list
+// of their own; the worker collects them into a min-heap ordered by expiry, fires the
+// expired ones and sleeps until the next expiry, woken early when an earlier timer
+// arrives. See timer_worker.cc for why that wake-up cannot be lost.
+// Thread-safe: Add() from any thread; Start()/Stop() by the Runtime.
+class TimerWorker {
+ public:
+  explicit TimerWorker(SchedulingGroup* group);
+  ~TimerWorker();
+  TimerWorker(const TimerWorker&) = delete;
+  TimerWorker& operator=(const TimerWorker&) = delete;
+
+  void Start();
+  // Stops the thread; timers still pending are cancelled and released. After it returns
+  // no callback of this worker starts.
+  void Stop();
+
+  // Hands `entry` (with one reference for the worker already counted) to the worker.
+  void Add(TimerEntry* entry);
+
+  SchedulingGroup* group() const { return group_; }
+
+  // Statistics (relaxed snapshots).
+  std::uint64_t fired() const { return fired_.load(std::memory_order_relaxed); }
+
+ private:
+  struct ProducerList {
+    Spinlock lock;
+    std::vector<TimerEntry*> entries;  // guarded by lock
+  };
+  struct HeapOrder {
+    bool operator()(const TimerEntry* a, const TimerEntry* b) const {
+      return a->expires_at > b->expires_at;
+    }
+  };
+
+  ProducerList* ThisThreadList();
+  bool CollectNewTimers();
+  void FireExpired(TimerClock::time_point now);
+  void Fire(TimerEntry* entry);
+  void CompactIfMostlyCancelled();
+  void Run();
+  void WakeUp();
+
+  SchedulingGroup* const group_;
+  const std::uint64_t serial_;  // unique per TimerWorker, see ThisThreadList()
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+
+  std::mutex producers_lock_;
+  std::vector<std::unique_ptr<ProducerList>> producers_;  // guarded by producers_lock_
+
+  // Expiry the worker sleeps until, in ns since the clock's epoch (max: none).
+  alignas(64) std::atomic<std::int64_t> next_expiry_ns_{INT64_MAX};
+  // Bumped by producers that need the worker awake; the worker futex-waits on it.
+  alignas(64) std::atomic<int> wake_seq_{0};
+
+  std::vector<TimerEntry*> heap_;  // worker thread only
+  std::vector<TimerEntry*> collected_;  // worker thread only
+  std::atomic<std::uint64_t> fired_{0};
+};
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_TIMER_INTERNAL_TIMER_WORKER_H_
