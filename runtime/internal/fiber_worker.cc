@@ -42,7 +42,7 @@ void FiberWorker::Run() {
                            std::to_string(index_);
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
   *CurrentWorkerSlot() = this;
-  MarkThisThreadAsWorker(true);
+  MarkThisThreadAsRuntimeThread(true);
   FiberEntity* master = GetMasterFiberEntity();
   for (;;) {
     FiberEntity* fiber = group_->AcquireFiber();
@@ -54,7 +54,7 @@ void FiberWorker::Run() {
     }
     master->SwitchTo(fiber);
   }
-  MarkThisThreadAsWorker(false);
+  MarkThisThreadAsRuntimeThread(false);
   *CurrentWorkerSlot() = nullptr;
 }
 

@@ -56,10 +56,11 @@
 //
 // Overflow. The queue is bounded (see the seed's rationale); a fiber is never dropped
 // when it is full. A producer on a plain thread backs off and retries (back-pressure on
-// whoever floods the runtime from outside). A producer on a worker thread must not: it
-// is also a consumer, and when every worker is a fiber spawning children into a full
-// queue (skynet does this), backing off would stop them all for good. Such a producer
-// spills to the group's overflow list instead, which consumers drain first. Both paths
+// whoever floods the runtime from outside). A producer on a runtime thread must not: a
+// worker is also a consumer, and when every worker is a fiber spawning children into a
+// full queue (skynet does this), backing off would stop them all for good; a timer
+// thread would hold up every later timer. Such a producer spills to the group's
+// overflow list instead, which consumers drain first. Both paths
 // log a rate-limited warning naming --fiber_run_queue_size. The overflow size is part of
 // what W3 re-checks, and a spilling producer runs P1-P3 like any other, so the no-lost-
 // wake-up argument covers it unchanged.
@@ -99,7 +100,8 @@ void StoreLoadFence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 // relaxed: a test installs the hook before it starts the workload it should affect.
 std::atomic<void (*)()> g_before_sleep_hook{nullptr};
 
-thread_local bool tls_is_worker = false;
+thread_local bool tls_is_runtime_thread = false;
+thread_local std::vector<FiberEntity*>* tls_ready_batch = nullptr;
 
 // Live fibers = fibers started - fibers finished, each counted per thread so that the
 // hot paths never share a cache line: a start bumps the starting thread's counter, a
@@ -181,7 +183,9 @@ std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k) {
   return result;
 }
 
-void MarkThisThreadAsWorker(bool is_worker) { tls_is_worker = is_worker; }
+void MarkThisThreadAsRuntimeThread(bool is_runtime_thread) {
+  tls_is_runtime_thread = is_runtime_thread;
+}
 
 void SetBeforeSleepHookForTesting(void (*hook)()) {
   g_before_sleep_hook.store(hook, std::memory_order_relaxed);  // relaxed: see above
@@ -237,24 +241,40 @@ void SchedulingGroup::StartFiber(FiberDesc* desc) {
   WakeUpOneWorker();
 }
 
-void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
+template <class EntryAt>
+void SchedulingGroup::PushMany(std::size_t n, EntryAt entry_at) {
   constexpr std::size_t kMaxChunk = 64;
   std::uintptr_t entries[kMaxChunk];
+  bool stealable[kMaxChunk];
   const std::size_t chunk = std::min(kMaxChunk, run_queue_.capacity());
   for (std::size_t done = 0; done < n;) {
     const std::size_t count = std::min(chunk, n - done);
     bool all_stealable = true;
     for (std::size_t i = 0; i < count; ++i) {
-      entries[i] = EncodeEntry(descs[done + i]);
-      all_stealable = all_stealable && !descs[done + i]->scheduling_group_local;
+      const auto [entry, can_steal] = entry_at(done + i);
+      entries[i] = entry;
+      stealable[i] = can_steal;
+      all_stealable = all_stealable && can_steal;
     }
     if (!all_stealable || !run_queue_.BatchPush(entries, count, true)) {
-      for (std::size_t i = 0; i < count; ++i) {
-        Push(entries[i], !descs[done + i]->scheduling_group_local);
-      }
+      for (std::size_t i = 0; i < count; ++i) Push(entries[i], stealable[i]);
     }
     done += count;
   }
+}
+
+void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
+  PushMany(n, [descs](std::size_t i) {
+    return std::make_pair(EncodeEntry(descs[i]), !descs[i]->scheduling_group_local);
+  });
+  StoreLoadFence();  // P1 of the protocol, pairs with W2 in WaitForFiber().
+  WakeUpWorkers(n);
+}
+
+void SchedulingGroup::QueueReadyBatch(FiberEntity* const* fibers, std::size_t n) {
+  PushMany(n, [fibers](std::size_t i) {
+    return std::make_pair(EncodeEntry(fibers[i]), !fibers[i]->scheduling_group_local);
+  });
   StoreLoadFence();  // P1 of the protocol, pairs with W2 in WaitForFiber().
   WakeUpWorkers(n);
 }
@@ -268,8 +288,31 @@ void SchedulingGroup::Resume(FiberEntity* fiber) {
 }
 
 void SchedulingGroup::QueueReady(FiberEntity* fiber) {
+  if (tls_ready_batch != nullptr) {
+    tls_ready_batch->push_back(fiber);
+    return;
+  }
   Push(EncodeEntry(fiber), !fiber->scheduling_group_local);
   WakeUpOneWorker();
+}
+
+ReadyBatch::ReadyBatch() {
+  CHECK(tls_ready_batch == nullptr) << "ReadyBatch scopes do not nest";
+  tls_ready_batch = &fibers_;
+}
+
+ReadyBatch::~ReadyBatch() {
+  tls_ready_batch = nullptr;
+  // Usually all of one group; queue each group's share as one batch.
+  while (!fibers_.empty()) {
+    void* group = fibers_.front()->scheduling_group;
+    auto split = std::stable_partition(fibers_.begin(), fibers_.end(), [group](FiberEntity* f) {
+      return f->scheduling_group != group;
+    });
+    static_cast<SchedulingGroup*>(group)->QueueReadyBatch(
+        &*split, static_cast<std::size_t>(fibers_.end() - split));
+    fibers_.erase(split, fibers_.end());
+  }
 }
 
 void SchedulingGroup::Push(std::uintptr_t entry, bool stealable) {
@@ -278,7 +321,7 @@ void SchedulingGroup::Push(std::uintptr_t entry, bool stealable) {
 
 void SchedulingGroup::PushSlow(std::uintptr_t entry, bool stealable) {
   // The queue is full. Nothing is ever dropped; see "Overflow" at the top.
-  if (tls_is_worker) {
+  if (tls_is_runtime_thread) {
     LOG_EVERY_T(WARNING, 1) << "Run queue of scheduling group " << index()
                             << " is full (" << run_queue_.capacity()
                             << " fibers); spilling new fibers to an overflow list. Raise "

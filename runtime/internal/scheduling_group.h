@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <vector>
 
 #include "fiber/internal/fiber_entity.h"
 #include "runtime/internal/fiber_desc.h"
@@ -53,8 +54,11 @@ class SchedulingGroup {
   // Makes a Waiting fiber of this group Ready and queues it. Takes the fiber's scheduler
   // lock, so it waits for a parking fiber to finish switching away (see Halt()).
   void Resume(FiberEntity* fiber);
-  // Queues a fiber that the caller has already made Ready under its scheduler lock.
+  // Queues a fiber that the caller has already made Ready under its scheduler lock
+  // (collected instead while a ReadyBatch is alive on this thread).
   void QueueReady(FiberEntity* fiber);
+  // Queues `n` Ready fibers at once and wakes up to `n` workers.
+  void QueueReadyBatch(FiberEntity* const* fibers, std::size_t n);
 
   // ---- Worker side (worker `worker` of this group only).
 
@@ -97,6 +101,9 @@ class SchedulingGroup {
 
  private:
   void Push(std::uintptr_t entry, bool stealable);
+  // Pushes n entries in capacity-sized batches; entry_at(i) gives {entry, stealable}.
+  template <class EntryAt>
+  void PushMany(std::size_t n, EntryAt entry_at);
   void PushSlow(std::uintptr_t entry, bool stealable);
   std::uintptr_t PopOverflow();
   FiberEntity* Instantiate(FiberDesc* desc);
@@ -128,10 +135,11 @@ class SchedulingGroup {
   std::deque<std::uintptr_t> overflow_;  // guarded by overflow_lock_
 };
 
-// Marks the calling thread as a worker of some scheduling group (FiberWorker does this):
-// such a thread must never block waiting for room in a run queue, since it is one of
-// the consumers.
-void MarkThisThreadAsWorker(bool is_worker);
+// Marks the calling thread as one of the runtime's own threads (FiberWorkers and
+// TimerWorkers do this). Such a thread never blocks waiting for room in a full run
+// queue: a worker is one of the consumers, and a timer thread would delay every later
+// timer. It spills to the overflow list instead.
+void MarkThisThreadAsRuntimeThread(bool is_runtime_thread);
 
 // Tests only: `hook` (nullptr to remove) runs in every worker right before it marks
 // itself sleeping (before W1 of the protocol), to widen the race window between a
@@ -139,6 +147,21 @@ void MarkThisThreadAsWorker(bool is_worker);
 // window a lost wake-up needs. Only on the sleep path, which is about to make a system
 // call anyway.
 void SetBeforeSleepHookForTesting(void (*hook)());
+
+// While alive on a thread, QueueReady() calls on that thread (and so Resume()) collect
+// their fibers; the destructor queues them, one batch and one wake-up round per group.
+// For a thread that readies many fibers in a burst: the timer thread wraps each firing
+// round in one. Not nestable; thread-bound.
+class ReadyBatch {
+ public:
+  ReadyBatch();
+  ~ReadyBatch();
+  ReadyBatch(const ReadyBatch&) = delete;
+  ReadyBatch& operator=(const ReadyBatch&) = delete;
+
+ private:
+  std::vector<FiberEntity*> fibers_;
+};
 
 // Returns the `k` lowest set bits of `mask` (all of them if it has fewer).
 std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k);

@@ -234,12 +234,17 @@ void TimerWorker::Run() {
                      ("spindle-t" + std::to_string(group_->index())).substr(0, 15).c_str());
   // Timers should fire when due, not up to 50 us later (the default timer slack).
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  MarkThisThreadAsRuntimeThread(true);
   std::size_t compaction_tick = 0;
   // acquire: pairs with the release store in Stop().
   while (!stopping_.load(std::memory_order_acquire)) {
     const int seq = wake_seq_.load(std::memory_order_acquire);  // step 1
     CollectNewTimers();                                          // step 2
-    FireExpired(TimerClock::now());
+    {
+      // Fibers woken by this round's deadlines are queued together when it ends.
+      ReadyBatch batch;
+      FireExpired(TimerClock::now());
+    }
     if (++compaction_tick % 64 == 0) CompactIfMostlyCancelled();
     const std::int64_t next =
         heap_.empty() ? INT64_MAX : ToNanos(heap_.front()->expires_at);
