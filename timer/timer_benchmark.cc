@@ -9,6 +9,7 @@
 //                                  oversleep (goal <= 200 us; Go 968 us)
 //   BM_SleepFibers/1000            the same with 1k fibers (timer precision unloaded)
 //   BM_SetKillFromWorker           SetTimer + KillTimer from a fiber, ns per pair
+//   BM_PeriodicDrift               lateness of the 200th call of a 1 ms periodic timer
 //   BM_StdThreadSleep              baseline: 1 ms sleeps of plain threads (oversleep)
 
 #include <atomic>
@@ -85,6 +86,39 @@ void BM_SetKillFromWorker(benchmark::State& state) {
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_SetKillFromWorker)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Drift: a 1 ms periodic timer whose callback works 0.5 ms. The lateness of call k is
+// its start minus (first expiry + k ms). A timer that re-armed from the end of each
+// call would be ~0.5 ms later per call (about 100 ms by call 200); ours re-arms from the
+// previous expiry, so lateness stays at scheduling jitter.
+void BM_PeriodicDrift(benchmark::State& state) {
+  BenchRuntime runtime(2);
+  constexpr int kCalls = 200;
+  double lateness_us = 0;
+  for (auto _ : state) {
+    const auto first = TimerClock::now() + 1ms;
+    std::atomic<int> calls{0};
+    std::atomic<std::int64_t> last_lateness_ns{0};
+    internal::OneshotEvent done;
+    const std::uint64_t id = SetTimer(first, 1ms, [&] {
+      const int k = calls.load();
+      if (k >= kCalls) return;
+      last_lateness_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             TimerClock::now() - (first + k * 1ms))
+                             .count();
+      const auto busy_until = TimerClock::now() + 500us;
+      while (TimerClock::now() < busy_until) {
+      }
+      if (calls.fetch_add(1) + 1 == kCalls) done.Signal();
+    });
+    done.Wait();
+    KillTimer(id);
+    lateness_us += static_cast<double>(last_lateness_ns.load()) / 1000.0;
+  }
+  state.counters["lateness_of_call_200_us"] =
+      lateness_us / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_PeriodicDrift)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 
 void BM_StdThreadSleep(benchmark::State& state) {
   double oversleep_ns = 0;
