@@ -65,7 +65,8 @@ void BM_SleepFibers(benchmark::State& state) {
       }
       all_done.Wait();
     });
-    oversleep_ns_total += static_cast<double>(oversleep_ns.load()) / kFibers;
+    oversleep_ns_total +=
+        static_cast<double>(oversleep_ns.load(std::memory_order_relaxed)) / kFibers;
   }
   state.counters["mean_oversleep_us"] =
       oversleep_ns_total / static_cast<double>(state.iterations()) / 1000.0;
@@ -101,7 +102,7 @@ void BM_PeriodicDrift(benchmark::State& state) {
     std::atomic<std::int64_t> last_lateness_ns{0};
     internal::OneshotEvent done;
     const std::uint64_t id = SetTimer(first, 1ms, [&] {
-      const int k = calls.load();
+      const int k = calls.load(std::memory_order_relaxed);  // calls never overlap
       if (k >= kCalls) return;
       last_lateness_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                              TimerClock::now() - (first + k * 1ms))
@@ -113,7 +114,8 @@ void BM_PeriodicDrift(benchmark::State& state) {
     });
     done.Wait();
     KillTimer(id);
-    lateness_us += static_cast<double>(last_lateness_ns.load()) / 1000.0;
+    lateness_us +=
+        static_cast<double>(last_lateness_ns.load(std::memory_order_relaxed)) / 1000.0;
   }
   state.counters["lateness_of_call_200_us"] =
       lateness_us / static_cast<double>(state.iterations());

@@ -29,6 +29,7 @@
 #include "fiber/internal/context.h"
 #include "fiber/internal/sanitizers.h"
 #include "fiber/internal/stack_overflow.h"
+#include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
 
 namespace spindle::internal {
@@ -42,13 +43,7 @@ namespace {
 
 thread_local FiberEntity* tls_current_fiber = nullptr;
 
-// See GetCurrentFiberEntity(): the empty asm hides where `slot` came from, so the
-// compiler must compute the thread-local address afresh on every call.
-__attribute__((noinline)) FiberEntity** CurrentFiberSlot() {
-  FiberEntity** slot = &tls_current_fiber;
-  asm volatile("" : "+r"(slot));
-  return slot;
-}
+SPINDLE_SWITCH_SAFE_TLS_ACCESSOR(FiberEntity*, tls_current_fiber, CurrentFiberSlot)
 
 bool QueryRunningGuardedStack(GuardedStackInfo* info) {
   const FiberEntity* fiber = *CurrentFiberSlot();

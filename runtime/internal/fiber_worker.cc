@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "fiber/internal/fiber_entity.h"
+#include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
 
 namespace spindle::internal {
@@ -14,13 +15,7 @@ namespace {
 
 thread_local FiberWorker* tls_current_worker = nullptr;
 
-// See GetCurrentFiberEntity(): the empty asm makes the compiler recompute the
-// thread-local address on every call.
-__attribute__((noinline)) FiberWorker** CurrentWorkerSlot() {
-  FiberWorker** slot = &tls_current_worker;
-  asm volatile("" : "+r"(slot));
-  return slot;
-}
+SPINDLE_SWITCH_SAFE_TLS_ACCESSOR(FiberWorker*, tls_current_worker, CurrentWorkerSlot)
 
 }  // namespace
 

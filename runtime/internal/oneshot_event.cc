@@ -8,12 +8,9 @@
 
 #include "runtime/internal/oneshot_event.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <mutex>
 
+#include "runtime/internal/futex.h"
 #include "runtime/internal/scheduling_group.h"
 
 namespace spindle::internal {
@@ -34,7 +31,7 @@ void OneshotEvent::Signal() {
     // return and its word vanish; FUTEX_WAKE on a stale address only risks a spurious
     // wake-up elsewhere, which every futex user tolerates.
     word->store(1, std::memory_order_release);
-    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    FutexWake(word);
   }
 }
 
@@ -53,9 +50,7 @@ void OneshotEvent::Wait() {
   thread_waiter_ = &word;
   lock.unlock();
   // acquire: pairs with the release store in Signal().
-  while (word.load(std::memory_order_acquire) == 0) {
-    syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, nullptr, nullptr, 0);
-  }
+  while (word.load(std::memory_order_acquire) == 0) FutexWait(&word, 0);
 }
 
 }  // namespace spindle::internal

@@ -77,25 +77,13 @@
 #include <thread>
 #include <vector>
 
-#include "fiber/internal/sanitizers.h"
+#include "runtime/internal/futex.h"
 #include "fiber/internal/spinlock.h"
 #include "fiber/internal/stack_allocator.h"
 #include "glog/logging.h"
 
 namespace spindle::internal {
 namespace {
-
-// The StoreLoad fence of the protocol (P1 and W2). ThreadSanitizer does not model
-// standalone fences (GCC refuses them under -fsanitize=thread), so there both sides do a
-// seq_cst read-modify-write on one shared word instead: whichever RMW comes second in
-// that word's order synchronizes with the first, so the first side's earlier store is
-// visible to the second side's later load, which is the same guarantee.
-#ifdef SPINDLE_TSAN
-std::atomic<int> g_store_load_word{0};
-void StoreLoadFence() { g_store_load_word.fetch_add(0, std::memory_order_seq_cst); }
-#else
-void StoreLoadFence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-#endif
 
 // relaxed: a test installs the hook before it starts the workload it should affect.
 std::atomic<void (*)()> g_before_sleep_hook{nullptr};

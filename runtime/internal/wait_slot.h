@@ -3,12 +3,10 @@
 #ifndef SPINDLE_RUNTIME_INTERNAL_WAIT_SLOT_H_
 #define SPINDLE_RUNTIME_INTERNAL_WAIT_SLOT_H_
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <climits>
+
+#include "runtime/internal/futex.h"
 
 namespace spindle::internal {
 
@@ -27,7 +25,7 @@ class WaitSlot {
     while (value < 0) {
       // Sleeps only while the count is still the value we left; a Wake() in between
       // changes it and the futex returns at once (no lost wake-up).
-      syscall(SYS_futex, &count_, FUTEX_WAIT_PRIVATE, value, nullptr, nullptr, 0);
+      FutexWait(&count_, value);
       // acquire: as above.
       value = count_.load(std::memory_order_acquire);
     }
@@ -36,16 +34,14 @@ class WaitSlot {
   // Makes one wake-up available, waking the owner if it sleeps.
   void Wake() {
     // release: pairs with the acquire in Wait().
-    if (count_.fetch_add(1, std::memory_order_release) < 0) {
-      syscall(SYS_futex, &count_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-    }
+    if (count_.fetch_add(1, std::memory_order_release) < 0) FutexWake(&count_);
   }
 
   // Makes every current and future Wait() return at once (shutdown).
   void WakeForever() {
     // release: as in Wake().
     count_.store(INT_MAX / 2, std::memory_order_release);
-    syscall(SYS_futex, &count_, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+    FutexWake(&count_, INT_MAX);
   }
 
  private:

@@ -25,15 +25,11 @@
 
 #include "sync/internal/timed_waiter.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <ctime>
 #include <mutex>
 #include <thread>
 
 #include "glog/logging.h"
+#include "runtime/internal/futex.h"
 #include "runtime/internal/runtime_impl.h"
 #include "runtime/internal/scheduling_group.h"
 
@@ -60,7 +56,7 @@ bool TimedWaiter::Notify() {
   if (!state_.compare_exchange_strong(expected, kNotified, std::memory_order_acq_rel)) {
     return false;
   }
-  syscall(SYS_futex, &state_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  FutexWake(&state_);
   return true;
 }
 
@@ -133,7 +129,7 @@ TimedWaiter::Result TimedWaiter::WaitAsThread(TimerClock::time_point deadline) {
     const int state = state_.load(std::memory_order_acquire);
     if (state != kWaiting) return state == kNotified ? Result::kNotified : Result::kTimedOut;
     if (deadline == TimerClock::time_point::max()) {
-      syscall(SYS_futex, &state_, FUTEX_WAIT_PRIVATE, kWaiting, nullptr, nullptr, 0);
+      FutexWait(&state_, kWaiting);
       continue;
     }
     if (TimerClock::now() >= deadline) {
@@ -144,15 +140,10 @@ TimedWaiter::Result TimedWaiter::WaitAsThread(TimerClock::time_point deadline) {
       }
       continue;
     }
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                        deadline.time_since_epoch())
-                        .count();
-    timespec absolute;
-    absolute.tv_sec = ns / 1000000000;
-    absolute.tv_nsec = ns % 1000000000;
-    // Absolute CLOCK_MONOTONIC deadline (steady_clock).
-    syscall(SYS_futex, &state_, FUTEX_WAIT_BITSET_PRIVATE, kWaiting, &absolute, nullptr,
-            FUTEX_BITSET_MATCH_ANY);
+    FutexWaitUntil(&state_, kWaiting,
+                   std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       deadline.time_since_epoch())
+                       .count());
   }
 }
 

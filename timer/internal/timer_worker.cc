@@ -32,29 +32,19 @@
 
 #include "timer/internal/timer_worker.h"
 
-#include <linux/futex.h>
+#include <pthread.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
 #include <ctime>
 
-#include "fiber/internal/sanitizers.h"
+#include "runtime/internal/futex.h"
 #include "glog/logging.h"
 #include "runtime/internal/scheduling_group.h"
 
 namespace spindle::internal {
 namespace {
-
-#ifdef SPINDLE_TSAN
-// See StoreLoadFence in scheduling_group.cc: TSan does not model fences.
-std::atomic<int> g_timer_fence_word{0};
-void StoreLoadFence() { g_timer_fence_word.fetch_add(0, std::memory_order_seq_cst); }
-#else
-void StoreLoadFence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-#endif
 
 std::int64_t ToNanos(TimerClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -144,7 +134,7 @@ void TimerWorker::Add(TimerEntry* entry) {
 void TimerWorker::WakeUp() {
   // release: pairs with the acquire load in step 1 of Run().
   wake_seq_.fetch_add(1, std::memory_order_release);
-  syscall(SYS_futex, &wake_seq_, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  FutexWake(&wake_seq_);
 }
 
 bool TimerWorker::CollectNewTimers() {
@@ -263,16 +253,11 @@ void TimerWorker::Run() {
     }
     if (more) continue;
     if (next == INT64_MAX) {                                      // step 5
-      syscall(SYS_futex, &wake_seq_, FUTEX_WAIT_PRIVATE, seq, nullptr, nullptr, 0);
+      FutexWait(&wake_seq_, seq);
       continue;
     }
     if (next <= ToNanos(TimerClock::now())) continue;
-    timespec deadline;
-    deadline.tv_sec = next / 1000000000;
-    deadline.tv_nsec = next % 1000000000;
-    // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline (steady_clock).
-    syscall(SYS_futex, &wake_seq_, FUTEX_WAIT_BITSET_PRIVATE, seq, &deadline, nullptr,
-            FUTEX_BITSET_MATCH_ANY);
+    FutexWaitUntil(&wake_seq_, seq, next);
   }
 }
 
