@@ -285,11 +285,11 @@ void SchedulingGroup::QueueReady(FiberEntity* fiber) {
 }
 
 ReadyBatch::ReadyBatch() {
-  CHECK(tls_ready_batch == nullptr) << "ReadyBatch scopes do not nest";
-  tls_ready_batch = &fibers_;
+  if (tls_ready_batch == nullptr) tls_ready_batch = &fibers_;  // else the outer one collects
 }
 
 ReadyBatch::~ReadyBatch() {
+  if (tls_ready_batch != &fibers_) return;  // nested: the outer scope flushes
   tls_ready_batch = nullptr;
   // Usually all of one group; queue each group's share as one batch.
   while (!fibers_.empty()) {

@@ -151,7 +151,9 @@ void SetBeforeSleepHookForTesting(void (*hook)());
 // While alive on a thread, QueueReady() calls on that thread (and so Resume()) collect
 // their fibers; the destructor queues them, one batch and one wake-up round per group.
 // For a thread that readies many fibers in a burst: the timer thread wraps each firing
-// round in one. Not nestable; thread-bound.
+// round in one; the synchronization primitives wrap their wake-ups in one so the
+// queueing happens after their internal lock is released. A nested scope leaves the
+// collecting to the outermost one. Thread-bound.
 class ReadyBatch {
  public:
   ReadyBatch();

@@ -1,0 +1,32 @@
+// Copyright 2026 The Spindle Authors.
+//
+// set_ changes only under lock_, and a waiter checks it and links itself under lock_,
+// so Set() either finds the waiter linked or the waiter sees set_ and does not wait.
+// The unlocked fast check in WaitUntil() is an acquire load that pairs with Set()'s
+// release store.
+
+#include "sync/event.h"
+
+#include "runtime/internal/scheduling_group.h"
+
+namespace spindle {
+
+void Event::Set() {
+  internal::ReadyBatch batch;
+  std::lock_guard<internal::Spinlock> guard(lock_);
+  set_.store(true, std::memory_order_release);  // release: pairs with IsSet()/WaitUntil()
+  waiters_.WakeAll();
+}
+
+bool Event::WaitUntil(internal::TimerClock::time_point deadline) {
+  if (IsSet()) return true;
+  std::unique_lock<internal::Spinlock> guard(lock_);
+  while (!set_.load(std::memory_order_relaxed)) {  // relaxed: under lock_
+    if (waiters_.Wait(guard, deadline) == internal::TimedWaiter::Result::kTimedOut) {
+      return set_.load(std::memory_order_relaxed);  // relaxed: under lock_
+    }
+  }
+  return true;
+}
+
+}  // namespace spindle

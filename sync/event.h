@@ -1,0 +1,43 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_SYNC_EVENT_H_
+#define SPINDLE_SYNC_EVENT_H_
+
+#include <atomic>
+#include <chrono>
+
+#include "fiber/internal/spinlock.h"
+#include "sync/internal/wait_queue.h"
+
+namespace spindle {
+
+// A one-shot event: once Set(), it stays set and every Wait() returns at once. Any mix
+// of fibers and plain threads may wait and set. Thread-safe.
+class Event {
+ public:
+  Event() = default;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  // Sets the event and wakes every waiter. Later calls do nothing.
+  void Set();
+  bool IsSet() const { return set_.load(std::memory_order_acquire); }  // acquire: Set()
+
+  void Wait() { WaitUntil(internal::TimerClock::time_point::max()); }
+  // True if the event is set, false if `deadline` came first.
+  bool WaitUntil(internal::TimerClock::time_point deadline);
+  template <class Rep, class Period>
+  bool WaitFor(std::chrono::duration<Rep, Period> timeout) {
+    return WaitUntil(internal::TimerClock::now() +
+                     std::chrono::duration_cast<internal::TimerClock::duration>(timeout));
+  }
+
+ private:
+  std::atomic<bool> set_{false};
+  internal::Spinlock lock_;
+  internal::WaitQueue waiters_;  // guarded by lock_
+};
+
+}  // namespace spindle
+
+#endif  // SPINDLE_SYNC_EVENT_H_

@@ -1,0 +1,136 @@
+// Copyright 2026 The Spindle Authors.
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "fiber/fiber.h"
+#include "fiber/this_fiber.h"
+#include "gtest/gtest.h"
+#include "runtime/internal/runtime_testing.h"
+#include "runtime/runtime.h"
+#include "sync/event.h"
+#include "sync/latch.h"
+#include "sync/semaphore.h"
+
+namespace spindle {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Scaled;
+using testing::ScopedRuntime;
+using testing::WaitFor;
+
+class SyncTest : public ::testing::TestWithParam<std::size_t> {};
+INSTANTIATE_TEST_SUITE_P(Workers, SyncTest, ::testing::Values(1, 2, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "Workers"; });
+
+// 1e4 rounds of: waiters (fibers and a thread) wait on a fresh event, a setter (a
+// fiber or a thread, alternating) sets it; every waiter must return.
+TEST_P(SyncTest, EventHammer) {
+  ScopedRuntime runtime(GetParam());
+  const int rounds = static_cast<int>(Scaled(10000));
+  for (int round = 0; round < rounds; ++round) {
+    Event event;
+    std::atomic<int> woke{0};
+    Fiber a([&] {
+      event.Wait();
+      ++woke;
+    });
+    std::thread t([&] {
+      event.Wait();
+      ++woke;
+    });
+    if (round % 2 == 0) {
+      Fiber setter([&] { event.Set(); });
+      setter.join();
+    } else {
+      event.Set();
+    }
+    a.join();
+    t.join();
+    ASSERT_EQ(woke.load(), 2) << "round " << round;
+    EXPECT_TRUE(event.IsSet());
+    EXPECT_TRUE(event.WaitFor(0ms));
+  }
+}
+
+TEST_P(SyncTest, EventWaitForTimesOut) {
+  ScopedRuntime runtime(GetParam());
+  Event event;
+  EXPECT_FALSE(event.WaitFor(1ms));
+  EXPECT_FALSE(RunAsFiber([&] { return event.WaitFor(1ms); }));
+  event.Set();
+  EXPECT_TRUE(RunAsFiber([&] { return event.WaitFor(1h); }));
+}
+
+TEST_P(SyncTest, LatchReleasesEveryWaiterAtZero) {
+  ScopedRuntime runtime(GetParam());
+  const int n = 100;
+  Latch latch(n);
+  std::atomic<int> passed{0};
+  std::vector<Fiber> fibers;
+  for (int i = 0; i < n; ++i) {
+    fibers.emplace_back([&] {
+      latch.arrive_and_wait();
+      ++passed;
+    });
+  }
+  std::thread waiter([&] {
+    latch.wait();
+    ++passed;
+  });
+  for (auto& f : fibers) f.join();
+  waiter.join();
+  EXPECT_EQ(passed.load(), n + 1);
+  EXPECT_TRUE(latch.try_wait());
+  Latch never(1);
+  EXPECT_FALSE(never.wait_for(1ms));
+  EXPECT_FALSE(RunAsFiber([&] { return never.wait_for(1ms); }));
+}
+
+TEST_P(SyncTest, SemaphoreBoundsConcurrency) {
+  ScopedRuntime runtime(GetParam());
+  CountingSemaphore<> semaphore(3);
+  std::atomic<int> inside{0}, max_inside{0}, done{0};
+  std::vector<Fiber> fibers;
+  for (int i = 0; i < 50; ++i) {
+    fibers.emplace_back([&] {
+      for (int k = 0; k < 20; ++k) {
+        semaphore.acquire();
+        const int now = ++inside;
+        int seen = max_inside.load();
+        while (now > seen && !max_inside.compare_exchange_weak(seen, now)) {
+        }
+        this_fiber::Yield();
+        --inside;
+        semaphore.release();
+      }
+      ++done;
+    });
+  }
+  for (auto& f : fibers) f.join();
+  EXPECT_EQ(done.load(), 50);
+  EXPECT_LE(max_inside.load(), 3);
+  EXPECT_FALSE(BinarySemaphore(0).try_acquire_for(1ms));
+}
+
+TEST(SyncDeathTest, MisuseIsReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(Latch(-1), "negative count");
+  EXPECT_DEATH(
+      {
+        Latch latch(1);
+        latch.count_down(2);
+      },
+      "would go below zero");
+  EXPECT_DEATH(
+      {
+        BinarySemaphore semaphore(1);
+        semaphore.release();
+      },
+      "exceeds max");
+}
+
+}  // namespace
+}  // namespace spindle

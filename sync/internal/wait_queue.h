@@ -1,0 +1,69 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_SYNC_INTERNAL_WAIT_QUEUE_H_
+#define SPINDLE_SYNC_INTERNAL_WAIT_QUEUE_H_
+
+#include <cstddef>
+#include <mutex>
+
+#include "fiber/internal/spinlock.h"
+#include "sync/internal/timed_waiter.h"
+
+namespace spindle::internal {
+
+// The one wait-queue core every synchronization primitive is built on: a FIFO of
+// waiters (fibers or plain threads), each a TimedWaiter on the waiter's own stack.
+// Guarded by the primitive's internal Spinlock, which every call below expects held.
+//
+// Protocol (why no wake-up is lost or spent on a waiter that has left):
+//   - Wait() links a node while the caller holds the lock, so a notifier that takes the
+//     lock afterwards finds it; then it releases the lock and parks/futex-waits.
+//   - WakeOne()/WakeAll() pop nodes and Notify() them while holding the lock. Notify
+//     fails only for a waiter whose deadline already won; WakeOne() then moves on to the
+//     next node, so a wake-up goes to a waiter that will take it.
+//   - A waiter woken by its deadline re-takes the lock and unlinks itself if still
+//     linked. If a notifier popped it first, that notifier already called Notify() and
+//     lost, under the lock the waiter now holds, so nobody touches the node after
+//     Wait() returns.
+// The fibers woken inside a critical section are queued when the outermost ReadyBatch
+// on that thread ends (the primitives open one around their critical sections), so the
+// run-queue push and any worker wake-up happen after the lock is released.
+// Not thread-safe by itself; not copyable.
+class WaitQueue {
+ public:
+  WaitQueue() = default;
+  WaitQueue(const WaitQueue&) = delete;
+  WaitQueue& operator=(const WaitQueue&) = delete;
+  ~WaitQueue();
+
+  // Enqueues the caller, releases `lock` while waiting, and returns with `lock` held
+  // again: kNotified if a WakeOne/WakeAll chose it, kTimedOut at `deadline`
+  // (TimerClock::time_point::max() for none).
+  TimedWaiter::Result Wait(std::unique_lock<Spinlock>& lock,
+                           TimerClock::time_point deadline);
+
+  // Wakes the oldest waiter that can still be woken; false if there was none.
+  bool WakeOne();
+  // Wakes every waiter; returns how many.
+  std::size_t WakeAll();
+
+  bool empty() const { return head_ == nullptr; }
+
+ private:
+  struct Node {
+    TimedWaiter waiter;
+    Node* next = nullptr;
+    Node* prev = nullptr;
+    bool linked = false;
+  };
+  void Link(Node* node);
+  void Unlink(Node* node);
+  Node* PopFront();
+
+  Node* head_ = nullptr;
+  Node* tail_ = nullptr;
+};
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_SYNC_INTERNAL_WAIT_QUEUE_H_

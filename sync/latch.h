@@ -1,0 +1,46 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_SYNC_LATCH_H_
+#define SPINDLE_SYNC_LATCH_H_
+
+#include <chrono>
+#include <cstddef>
+
+#include "fiber/internal/spinlock.h"
+#include "sync/internal/wait_queue.h"
+
+namespace spindle {
+
+// A single-use countdown, shaped like std::latch, for fibers and plain threads: wait()
+// returns once count_down() has been called `count` times in all. Thread-safe.
+// Counting below zero stops the process with a message.
+class Latch {
+ public:
+  explicit Latch(std::ptrdiff_t count);
+  Latch(const Latch&) = delete;
+  Latch& operator=(const Latch&) = delete;
+
+  void count_down(std::ptrdiff_t n = 1);
+  bool try_wait() const;
+  void wait() const { WaitUntil(internal::TimerClock::time_point::max()); }
+  void arrive_and_wait(std::ptrdiff_t n = 1) {
+    count_down(n);
+    wait();
+  }
+  // True if the count reached zero, false if `timeout` passed first.
+  template <class Rep, class Period>
+  bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
+    return WaitUntil(internal::TimerClock::now() +
+                     std::chrono::duration_cast<internal::TimerClock::duration>(timeout));
+  }
+  bool WaitUntil(internal::TimerClock::time_point deadline) const;
+
+ private:
+  mutable internal::Spinlock lock_;
+  std::ptrdiff_t count_;                 // guarded by lock_
+  mutable internal::WaitQueue waiters_;  // guarded by lock_
+};
+
+}  // namespace spindle
+
+#endif  // SPINDLE_SYNC_LATCH_H_

@@ -1,0 +1,124 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "sync/mutex.h"
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "fiber/fiber.h"
+#include "fiber/this_fiber.h"
+#include "gtest/gtest.h"
+#include "runtime/internal/runtime_testing.h"
+#include "runtime/runtime.h"
+
+namespace spindle {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Scaled;
+using testing::ScopedRuntime;
+using testing::WaitFor;
+
+class MutexTest : public ::testing::TestWithParam<std::size_t> {};
+INSTANTIATE_TEST_SUITE_P(Workers, MutexTest, ::testing::Values(1, 2, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "Workers"; });
+
+// 64 fibers and 2 plain threads increment one non-atomic counter under the mutex.
+TEST_P(MutexTest, CounterUnderContentionIsExact) {
+  ScopedRuntime runtime(GetParam());
+  Mutex mutex;
+  long counter = 0;
+  const int per_party = static_cast<int>(Scaled(5000));
+  std::vector<Fiber> fibers;
+  for (int f = 0; f < 64; ++f) {
+    fibers.emplace_back([&] {
+      for (int i = 0; i < per_party; ++i) {
+        std::lock_guard<Mutex> guard(mutex);
+        ++counter;
+        if (i % 64 == 0) this_fiber::Yield();  // holders sometimes switch while holding
+      }
+    });
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < per_party; ++i) {
+        std::lock_guard<Mutex> guard(mutex);
+        ++counter;
+      }
+    });
+  }
+  for (auto& f : fibers) f.join();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(counter, 66L * per_party);
+}
+
+// Go's TestMutexFairness: a holder that re-locks in a loop must not keep another waiter
+// from getting the lock 10 times within 10 s. Fibers are not preempted, so on a single
+// worker the hog yields the worker between rounds (else the waiter could not even run
+// to call lock()); with more workers it re-locks at once, as in Go's test.
+TEST_P(MutexTest, RelockingHolderCannotStarveAWaiter) {
+  ScopedRuntime runtime(GetParam());
+  Mutex mutex;
+  std::atomic<bool> stop{false};
+  const bool single_worker = GetParam() == 1;
+  Fiber hog([&] {
+    while (!stop.load()) {
+      mutex.lock();
+      const auto until = std::chrono::steady_clock::now() + 100us;
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      mutex.unlock();
+      if (single_worker) this_fiber::Yield();
+    }
+  });
+  std::atomic<int> acquired{0};
+  Fiber waiter([&] {
+    for (int i = 0; i < 10; ++i) {
+      mutex.lock();
+      ++acquired;
+      mutex.unlock();
+      this_fiber::SleepFor(1ms);
+    }
+  });
+  EXPECT_TRUE(WaitFor([&] { return acquired.load() == 10; }, 10s));
+  stop = true;
+  hog.join();
+  waiter.join();
+}
+
+TEST_P(MutexTest, TimedLockTimesOutAndThenWorks) {
+  ScopedRuntime runtime(GetParam());
+  Mutex mutex;
+  mutex.lock();
+  RunAsFiber([&] {
+    EXPECT_FALSE(mutex.try_lock());
+    EXPECT_FALSE(mutex.try_lock_for(1ms));
+  });
+  EXPECT_FALSE(mutex.try_lock_for(1ms));  // from a plain thread
+  std::atomic<bool> got{false};
+  Fiber waiter([&] {
+    got = mutex.try_lock_for(10s);
+    mutex.unlock();
+  });
+  mutex.unlock();
+  waiter.join();
+  EXPECT_TRUE(got.load());
+  EXPECT_TRUE(mutex.try_lock());
+  mutex.unlock();
+}
+
+TEST(MutexDeathTest, UnlockingAnUnlockedMutexStops) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        Mutex mutex;
+        mutex.unlock();
+      },
+      "on a mutex that is not locked");
+}
+
+}  // namespace
+}  // namespace spindle

@@ -1,0 +1,82 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_SYNC_SEMAPHORE_H_
+#define SPINDLE_SYNC_SEMAPHORE_H_
+
+#include <chrono>
+#include <cstddef>
+#include <limits>
+
+#include "fiber/internal/spinlock.h"
+#include "glog/logging.h"
+#include "runtime/internal/scheduling_group.h"
+#include "sync/internal/wait_queue.h"
+
+namespace spindle {
+
+// A counting semaphore, shaped like std::counting_semaphore, for fibers and plain
+// threads. release() hands a permit straight to the oldest waiter (FIFO), so waiters
+// are never overtaken by later try_acquire() calls. Thread-safe. Releasing past
+// `kLeastMaxValue` stops the process with a message.
+template <std::ptrdiff_t kLeastMaxValue = std::numeric_limits<std::ptrdiff_t>::max()>
+class CountingSemaphore {
+ public:
+  static constexpr std::ptrdiff_t max() { return kLeastMaxValue; }
+
+  explicit CountingSemaphore(std::ptrdiff_t desired) : count_(desired) {
+    CHECK(desired >= 0 && desired <= kLeastMaxValue)
+        << "spindle::CountingSemaphore: initial count " << desired
+        << " is outside [0, " << kLeastMaxValue << "]";
+  }
+  CountingSemaphore(const CountingSemaphore&) = delete;
+  CountingSemaphore& operator=(const CountingSemaphore&) = delete;
+
+  void release(std::ptrdiff_t n = 1) {
+    internal::ReadyBatch batch;
+    std::lock_guard<internal::Spinlock> guard(lock_);
+    CHECK(n >= 0 && n <= kLeastMaxValue - count_)
+        << "spindle::CountingSemaphore::release(" << n << ") with count " << count_
+        << " exceeds max() = " << kLeastMaxValue;
+    // Each permit goes to a waiter if one can take it, else to the count.
+    for (; n > 0 && waiters_.WakeOne(); --n) {
+    }
+    count_ += n;
+  }
+
+  void acquire() { try_acquire_until(internal::TimerClock::time_point::max()); }
+
+  bool try_acquire() {
+    std::lock_guard<internal::Spinlock> guard(lock_);
+    if (count_ == 0) return false;
+    --count_;
+    return true;
+  }
+
+  template <class Rep, class Period>
+  bool try_acquire_for(std::chrono::duration<Rep, Period> timeout) {
+    return try_acquire_until(
+        internal::TimerClock::now() +
+        std::chrono::duration_cast<internal::TimerClock::duration>(timeout));
+  }
+
+  bool try_acquire_until(internal::TimerClock::time_point deadline) {
+    std::unique_lock<internal::Spinlock> guard(lock_);
+    if (count_ > 0 && waiters_.empty()) {
+      --count_;
+      return true;
+    }
+    // Woken means a release() handed us its permit.
+    return waiters_.Wait(guard, deadline) == internal::TimedWaiter::Result::kNotified;
+  }
+
+ private:
+  internal::Spinlock lock_;
+  std::ptrdiff_t count_;          // guarded by lock_
+  internal::WaitQueue waiters_;   // guarded by lock_
+};
+
+using BinarySemaphore = CountingSemaphore<1>;
+
+}  // namespace spindle
+
+#endif  // SPINDLE_SYNC_SEMAPHORE_H_
