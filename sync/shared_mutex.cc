@@ -1,0 +1,76 @@
+// Copyright 2026 The Spindle Authors.
+//
+// All state is under lock_, and waiters link into their queue under it, so every
+// release (unlock, unlock_shared) sees the waiters it must wake. A writer waits in
+// 1 ms slices: after the first slice it counts itself starving, which stops new readers
+// (ReadersMayEnter) until it gets the lock.
+
+#include "sync/shared_mutex.h"
+
+#include <mutex>
+
+#include "glog/logging.h"
+#include "runtime/internal/scheduling_group.h"
+
+namespace spindle {
+
+bool SharedMutex::ReadersMayEnter() const { return !writer_ && starving_writers_ == 0; }
+
+void SharedMutex::lock() {
+  std::unique_lock<internal::Spinlock> guard(lock_);
+  bool starving = false;
+  while (writer_ || readers_ != 0) {
+    const auto result = writer_queue_.Wait(
+        guard, internal::TimerClock::now() + std::chrono::milliseconds(1));
+    if (result == internal::TimedWaiter::Result::kTimedOut && !starving) {
+      starving = true;
+      ++starving_writers_;
+    }
+  }
+  if (starving) --starving_writers_;
+  writer_ = true;
+}
+
+bool SharedMutex::try_lock() {
+  std::lock_guard<internal::Spinlock> guard(lock_);
+  if (writer_ || readers_ != 0) return false;
+  writer_ = true;
+  return true;
+}
+
+void SharedMutex::unlock() {
+  internal::ReadyBatch batch;
+  std::lock_guard<internal::Spinlock> guard(lock_);
+  CHECK(writer_) << "spindle::SharedMutex::unlock() without holding it exclusively";
+  writer_ = false;
+  // Read priority: waiting readers go first, unless a writer is starving.
+  if (ReadersMayEnter() && !reader_queue_.empty()) {
+    reader_queue_.WakeAll();
+  } else {
+    writer_queue_.WakeOne();
+  }
+}
+
+void SharedMutex::lock_shared() {
+  std::unique_lock<internal::Spinlock> guard(lock_);
+  while (!ReadersMayEnter()) {
+    reader_queue_.Wait(guard, internal::TimerClock::time_point::max());
+  }
+  ++readers_;
+}
+
+bool SharedMutex::try_lock_shared() {
+  std::lock_guard<internal::Spinlock> guard(lock_);
+  if (!ReadersMayEnter()) return false;
+  ++readers_;
+  return true;
+}
+
+void SharedMutex::unlock_shared() {
+  internal::ReadyBatch batch;
+  std::lock_guard<internal::Spinlock> guard(lock_);
+  CHECK_GT(readers_, 0u) << "spindle::SharedMutex::unlock_shared() without a shared hold";
+  if (--readers_ == 0) writer_queue_.WakeOne();
+}
+
+}  // namespace spindle

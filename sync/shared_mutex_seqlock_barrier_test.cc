@@ -1,0 +1,134 @@
+// Copyright 2026 The Spindle Authors.
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+#include <vector>
+
+#include "fiber/fiber.h"
+#include "fiber/this_fiber.h"
+#include "gtest/gtest.h"
+#include "runtime/internal/runtime_testing.h"
+#include "runtime/runtime.h"
+#include "sync/barrier.h"
+#include "sync/seqlock.h"
+#include "sync/shared_mutex.h"
+
+namespace spindle {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Scaled;
+using testing::ScopedRuntime;
+using testing::WaitFor;
+
+class SyncExtraTest : public ::testing::TestWithParam<std::size_t> {};
+INSTANTIATE_TEST_SUITE_P(Workers, SyncExtraTest, ::testing::Values(1, 2, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "Workers"; });
+
+// A four-word value whose words must always agree: a torn read shows up as a mismatch.
+struct Quad {
+  std::array<std::uint64_t, 4> w;
+};
+
+TEST_P(SyncExtraTest, SeqLockReadersNeverSeeATornValue) {
+  ScopedRuntime runtime(GetParam());
+  SeqLock<Quad> seqlock(Quad{{0, 0, 0, 0}});
+  std::atomic<bool> stop{false};
+  std::atomic<long> torn{0}, reads{0};
+  auto reader = [&] {
+    while (!stop.load()) {
+      const Quad q = seqlock.Load();
+      if (q.w[0] != q.w[1] || q.w[1] != q.w[2] || q.w[2] != q.w[3]) ++torn;
+      ++reads;
+      this_fiber::Yield();
+    }
+  };
+  std::vector<Fiber> readers;
+  for (int i = 0; i < 6; ++i) readers.emplace_back(reader);
+  std::thread thread_reader(reader);
+  auto writer = [&](std::uint64_t base) {
+    for (std::uint64_t i = 1; i <= Scaled(20000); ++i) {
+      const std::uint64_t v = base + i;
+      seqlock.Store(Quad{{v, v, v, v}});
+      if (i % 16 == 0) this_fiber::Yield();
+    }
+  };
+  Fiber w1([&] { writer(1000000000); });
+  std::thread w2([&] { writer(2000000000); });  // writers serialise across fibers/threads
+  w1.join();
+  w2.join();
+  stop = true;
+  for (auto& r : readers) r.join();
+  thread_reader.join();
+  EXPECT_EQ(torn.load(), 0);
+  EXPECT_GT(reads.load(), 0);
+}
+
+// Writers make progress under a flood of readers that always overlap each other.
+TEST_P(SyncExtraTest, SharedMutexWritersProgressUnderAReaderFlood) {
+  ScopedRuntime runtime(GetParam());
+  SharedMutex mutex;
+  std::atomic<bool> stop{false};
+  long value = 0;
+  std::atomic<long> bad_reads{0};
+  std::vector<Fiber> readers;
+  for (int i = 0; i < 16; ++i) {
+    readers.emplace_back([&] {
+      while (!stop.load()) {
+        std::shared_lock<SharedMutex> lock(mutex);
+        const long seen = value;
+        this_fiber::Yield();  // hold the shared lock across a switch: readers overlap
+        if (value != seen) ++bad_reads;  // no writer may run while we hold it
+      }
+    });
+  }
+  std::atomic<int> writes{0};
+  Fiber writer([&] {
+    for (int i = 0; i < 10; ++i) {
+      std::lock_guard<SharedMutex> lock(mutex);
+      ++value;
+      ++writes;
+    }
+  });
+  EXPECT_TRUE(WaitFor([&] { return writes.load() == 10; }, 10s));
+  stop = true;
+  writer.join();
+  for (auto& r : readers) r.join();
+  EXPECT_EQ(bad_reads.load(), 0);
+  EXPECT_EQ(value, 10);
+}
+
+TEST_P(SyncExtraTest, BarrierPhasesAndDrop) {
+  ScopedRuntime runtime(GetParam());
+  constexpr int kParties = 8, kPhases = 50;
+  Barrier barrier(kParties);
+  std::atomic<int> in_phase[kPhases] = {};
+  std::atomic<int> violations{0};
+  std::vector<Fiber> fibers;
+  for (int p = 0; p < kParties - 1; ++p) {
+    fibers.emplace_back([&] {
+      for (int phase = 0; phase < kPhases; ++phase) {
+        ++in_phase[phase];
+        barrier.arrive_and_wait();
+        if (in_phase[phase].load() != kParties) ++violations;  // all arrived before any left
+      }
+      barrier.arrive_and_drop();
+    });
+  }
+  std::thread thread_party([&] {
+    for (int phase = 0; phase < kPhases; ++phase) {
+      ++in_phase[phase];
+      barrier.arrive_and_wait();
+      if (in_phase[phase].load() != kParties) ++violations;
+    }
+  });
+  for (auto& f : fibers) f.join();
+  thread_party.join();
+  EXPECT_EQ(violations.load(), 0);
+}
+
+}  // namespace
+}  // namespace spindle
