@@ -7,9 +7,18 @@
 
 #include "sync/event.h"
 
+#include <mutex>
+
 #include "runtime/internal/scheduling_group.h"
 
 namespace spindle {
+
+Event::~Event() {
+  // A waiter that saw set_ on the unlocked fast path may destroy the event while
+  // Set() still holds lock_ (waking the others); Set() touches nothing after it
+  // releases lock_.
+  std::lock_guard<internal::Spinlock> guard(lock_);
+}
 
 void Event::Set() {
   internal::ReadyBatch batch;

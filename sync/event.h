@@ -16,6 +16,9 @@ namespace spindle {
 class Event {
  public:
   Event() = default;
+  // May run as soon as Wait() has returned, even while the Set() that released the
+  // waiter is still finishing: it waits for Set() to leave the event first.
+  ~Event();
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
 
