@@ -14,13 +14,18 @@ namespace spindle {
 
 // A mutual-exclusion lock for fibers and plain threads alike: a fiber that has to wait
 // parks (its worker runs other fibers), a plain thread blocks. Uncontended lock and
-// unlock are one compare-and-swap each. Waiters get the lock in FIFO order: unlock()
-// hands ownership straight to the oldest waiter, so a thread that re-locks in a loop
-// cannot starve the others. Under heavy contention that hand-over costs a fiber switch
-// per lock (a lock convoy); see the closing note of the sync issue for the measured
-// cost and the planned Go-style barging with a starvation mode. Satisfies Lockable/TimedLockable, so std::lock_guard and
-// std::unique_lock work. Thread-safe. Not recursive. Unlocking a mutex that is not
-// locked, or destroying one that has waiters, stops the process with a message.
+// unlock are one atomic read-modify-write each.
+//
+// Fairness follows Go's sync.Mutex. Normally a woken waiter competes with newcomers
+// (who may also spin briefly), so a running fiber re-locks without a switch and there
+// is no lock convoy. A waiter that has waited more than 1 ms switches the mutex to
+// hand-off mode: unlock() then passes ownership straight to the oldest waiter and
+// newcomers queue behind it, so no waiter starves; the mode ends when a waiter is handed
+// the lock after less than 1 ms of waiting or is the last one.
+//
+// Satisfies Lockable/TimedLockable, so std::lock_guard and std::unique_lock work.
+// Thread-safe. Not recursive. Unlocking a mutex that is not locked, or destroying one
+// that has waiters, stops the process with a message.
 class Mutex {
  public:
   Mutex() = default;
@@ -28,7 +33,7 @@ class Mutex {
   Mutex& operator=(const Mutex&) = delete;
 
   void lock() {
-    std::uint32_t expected = kUnlocked;
+    std::uint32_t expected = 0;
     // acquire: pairs with the release in unlock(); the previous holder's writes are
     // visible in the critical section.
     if (state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
@@ -39,10 +44,16 @@ class Mutex {
   }
 
   bool try_lock() {
-    std::uint32_t expected = kUnlocked;
-    // acquire: as in lock().
-    return state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
-                                          std::memory_order_relaxed);
+    // relaxed: a hint; the CAS below decides.
+    std::uint32_t state = state_.load(std::memory_order_relaxed);
+    while ((state & (kLocked | kStarving)) == 0) {
+      // acquire: as in lock().
+      if (state_.compare_exchange_weak(state, state | kLocked, std::memory_order_acquire,
+                                       std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   template <class Rep, class Period>
@@ -57,25 +68,37 @@ class Mutex {
   }
 
   void unlock() {
-    std::uint32_t expected = kLocked;
-    // release: pairs with the acquire in lock()/try_lock().
-    if (state_.compare_exchange_strong(expected, kUnlocked, std::memory_order_release,
-                                       std::memory_order_relaxed)) {
-      return;
-    }
-    UnlockSlow();
+    // release: pairs with the acquiring CAS of the next owner (or, in hand-off mode, the
+    // acquiring RMW by which the handed-to waiter sets kLocked).
+    const std::uint32_t old = state_.fetch_sub(kLocked, std::memory_order_release);
+    if (old != kLocked) UnlockSlow(old);
   }
 
  private:
-  // kUnlocked -> kLocked on the fast path. kContended: locked, and waiters may be
-  // queued, so unlock() takes the slow path and hands the lock over.
-  enum : std::uint32_t { kUnlocked = 0, kLocked = 1, kContended = 2 };
+  // The state word:
+  //
+  //   31                              3    2        1       0
+  //   +-------------------------------+---------+-------+--------+
+  //   | waiters linked in waiters_    | starving| woken | locked |
+  //   +-------------------------------+---------+-------+--------+
+  //
+  // locked:   held.
+  // woken:    a waiter has been woken to compete, or a newcomer is spinning: unlock()
+  //           need not wake another.
+  // starving: hand-off mode (see the class comment).
+  // waiters:  changed only under lock_, together with linking/unlinking in waiters_.
+  static constexpr std::uint32_t kLocked = 1;
+  static constexpr std::uint32_t kWoken = 2;
+  static constexpr std::uint32_t kStarving = 4;
+  static constexpr int kWaiterShift = 3;
+  static constexpr std::uint32_t kOneWaiter = 1u << kWaiterShift;
+  static_assert((kLocked | kWoken | kStarving) < kOneWaiter, "flag bits overlap the count");
 
   bool LockSlow(internal::TimerClock::time_point deadline);
-  void UnlockSlow();
+  void UnlockSlow(std::uint32_t old);
 
-  std::atomic<std::uint32_t> state_{kUnlocked};
-  internal::Spinlock lock_;          // guards waiters_ and the slow-path transitions
+  std::atomic<std::uint32_t> state_{0};
+  internal::Spinlock lock_;          // guards waiters_ and the waiter count
   internal::WaitQueue waiters_;      // guarded by lock_
 };
 

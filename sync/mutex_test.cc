@@ -89,6 +89,37 @@ TEST_P(MutexTest, RelockingHolderCannotStarveAWaiter) {
   waiter.join();
 }
 
+// A hog that releases and re-takes the lock back to back and yields only while holding
+// it. A woken waiter then always finds it held again: with barging alone it would never
+// get in (deterministically so on one worker). Hand-off mode, entered once the waiter
+// has waited 1 ms, must pass it the lock.
+TEST_P(MutexTest, HandOffModeEndsBarging) {
+  ScopedRuntime runtime(GetParam());
+  Mutex mutex;
+  std::atomic<bool> stop{false};
+  Fiber hog([&] {
+    mutex.lock();
+    while (!stop.load()) {
+      this_fiber::Yield();  // while holding: the waiter runs, finds it held, waits
+      mutex.unlock();
+      mutex.lock();
+    }
+    mutex.unlock();
+  });
+  std::atomic<int> acquired{0};
+  Fiber waiter([&] {
+    for (int i = 0; i < 10; ++i) {
+      mutex.lock();
+      ++acquired;
+      mutex.unlock();
+    }
+  });
+  EXPECT_TRUE(WaitFor([&] { return acquired.load() == 10; }, 10s));
+  stop = true;
+  hog.join();
+  waiter.join();
+}
+
 TEST_P(MutexTest, TimedLockTimesOutAndThenWorks) {
   ScopedRuntime runtime(GetParam());
   Mutex mutex;
@@ -108,6 +139,55 @@ TEST_P(MutexTest, TimedLockTimesOutAndThenWorks) {
   EXPECT_TRUE(got.load());
   EXPECT_TRUE(mutex.try_lock());
   mutex.unlock();
+}
+
+// Timed lockers that give up, mixed into heavy contention from fibers and a thread:
+// every successful lock is counted exactly, and afterwards the mutex is free and
+// behaves normally (a waiter count left behind by a timed-out waiter would make the
+// next unlock look for waiters that are gone, or the destructor report waiters).
+TEST_P(MutexTest, TimedWaitersUnderContentionLeaveItConsistent) {
+  ScopedRuntime runtime(GetParam());
+  Mutex mutex;
+  long counter = 0;
+  std::atomic<long> successes{0}, timeouts{0};
+  const int per_party = static_cast<int>(Scaled(3000));
+  auto party = [&](int seed) {
+    for (int i = 0; i < per_party; ++i) {
+      const int kind = (i + seed) % 4;
+      bool locked = true;
+      if (kind == 0) {
+        locked = mutex.try_lock_for(std::chrono::microseconds((i * 7 + seed) % 50));
+      } else if (kind == 1) {
+        locked = mutex.try_lock();
+      } else {
+        mutex.lock();
+      }
+      if (!locked) {
+        ++timeouts;
+        continue;
+      }
+      ++counter;
+      ++successes;
+      if (i % 32 == 0 && IsFiberContextPresent()) this_fiber::Yield();
+      mutex.unlock();
+    }
+  };
+  std::vector<Fiber> fibers;
+  for (int f = 0; f < 32; ++f) fibers.emplace_back([&, f] { party(f); });
+  std::thread thread([&] { party(1000); });
+  for (auto& f : fibers) f.join();
+  thread.join();
+  EXPECT_EQ(counter, successes.load());
+  EXPECT_EQ(successes.load() + timeouts.load(), 33L * per_party);
+  ASSERT_TRUE(mutex.try_lock());
+  mutex.unlock();
+  std::atomic<bool> done{false};
+  Fiber again([&] {
+    std::lock_guard<Mutex> guard(mutex);
+    done = true;
+  });
+  again.join();
+  EXPECT_TRUE(done.load());
 }
 
 TEST(MutexDeathTest, UnlockingAnUnlockedMutexStops) {

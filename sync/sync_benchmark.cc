@@ -4,14 +4,19 @@
 //   ./bazelw run -c opt //sync:sync_benchmark --
 //       --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
-//   BM_Uncontended<M>        lock + unlock on one thread, ns
-//   BM_Contended64Fibers<M>  64 fibers x 10k lock/increment/unlock on 2 workers, ns per
+//   BM_Uncontended<M>/T      lock + unlock on one thread, ns; T = 1: another thread
+//                            exists (glibc's std::mutex skips its atomics while a
+//                            process is single-threaded, T = 0; a process running
+//                            fibers never is)
+//   BM_Contended64Fibers<M>  64 fibers x 100k lock/increment/unlock on 2 workers, ns per
 //                            lock (goal <= 16; Go 16, std::mutex 25, Boost.Fiber 103);
 //                            M = spindle::Mutex, std::mutex, absl::Mutex
 //   BM_CvPingPong            two fibers on different workers alternating through one
 //                            Mutex + ConditionVariable, us per round trip
 
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -49,22 +54,40 @@ class AbslMutex {
 
 template <class M>
 void BM_Uncontended(benchmark::State& state) {
+  std::mutex park_lock;
+  std::condition_variable park;
+  bool done = false;
+  std::thread other;
+  if (state.range(0) == 1) {
+    other = std::thread([&] {
+      std::unique_lock<std::mutex> lock(park_lock);
+      park.wait(lock, [&] { return done; });
+    });
+  }
   M mutex;
   for (auto _ : state) {
     mutex.lock();
     benchmark::ClobberMemory();
     mutex.unlock();
   }
+  if (other.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(park_lock);
+      done = true;
+    }
+    park.notify_one();
+    other.join();
+  }
 }
-BENCHMARK_TEMPLATE(BM_Uncontended, Mutex);
-BENCHMARK_TEMPLATE(BM_Uncontended, std::mutex);
-BENCHMARK_TEMPLATE(BM_Uncontended, AbslMutex);
+BENCHMARK_TEMPLATE(BM_Uncontended, Mutex)->Arg(0)->Arg(1);
+BENCHMARK_TEMPLATE(BM_Uncontended, std::mutex)->Arg(0)->Arg(1);
+BENCHMARK_TEMPLATE(BM_Uncontended, AbslMutex)->Arg(0)->Arg(1);
 
 template <class M>
 void BM_Contended64Fibers(benchmark::State& state) {
   BenchRuntime runtime(2);
   constexpr int kFibers = 64;
-  constexpr int kLocks = 10000;
+  constexpr int kLocks = 100000;
   for (auto _ : state) {
     M mutex;
     long counter = 0;

@@ -13,21 +13,37 @@ WaitQueue::~WaitQueue() {
 
 TimedWaiter::Result WaitQueue::Wait(std::unique_lock<Spinlock>& lock,
                                     TimerClock::time_point deadline) {
+  WaitDetail detail;
+  return Wait(lock, deadline, detail);
+}
+
+TimedWaiter::Result WaitQueue::Wait(std::unique_lock<Spinlock>& lock,
+                                    TimerClock::time_point deadline, WaitDetail& detail) {
   Node node;
-  Link(&node);
+  Link(&node, detail.front);
   lock.unlock();
   const TimedWaiter::Result result = node.waiter.WaitUntil(deadline);
   lock.lock();
+  detail.removed_self = node.linked;
   if (node.linked) Unlink(&node);  // timed out before anybody chose it
+  detail.tag = node.tag;           // the waker wrote it under the lock we now hold
   return result;
 }
 
-bool WaitQueue::WakeOne() {
+bool WaitQueue::WakeOne(std::uintptr_t tag, std::size_t* popped) {
+  std::size_t removed = 0;
+  bool woke = false;
   while (Node* node = PopFront()) {
-    if (node->waiter.Notify()) return true;
+    ++removed;
+    node->tag = tag;
+    if (node->waiter.Notify()) {
+      woke = true;
+      break;
+    }
     // That waiter's deadline won; it unlinks nothing (we did) and leaves. Next.
   }
-  return false;
+  if (popped != nullptr) *popped = removed;
+  return woke;
 }
 
 std::size_t WaitQueue::WakeAll() {
@@ -36,15 +52,18 @@ std::size_t WaitQueue::WakeAll() {
   return woken;
 }
 
-void WaitQueue::Link(Node* node) {
-  node->prev = tail_;
-  node->next = nullptr;
-  if (tail_ != nullptr) {
-    tail_->next = node;
-  } else {
+void WaitQueue::Link(Node* node, bool front) {
+  if (front) {
+    node->prev = nullptr;
+    node->next = head_;
+    (head_ != nullptr ? head_->prev : tail_) = node;
     head_ = node;
+  } else {
+    node->prev = tail_;
+    node->next = nullptr;
+    (tail_ != nullptr ? tail_->next : head_) = node;
+    tail_ = node;
   }
-  tail_ = node;
   node->linked = true;
 }
 

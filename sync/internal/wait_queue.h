@@ -4,6 +4,7 @@
 #define SPINDLE_SYNC_INTERNAL_WAIT_QUEUE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 
 #include "fiber/internal/spinlock.h"
@@ -42,8 +43,20 @@ class WaitQueue {
   TimedWaiter::Result Wait(std::unique_lock<Spinlock>& lock,
                            TimerClock::time_point deadline);
 
-  // Wakes the oldest waiter that can still be woken; false if there was none.
-  bool WakeOne();
+  // What a waiter learns beyond the result (for primitives that count their waiters or
+  // tell the woken waiter how it was woken, as Mutex does).
+  struct WaitDetail {
+    bool front = false;        // in: link at the head (a woken waiter that lost a race)
+    std::uintptr_t tag = 0;    // out: the tag its WakeOne() passed; 0 if none
+    bool removed_self = false; // out: timed out and unlinked itself (no waker popped it)
+  };
+  TimedWaiter::Result Wait(std::unique_lock<Spinlock>& lock, TimerClock::time_point deadline,
+                           WaitDetail& detail);
+
+  // Wakes the oldest waiter that can still be woken; false if there was none. The woken
+  // waiter's WaitDetail::tag becomes `tag`. `*popped` (if given) is set to the number
+  // of nodes removed: the woken one plus any whose deadline had already won.
+  bool WakeOne(std::uintptr_t tag = 0, std::size_t* popped = nullptr);
   // Wakes every waiter; returns how many.
   std::size_t WakeAll();
 
@@ -54,9 +67,10 @@ class WaitQueue {
     TimedWaiter waiter;
     Node* next = nullptr;
     Node* prev = nullptr;
+    std::uintptr_t tag = 0;  // written by the waker under the lock, before Notify()
     bool linked = false;
   };
-  void Link(Node* node);
+  void Link(Node* node, bool front);
   void Unlink(Node* node);
   Node* PopFront();
 
