@@ -3,6 +3,7 @@
 #include "sync/mutex.h"
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -198,6 +199,24 @@ TEST(MutexDeathTest, UnlockingAnUnlockedMutexStops) {
         mutex.unlock();
       },
       "on a mutex that is not locked");
+}
+
+// On one worker the order is fixed: the holder starts the waiter, yields to it, and
+// the waiter parks in lock() before the holder runs again and destroys the mutex.
+TEST(MutexDeathTest, DestroyingAMutexWithWaitersStops) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        ScopedRuntime runtime(1);
+        RunAsFiber([] {
+          auto mutex = std::make_unique<Mutex>();
+          mutex->lock();
+          Fiber waiter([&] { mutex->lock(); });
+          this_fiber::Yield();
+          mutex.reset();
+        });
+      },
+      "destroyed while fibers or threads were waiting");
 }
 
 }  // namespace

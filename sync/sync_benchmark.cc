@@ -13,6 +13,9 @@
 //                            M = spindle::Mutex, std::mutex, absl::Mutex
 //   BM_CvPingPong            two fibers on different workers alternating through one
 //                            Mutex + ConditionVariable, us per round trip
+//   BM_ThenChain             1000 continuations attached, then the value set: ns per
+//                            continuation run
+//   BM_AsyncBlockingGet      Async(f) + BlockingGet from a fiber, us per round
 
 #include <condition_variable>
 #include <mutex>
@@ -27,6 +30,7 @@
 #include "runtime/internal/runtime_options.h"
 #include "runtime/runtime.h"
 #include "sync/condition_variable.h"
+#include "sync/future.h"
 #include "sync/mutex.h"
 
 namespace spindle {
@@ -148,6 +152,38 @@ void BM_CvPingPong(benchmark::State& state) {
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_CvPingPong)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_ThenChain(benchmark::State& state) {
+  constexpr int kLinks = 1000;
+  for (auto _ : state) {
+    Promise<int> promise;
+    Future<int> future = promise.GetFuture();
+    for (int i = 0; i < kLinks; ++i) future = std::move(future).Then([](int v) { return v + 1; });
+    promise.SetValue(0);
+    if (BlockingGet(std::move(future)) != kLinks) state.SkipWithError("wrong chain result");
+  }
+  state.counters["ns_per_continuation"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * kLinks,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_ThenChain)->Unit(benchmark::kMicrosecond);
+
+void BM_AsyncBlockingGet(benchmark::State& state) {
+  BenchRuntime runtime(2);
+  constexpr int kRounds = 10000;
+  for (auto _ : state) {
+    const long sum = RunAsFiber([] {
+      long total = 0;
+      for (int i = 0; i < kRounds; ++i) total += BlockingGet(Async([i] { return long{i}; }));
+      return total;
+    });
+    if (sum != long{kRounds} * (kRounds - 1) / 2) state.SkipWithError("wrong sum");
+  }
+  state.counters["us_per_round"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * kRounds * 1e-6,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_AsyncBlockingGet)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace spindle
