@@ -42,7 +42,7 @@ const std::vector<Workload>& AllWorkloads() {
        "seed 000: one fiber spawns 100k short fibers (10 yields each); ns per fiber", {},
        RunSingleSpawner},
       {"slow_thread",
-       "seed 000: one 100 ms busy fiber among 100k short ones; ms until the short ones "
+       "seed 000: one 100 ms busy fiber among 10k short ones; ms until the short ones "
        "finish, and in all",
        {}, RunSlowThread},
       {"different_spawners",
