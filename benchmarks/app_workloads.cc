@@ -130,8 +130,7 @@ std::string CheckPhone(const PhoneOrder& order) {
       if (order.part_step[a][p] == 0 || order.part_step[a][p] >= order.assembly_step[a]) {
         return "part " + std::to_string(p) + " of assembly " + std::to_string(a) +
                " finished at step " + std::to_string(order.part_step[a][p]) +
-               ", not before its assembly (step " + std::to_string(order.assembly_step[a]) +
-               ")";
+               ", not before its assembly (step " + std::to_string(order.assembly_step[a]) + ")";
       }
     }
     if (order.assembly_serial[a] != expected_assembly) {
@@ -176,8 +175,8 @@ std::vector<Metric> RunPhoneFactory(double scale) {
   });
   const double seconds = watch.Seconds();
   if (finished.load() != phones) {
-    Fail("phone_factory", std::to_string(finished.load()) + " phones finished, expected " +
-                              std::to_string(phones));
+    Fail("phone_factory",
+         std::to_string(finished.load()) + " phones finished, expected " + std::to_string(phones));
   }
   for (const auto& order : orders) {
     if (std::string error = CheckPhone(*order); !error.empty()) {

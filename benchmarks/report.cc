@@ -44,8 +44,8 @@ void PrintTable(const std::vector<Summary>& summaries, std::FILE* out) {
   const auto row = [&](const std::string& workload, const std::string& metric,
                        const std::string& median, const std::string& range,
                        const std::string& unit) {
-    absl::FPrintF(out, "%-*s  %-*s  %10s  %-21s  %s\n", workload_width, workload,
-                  metric_width, metric, median, range, unit);
+    absl::FPrintF(out, "%-*s  %-*s  %10s  %-21s  %s\n", workload_width, workload, metric_width,
+                  metric, median, range, unit);
   };
   row("workload", "metric", "median", "min - max", "unit");
   for (const Summary& s : summaries) {
@@ -82,8 +82,7 @@ void PrintJsonLines(const std::vector<Summary>& summaries, std::FILE* out) {
                   "{\"workload\": %s, \"metric\": %s, \"value\": %s, \"unit\": %s, "
                   "\"reps\": %d, \"min\": %s, \"max\": %s}\n",
                   JsonString(s.workload), JsonString(s.metric), JsonNumber(s.Median()),
-                  JsonString(s.unit), s.values.size(), JsonNumber(s.Min()),
-                  JsonNumber(s.Max()));
+                  JsonString(s.unit), s.values.size(), JsonNumber(s.Min()), JsonNumber(s.Max()));
   }
 }
 

@@ -64,8 +64,7 @@ TEST(PrintJsonLinesTest, OneObjectPerSummary) {
 
 TEST(PrintTableTest, HeaderAndAlignedRows) {
   const std::string text = Capture([](std::FILE* out) {
-    PrintTable({{"skynet", "wall", "ms", {400, 500, 600}},
-                {"pingpong", "round_trip", "us", {2.5}}},
+    PrintTable({{"skynet", "wall", "ms", {400, 500, 600}}, {"pingpong", "round_trip", "us", {2.5}}},
                out);
   });
   EXPECT_EQ(text,

@@ -41,13 +41,11 @@ void ShortFiberBody(int yields, std::int32_t* slot, Latch* done) {
 }
 
 // Checks that every short fiber of `slots` ran its `yields` yields.
-void CheckShortFibers(const char* workload, const std::vector<std::int32_t>& slots,
-                      int yields) {
+void CheckShortFibers(const char* workload, const std::vector<std::int32_t>& slots, int yields) {
   for (std::size_t i = 0; i < slots.size(); ++i) {
     if (slots[i] != yields) {
-      Fail(workload, "short fiber " + std::to_string(i) + " yielded " +
-                         std::to_string(slots[i]) + " times, expected " +
-                         std::to_string(yields));
+      Fail(workload, "short fiber " + std::to_string(i) + " yielded " + std::to_string(slots[i]) +
+                         " times, expected " + std::to_string(yields));
     }
   }
 }
@@ -68,8 +66,8 @@ std::vector<Metric> RunSpawnJoin(double scale) {
   });
   const double seconds = watch.Seconds();
   if (const std::int64_t missing = CountUnmarked(ran); missing != 0) {
-    Fail("spawn_join", std::to_string(missing) + " of " + std::to_string(count) +
-                           " fibers did not run");
+    Fail("spawn_join",
+         std::to_string(missing) + " of " + std::to_string(count) + " fibers did not run");
   }
   return {{"per_fiber", seconds * 1e9 / static_cast<double>(count), "ns"}};
 }
@@ -99,9 +97,8 @@ std::vector<Metric> RunYield(double scale) {
   const double seconds = watch.Seconds();
   // On one worker two ready fibers alternate: nearly every yield hands over.
   if (turns[0] + turns[1] < yields_each) {
-    Fail("yield", "the fibers took " + std::to_string(turns[0] + turns[1]) +
-                      " turns in " + std::to_string(2 * yields_each) +
-                      " yields; they should alternate");
+    Fail("yield", "the fibers took " + std::to_string(turns[0] + turns[1]) + " turns in " +
+                      std::to_string(2 * yields_each) + " yields; they should alternate");
   }
   return {{"per_switch", seconds * 1e9 / static_cast<double>(2 * yields_each), "ns"}};
 }
@@ -139,8 +136,7 @@ std::vector<Metric> RunPingPong(double scale) {
   if (wrong_round >= 0) {
     Fail("pingpong", "round " + std::to_string(wrong_round) + " saw the ball of another round");
   }
-  return {{"round_trip", seconds * 1e6 / static_cast<double>(rounds), "us"},
-          {"cpu", cpu, "s"}};
+  return {{"round_trip", seconds * 1e6 / static_cast<double>(rounds), "us"}, {"cpu", cpu, "s"}};
 }
 
 namespace {

@@ -37,8 +37,7 @@ DEFINE_string(workloads, "all",
               "comma-separated workloads to run, or 'all' (default: all); see --help for "
               "the list");
 DEFINE_int32(repetitions, 5, "runs of each workload; the table shows their median, >= 1");
-DEFINE_double(scale, 1.0,
-              "multiplies every workload's size (0.001 = a quick self-check), > 0");
+DEFINE_double(scale, 1.0, "multiplies every workload's size (0.001 = a quick self-check), > 0");
 DEFINE_string(format, "table",
               "table (for people) or json (one JSON object per line, nothing else on "
               "stdout)");
@@ -114,7 +113,9 @@ class ShapeOverride {
     Override("fiber_scheduling_group_size", shape.scheduling_group_size);
   }
   ~ShapeOverride() {
-    for (const auto& [flag, value] : saved_) gflags::SetCommandLineOption(flag.c_str(), value.c_str());
+    for (const auto& [flag, value] : saved_) {
+      gflags::SetCommandLineOption(flag.c_str(), value.c_str());
+    }
   }
   ShapeOverride(const ShapeOverride&) = delete;
   ShapeOverride& operator=(const ShapeOverride&) = delete;
@@ -146,16 +147,16 @@ class ProgressLine {
 
   void Show(std::size_t index, const Workload& w, int repetition) {
     if (!tty_) return;
-    std::fprintf(stderr, "\r\033[K[%zu/%zu] %s: repetition %d/%d", index + 1, workloads_,
-                 w.name, repetition + 1, FLAGS_repetitions);
+    std::fprintf(stderr, "\r\033[K[%zu/%zu] %s: repetition %d/%d", index + 1, workloads_, w.name,
+                 repetition + 1, FLAGS_repetitions);
     std::fflush(stderr);
   }
   void Done(std::size_t index, const Workload& w, double seconds) {
     if (tty_) {
       std::fprintf(stderr, "\r\033[K");
     } else {
-      std::fprintf(stderr, "[%zu/%zu] %s: %d repetitions in %.2f s\n", index + 1,
-                   workloads_, w.name, FLAGS_repetitions, seconds);
+      std::fprintf(stderr, "[%zu/%zu] %s: %d repetitions in %.2f s\n", index + 1, workloads_,
+                   w.name, FLAGS_repetitions, seconds);
     }
     std::fflush(stderr);
   }
@@ -179,7 +180,9 @@ std::vector<Metric> RunInOwnProcess(const Workload& w, double scale) {
     const std::vector<Metric> metrics = w.run(scale);
     TerminateRuntime();
     std::string text;
-    for (const Metric& m : metrics) text += absl::StrFormat("%s %.17g %s\n", m.name, m.value, m.unit);
+    for (const Metric& m : metrics) {
+      text += absl::StrFormat("%s %.17g %s\n", m.name, m.value, m.unit);
+    }
     const bool sent = write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
     _exit(sent ? 0 : 1);
   }
@@ -191,8 +194,8 @@ std::vector<Metric> RunInOwnProcess(const Workload& w, double scale) {
   int status = 0;
   PCHECK(waitpid(child, &status, 0) == child);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "spindle_bench: workload %s: its process ended with status %d\n",
-                 w.name, status);
+    std::fprintf(stderr, "spindle_bench: workload %s: its process ended with status %d\n", w.name,
+                 status);
     std::exit(WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1);
   }
   std::vector<Metric> metrics;

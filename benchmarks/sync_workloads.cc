@@ -109,8 +109,8 @@ std::vector<Metric> RunParkedMemory(double scale) {
   for (std::size_t i = 0; i < resumed.size(); ++i) {
     if (!resumed[i]) Fail("parked_memory", "fiber " + std::to_string(i) + " never resumed");
   }
-  const double kib_per_1000 = static_cast<double>(rss_parked - rss_before) / 1024.0 /
-                              static_cast<double>(count) * 1000.0;
+  const double kib_per_1000 =
+      static_cast<double>(rss_parked - rss_before) / 1024.0 / static_cast<double>(count) * 1000.0;
   return {{"rss_per_1000_parked", kib_per_1000, "KiB"}};
 }
 
