@@ -34,8 +34,8 @@
 #include "runtime/runtime.h"
 
 DEFINE_string(workloads, "all",
-              "comma-separated workloads to run, or 'all' (default: all); see --help for "
-              "the list");
+              "comma-separated workloads to run, or 'all'; they run in the order --help "
+              "lists them");
 DEFINE_int32(repetitions, 5, "runs of each workload; the table shows their median, >= 1");
 DEFINE_double(scale, 1.0, "multiplies every workload's size (0.001 = a quick self-check), > 0");
 DEFINE_string(format, "table",

@@ -28,7 +28,7 @@ const std::vector<Workload>& AllWorkloads() {
        RunSpawnJoin},
       {"yield",
        "two fibers yielding to each other on one worker, 10M switches; ns per switch",
-       {1, 0},
+       {1, 1},
        RunYield},
       {"pingpong",
        "two fibers on two workers waking each other through two BinarySemaphores, "
