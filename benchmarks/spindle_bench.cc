@@ -193,10 +193,14 @@ std::vector<Metric> RunInOwnProcess(const Workload& w, double scale) {
   close(fds[0]);
   int status = 0;
   PCHECK(waitpid(child, &status, 0) == child);
+  if (WIFSIGNALED(status)) {
+    std::fprintf(stderr, "spindle_bench: workload %s: its process died of signal %d\n", w.name,
+                 WTERMSIG(status));
+    std::exit(1);
+  }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "spindle_bench: workload %s: its process ended with status %d\n", w.name,
-                 status);
-    std::exit(WIFEXITED(status) && WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1);
+    // The child has said what went wrong; pass its exit status on.
+    std::exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
   }
   std::vector<Metric> metrics;
   std::istringstream lines(text);
