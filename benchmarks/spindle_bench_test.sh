@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Usage: spindle_bench_test.sh SPINDLE_BENCH FLAGFILE
+# Runs every workload of spindle_bench at a tiny scale (their self-checks), parses the
+# JSON output line by line, and checks that bad options and flag values are rejected
+# with a message naming them.
+set -uo pipefail
+bench=$1
+flagfile=$2
+failures=0
+
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# expect_rejected STATUS TEXT ARGS...: spindle_bench ARGS must exit with STATUS (or any
+# non-zero status when STATUS is "nonzero") and say TEXT on stderr.
+expect_rejected() {
+  local want=$1 text=$2
+  shift 2
+  local err status
+  err=$("$bench" --flagfile="$flagfile" "$@" 2>&1 >/dev/null)
+  status=$?
+  if [ "$want" = nonzero ] && [ $status -eq 0 ] ||
+     [ "$want" != nonzero ] && [ $status -ne "$want" ]; then
+    fail "$* exited with $status, expected $want"
+  fi
+  if ! grep -qF -- "$text" <<<"$err"; then
+    fail "$*: stderr lacks '$text': $err"
+  fi
+}
+
+# The workloads, from the message that rejects an unknown one.
+expect_rejected 2 "unknown workload 'no_such_workload'" --workloads=no_such_workload
+names=$("$bench" --workloads=no_such_workload 2>&1 | sed -n 's/.*accepted: all, //p')
+echo "workloads: $names"
+[ -n "$names" ] || fail "no workload names in the --workloads error message"
+
+# Every workload at a tiny scale, JSON on stdout.
+json=$(mktemp)
+trap 'rm -f "$json"' EXIT
+if ! "$bench" --flagfile="$flagfile" --scale=0.001 --repetitions=2 --format=json >"$json"; then
+  fail "spindle_bench --scale=0.001 --format=json failed"
+fi
+cat "$json"
+python3 - "$json" "$names" <<'PYTHON' || fail "the JSON output does not check out"
+import json, sys
+path, names = sys.argv[1], [n.strip() for n in sys.argv[2].split(",")]
+seen = set()
+with open(path) as lines:
+    for number, line in enumerate(lines, 1):
+        row = json.loads(line)  # every line is one JSON object
+        assert set(row) == {"workload", "metric", "value", "unit", "reps", "min", "max"}, (number, row)
+        assert row["reps"] == 2, (number, row)
+        assert isinstance(row["value"], (int, float)), (number, row)
+        assert row["min"] <= row["value"] <= row["max"], (number, row)
+        seen.add(row["workload"])
+missing = set(names) - seen
+assert not missing, f"workloads without a result: {sorted(missing)}"
+print(f"JSON: {number} lines, {len(seen)} workloads")
+PYTHON
+
+# The table, for two workloads.
+table=$("$bench" --flagfile="$flagfile" --scale=0.001 --repetitions=1 --workloads=fib,skynet)
+echo "$table"
+grep -q '^fib  *wall' <<<"$table" || fail "the table lacks fib's row"
+grep -q '^skynet  *wall' <<<"$table" || fail "the table lacks skynet's row"
+
+# Bad options and flag values.
+expect_rejected 2 "--repetitions=0" --repetitions=0
+expect_rejected 2 "--scale=0" --scale=0
+expect_rejected 2 "--scale=-1" --scale=-1
+expect_rejected 2 "--format=xml: accepted: table, json" --format=xml
+expect_rejected 2 "--workloads=fib,,skynet" --workloads=fib,,skynet
+expect_rejected 2 "fiber_run_queue_size" --workloads=fib --fiber_run_queue_size=3
+expect_rejected nonzero "no_such_flag" --no_such_flag=1
+expect_rejected nonzero "scale" --scale=abc
+
+if [ $failures -ne 0 ]; then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "PASS"

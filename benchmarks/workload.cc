@@ -1,0 +1,97 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "benchmarks/workload.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+namespace spindle {
+namespace bench {
+
+const std::vector<Workload>& AllWorkloads() {
+  static const std::vector<Workload> workloads = {
+      {"parked_memory",
+       "100k fibers parked on one Event; RSS growth per 1000 parked fibers (each "
+       "repetition in a fresh process)",
+       {},
+       RunParkedMemory,
+       /*own_process=*/true},
+      {"spawn_join",
+       "1M empty fibers started by one fiber, then joined; ns per fiber",
+       {},
+       RunSpawnJoin},
+      {"yield",
+       "two fibers yielding to each other on one worker, 10M switches; ns per switch",
+       {1, 1},
+       RunYield},
+      {"pingpong",
+       "two fibers on two workers waking each other through two BinarySemaphores, "
+       "100k round trips; us per round trip and process CPU seconds",
+       {2, 1},
+       RunPingPong},
+      {"skynet", "a 10-ary tree of fibers with 1M leaves, sum checked; ms", {}, RunSkynet},
+      {"fib", "fib(30) with a fiber per call, result checked; ms", {}, RunFib},
+      {"mutex", "64 fibers x 100k lock/increment/unlock of one Mutex; ns per lock", {}, RunMutex},
+      {"sleep",
+       "100k fibers each SleepFor(1 ms); total ms and mean oversleep us, none early",
+       {},
+       RunSleep},
+      {"merge_sort",
+       "parallel merge sort of 4M ints, a fiber per split above a cutoff; ms",
+       {},
+       RunMergeSort},
+      {"single_spawner",
+       "seed 000: one fiber spawns 100k short fibers (10 yields each); ns per fiber",
+       {},
+       RunSingleSpawner},
+      {"slow_thread",
+       "seed 000: one 100 ms busy fiber among 10k short ones; ms until the short ones "
+       "finish, and in all",
+       {},
+       RunSlowThread},
+      {"different_spawners",
+       "seed 000: 10 spawner fibers at once, 10k short fibers each; ns per fiber",
+       {},
+       RunDifferentSpawners},
+      {"phone_factory",
+       "seed 004: 10k phones, each waiting for 3 assemblies of 3 parts; us per phone",
+       {},
+       RunPhoneFactory},
+  };
+  return workloads;
+}
+
+void Fail(const std::string& workload, const std::string& message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "\nspindle_bench: workload %s failed: %s\n", workload.c_str(),
+               message.c_str());
+  std::fflush(stderr);
+  // _Exit: the runtime's workers may still hold fibers of the failed workload.
+  std::_Exit(1);
+}
+
+std::int64_t Scaled(std::int64_t base, double scale, std::int64_t min) {
+  return std::max<std::int64_t>(min, std::llround(static_cast<double>(base) * scale));
+}
+
+double ProcessCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::int64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::int64_t size_pages = 0, resident_pages = 0;
+  if (!(statm >> size_pages >> resident_pages)) return 0;
+  return resident_pages * sysconf(_SC_PAGESIZE);
+}
+
+}  // namespace bench
+}  // namespace spindle
