@@ -23,8 +23,8 @@ using testing::ScopedRuntime;
 using testing::WaitFor;
 
 class ConditionVariableTest : public ::testing::TestWithParam<std::size_t> {};
-INSTANTIATE_TEST_SUITE_P(Workers, ConditionVariableTest, ::testing::Values(1, 2, 4),
-                         [](const auto& info) { return std::to_string(info.param) + "Workers"; });
+INSTANTIATE_TEST_SUITE_P(Workers, ConditionVariableTest, testing::WorkerCounts(),
+                         testing::WorkerCountName);
 
 // Producer/consumer through a bounded queue: 2 fiber producers, 1 thread producer,
 // 2 fiber consumers and 1 thread consumer, 1e4+ items; no lost wake-up may strand one.

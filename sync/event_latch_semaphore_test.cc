@@ -22,8 +22,8 @@ using testing::ScopedRuntime;
 using testing::WaitFor;
 
 class SyncTest : public ::testing::TestWithParam<std::size_t> {};
-INSTANTIATE_TEST_SUITE_P(Workers, SyncTest, ::testing::Values(1, 2, 4),
-                         [](const auto& info) { return std::to_string(info.param) + "Workers"; });
+INSTANTIATE_TEST_SUITE_P(Workers, SyncTest, testing::WorkerCounts(),
+                         testing::WorkerCountName);
 
 // 1e4 rounds of: waiters (fibers and a thread) wait on a fresh event, a setter (a
 // fiber or a thread, alternating) sets it; every waiter must return.

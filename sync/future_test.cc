@@ -24,8 +24,8 @@ using testing::Scaled;
 using testing::ScopedRuntime;
 
 class FutureTest : public ::testing::TestWithParam<std::size_t> {};
-INSTANTIATE_TEST_SUITE_P(Workers, FutureTest, ::testing::Values(1, 2, 4),
-                         [](const auto& info) { return std::to_string(info.param) + "Workers"; });
+INSTANTIATE_TEST_SUITE_P(Workers, FutureTest, testing::WorkerCounts(),
+                         testing::WorkerCountName);
 
 // Runs `f` on a plain thread (when `in_fiber` is false) or in a fiber, and waits.
 template <class F>

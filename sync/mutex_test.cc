@@ -23,8 +23,8 @@ using testing::ScopedRuntime;
 using testing::WaitFor;
 
 class MutexTest : public ::testing::TestWithParam<std::size_t> {};
-INSTANTIATE_TEST_SUITE_P(Workers, MutexTest, ::testing::Values(1, 2, 4),
-                         [](const auto& info) { return std::to_string(info.param) + "Workers"; });
+INSTANTIATE_TEST_SUITE_P(Workers, MutexTest, testing::WorkerCounts(),
+                         testing::WorkerCountName);
 
 // 64 fibers and 2 plain threads increment one non-atomic counter under the mutex.
 TEST_P(MutexTest, CounterUnderContentionIsExact) {

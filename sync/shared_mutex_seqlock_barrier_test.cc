@@ -25,8 +25,8 @@ using testing::ScopedRuntime;
 using testing::WaitFor;
 
 class SyncExtraTest : public ::testing::TestWithParam<std::size_t> {};
-INSTANTIATE_TEST_SUITE_P(Workers, SyncExtraTest, ::testing::Values(1, 2, 4),
-                         [](const auto& info) { return std::to_string(info.param) + "Workers"; });
+INSTANTIATE_TEST_SUITE_P(Workers, SyncExtraTest, testing::WorkerCounts(),
+                         testing::WorkerCountName);
 
 // A four-word value whose words must always agree: a torn read shows up as a mismatch.
 struct Quad {

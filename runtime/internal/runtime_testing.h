@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "gflags/gflags.h"
@@ -55,6 +56,13 @@ bool WaitFor(F&& condition, std::chrono::milliseconds timeout = std::chrono::sec
     std::this_thread::yield();
   }
   return true;
+}
+
+// The worker counts that scheduler-facing tests run over, and the test-name suffix for
+// them: INSTANTIATE_TEST_SUITE_P(Workers, MyTest, WorkerCounts(), WorkerCountName).
+inline auto WorkerCounts() { return ::testing::Values(1, 2, 4); }
+inline std::string WorkerCountName(const ::testing::TestParamInfo<std::size_t>& info) {
+  return std::to_string(info.param) + "Workers";
 }
 
 // Starts a runtime of `workers` workers (one group unless `group_size` says otherwise)
