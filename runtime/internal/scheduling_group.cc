@@ -65,6 +65,25 @@
 // what W3 re-checks, and a spilling producer runs P1-P3 like any other, so the no-lost-
 // wake-up argument covers it unchanged.
 //
+// Stealing (between groups; the policy of when to try lives in fiber_worker.cc). A thief
+// (a worker of another group) calls RunQueue::Steal() on the victim's ring: it takes the
+// oldest entry unless that entry was pushed by a scheduling_group_local fiber (PIN bit),
+// so such fibers never leave their group. The stolen fiber's `scheduling_group` becomes
+// the thief's group before it runs (MakeRunning), so every later Resume()/Yield() queues
+// it there: it belongs to the thief from then on. Stealing only ever removes entries
+// from a victim, and every entry is still run exactly once (the ring hands each position
+// to one taker), so the no-lost-wake-up argument above is unchanged: a claimed spinner
+// or a woken sleeper whose fiber was stolen finds the queue empty and goes idle, which
+// is right, since a thief is running that fiber. The overflow list is never stolen from.
+//   T1. Sleeping thieves. A whole group may sleep while another is overloaded. P4 above
+//       ("every worker is busy") is where that shows: then, if the queue holds more
+//       than one entry, the producer wakes one sleeping worker of one of the groups
+//       that may steal from us (`thieves_`, in turn), which then polls and steals (see
+//       fiber_worker.cc). This costs nothing while the runtime is idle (no pushes) or
+//       while our own workers keep up (P2/P3 succeed first). A woken thief that finds
+//       nothing sleeps again; missing such a wake-up only delays balancing, never a
+//       fiber, because our own workers still run everything queued here.
+//
 // Parking. A fiber parks (Halt) while holding its own scheduler lock; the context it
 // switches to releases the lock in its landing hook (FiberEntity::SwitchTo). Resume()
 // takes that lock first, so it cannot queue the fiber before its registers are saved.
@@ -213,7 +232,7 @@ void WaitUntilNoLiveFibers() {
 }
 
 SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
-    : options_(options), run_queue_(options.run_queue_capacity) {
+    : options_(options), run_queue_(options.run_queue_capacity, options.memory_node) {
   CHECK(options.workers >= 1 && options.workers <= kMaxWorkers)
       << "a scheduling group has 1 to " << kMaxWorkers << " workers, not "
       << options.workers;
@@ -222,6 +241,22 @@ SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
 SchedulingGroup::~SchedulingGroup() {
   CHECK(run_queue_.UnsafeEmpty() && overflow_.empty())
       << "scheduling group " << index() << " destroyed with fibers still queued";
+}
+
+void* SchedulingGroup::operator new(std::size_t size, int numa_node) {
+  return AllocateOnNode(size, numa_node);  // page-aligned, so alignas(64) holds
+}
+
+void SchedulingGroup::operator delete(void* pointer, std::size_t size) {
+  FreeOnNode(pointer, size);
+}
+
+void SchedulingGroup::operator delete(void* pointer, int) {
+  FreeOnNode(pointer, sizeof(SchedulingGroup));
+}
+
+void SchedulingGroup::SetThieves(std::vector<SchedulingGroup*> thieves) {
+  thieves_ = std::move(thieves);
 }
 
 void SchedulingGroup::StartFiber(FiberDesc* desc) {
@@ -353,27 +388,48 @@ FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc) {
 }
 
 FiberEntity* SchedulingGroup::AcquireFiber() {
-  std::uintptr_t entry = 0;
+  const std::uintptr_t entry = TakeEntry(/*steal=*/false);
+  return entry == 0 ? nullptr : MakeRunning(entry);
+}
+
+FiberEntity* SchedulingGroup::StealFiber(SchedulingGroup* victim) {
+  const std::uintptr_t entry = victim->TakeEntry(/*steal=*/true);
+  if (entry == 0) return nullptr;
+  // relaxed: statistics.
+  victim->steals_out_.fetch_add(1, std::memory_order_relaxed);
+  (victim->numa_node() == numa_node() ? steals_in_same_node_ : steals_in_cross_node_)
+      .fetch_add(1, std::memory_order_relaxed);
+  return MakeRunning(entry);
+}
+
+std::uintptr_t SchedulingGroup::TakeEntry(bool steal) {
   for (;;) {
-    entry = 0;
+    std::uintptr_t entry = 0;
     // relaxed: a hint (see PushSlow()); the list is read under its lock. Spilled fibers
-    // are older than anything in the ring, so they go first.
-    if (overflow_size_.load(std::memory_order_relaxed) != 0) entry = PopOverflow();
-    if (entry == 0) entry = run_queue_.Pop();
-    if (entry == 0) return nullptr;
-    if (!IsDescEntry(entry)) break;
+    // are older than anything in the ring, so they go first. Thieves leave them alone.
+    if (!steal && overflow_size_.load(std::memory_order_relaxed) != 0) {
+      entry = PopOverflow();
+    }
+    if (entry == 0) entry = steal ? run_queue_.Steal() : run_queue_.Pop();
+    if (entry == 0 || !IsDescEntry(entry)) return entry;
     FiberDesc* desc = DecodeDesc(entry);
     // acq_rel: exactly one of us and a joiner running the fiber inline wins; the
     // winner sees everything the starter published.
     if (desc->claim == nullptr || !desc->claim->exchange(true, std::memory_order_acq_rel)) {
-      break;
+      return entry;
     }
     FreeFiberDesc(desc);  // its joiner already ran it; take the next entry
   }
+}
+
+FiberEntity* SchedulingGroup::MakeRunning(std::uintptr_t entry) {
   FiberEntity* fiber = IsDescEntry(entry) ? Instantiate(DecodeDesc(entry))
                                           : DecodeFiber(entry);
   // A fiber may have been stolen from another group: it belongs to ours from now on.
+  // Plain write: the fiber is not running and no one else holds it (we took its entry);
+  // whoever reads it next is ordered after us through the scheduler lock below.
   fiber->scheduling_group = this;
+  fibers_run_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
   std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
   fiber->SetState(FiberState::kRunning);
   return fiber;
@@ -447,7 +503,16 @@ FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker) {
 void SchedulingGroup::WakeUpOneWorker() {
   StoreLoadFence();  // P1: pairs with W2 (WaitForFiber) and the spinner's CAS (S1).
   if (WakeUpOneSpinningWorker()) return;
-  WakeUpOneSleepingWorker();
+  if (WakeUpOneSleepingWorker()) return;
+  WakeUpThief();  // P4: all busy
+}
+
+void SchedulingGroup::WakeUpThief() {
+  // T1 at the top. Only with a backlog: one entry is taken by the next worker to finish.
+  if (thieves_.empty() || run_queue_.UnsafeSize() < 2) return;
+  // relaxed: only spreads the wake-ups over the thieves.
+  const std::size_t turn = next_thief_.fetch_add(1, std::memory_order_relaxed);
+  thieves_[turn % thieves_.size()]->WakeUpOneSleepingWorker();
 }
 
 bool SchedulingGroup::WakeUpOneSpinningWorker() {
@@ -487,7 +552,10 @@ void SchedulingGroup::WakeUpWorkers(std::size_t n) {
   std::uint64_t chosen = 0;
   do {
     chosen = LowestSetBits(sleeping, n - claimed);
-    if (chosen == 0) return;
+    if (chosen == 0) {
+      WakeUpThief();  // P4 for a batch: all busy
+      return;
+    }
     // relaxed: as in WakeUpOneSleepingWorker().
   } while (!sleeping_workers_.compare_exchange_weak(
       sleeping, sleeping & ~chosen, std::memory_order_relaxed, std::memory_order_relaxed));
@@ -557,8 +625,21 @@ bool SchedulingGroup::stopping() const {
   return stopping_.load(std::memory_order_acquire);  // acquire: as in WaitForFiber()
 }
 
+// relaxed: statistics, read as snapshots.
 std::uint64_t SchedulingGroup::wakeups() const {
-  return wakeups_.load(std::memory_order_relaxed);  // relaxed: statistic
+  return wakeups_.load(std::memory_order_relaxed);
+}
+std::uint64_t SchedulingGroup::fibers_run() const {
+  return fibers_run_.load(std::memory_order_relaxed);
+}
+std::uint64_t SchedulingGroup::steals_in_same_node() const {
+  return steals_in_same_node_.load(std::memory_order_relaxed);
+}
+std::uint64_t SchedulingGroup::steals_in_cross_node() const {
+  return steals_in_cross_node_.load(std::memory_order_relaxed);
+}
+std::uint64_t SchedulingGroup::steals_out() const {
+  return steals_out_.load(std::memory_order_relaxed);
 }
 
 }  // namespace spindle::internal
