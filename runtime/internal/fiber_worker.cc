@@ -21,11 +21,19 @@
 //       back to L1. This is what makes small ratios steal quickly: rounds are cheap
 //       while there is something to steal.
 //   L5. Otherwise sleep (v1's W1-W4) until our group wakes us: a push to our group, or
-//       a victim whose workers are all busy (T1 in scheduling_group.cc).
+//       a victim whose workers are all busy (T1 in scheduling_group.cc). W3 asks L4's
+//       question again once we are marked sleeping (T2): that is what makes a fiber
+//       queued behind a victim's busy workers impossible to miss.
 //
-// Idle CPU: L4 polls only while a victim's queue is non-empty, and gives up after
-// kMaxFruitlessSteals failed attempts (say every queued fiber is scheduling_group_local),
-// so an idle runtime sleeps in L5 exactly as without stealing. A polling worker is in
+// Giving up: L4 stops after kMaxFruitlessSteals failed attempts at queues that looked
+// non-empty (the oldest entry is scheduling_group_local, which hides everything behind
+// it from thieves, or the victim's own workers keep winning). The worker then sleeps in
+// L5 for at most kStuckVictimRecheck (1 ms) while some victim's queue is still not
+// empty, and looks again: without that, a stealable fiber that reaches the head of a
+// queue whose workers are all busy, after the last push, would wait for them.
+//
+// Idle CPU: L4 polls and L5 sleeps with a time limit only while a victim's queue is
+// non-empty, so an idle runtime sleeps in L5 until woken, exactly as without stealing. A polling worker is in
 // neither v1 mask, which the protocol already allows (a producer that finds nobody
 // spinning or sleeping relies on a running worker coming back to the queue, and a
 // polling worker comes back every round).
@@ -36,6 +44,7 @@
 
 #include "runtime/internal/fiber_worker.h"
 
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -50,6 +59,9 @@ namespace spindle::internal {
 namespace {
 
 constexpr std::uint64_t kMaxFruitlessSteals = 64;
+// How long a worker that gave up on victims whose queues are not empty sleeps before it
+// looks again (L5).
+constexpr std::chrono::milliseconds kStuckVictimRecheck{1};
 
 thread_local FiberWorker* tls_current_worker = nullptr;
 
@@ -88,7 +100,9 @@ void FiberWorker::Run() {
   for (;;) {
     FiberEntity* fiber = AcquireOrSteal();
     if (fiber == nullptr) {
-      fiber = group_->WaitForFiber(index_);  // L5
+      fiber = group_->WaitForFiber(  // L5
+          index_, [this] { return ShouldPollVictims(); },
+          VictimsHaveFibers() ? kStuckVictimRecheck : std::chrono::nanoseconds(0));
       fruitless_steals_ = 0;  // woken: maybe by a saturated victim (T1); look again
     }
     if (fiber == nullptr) {
@@ -126,13 +140,18 @@ FiberEntity* FiberWorker::StealFiber() {
     if (victim.next_round > idle_rounds_) continue;  // not its turn; the scan goes on
     victim.next_round = idle_rounds_ + victim.every_n;
     if (FiberEntity* fiber = group_->StealFiber(victim.group)) return fiber;
-    ++fruitless_steals_;
+    // Only attempts at a queue that still looks non-empty count: the entry at its head
+    // is not stealable, or another worker keeps beating us to it.
+    if (victim.group->UnsafeRunQueueSize() != 0) ++fruitless_steals_;
   }
   return nullptr;
 }
 
 bool FiberWorker::ShouldPollVictims() const {
-  if (fruitless_steals_ >= kMaxFruitlessSteals) return false;
+  return fruitless_steals_ < kMaxFruitlessSteals && VictimsHaveFibers();
+}
+
+bool FiberWorker::VictimsHaveFibers() const {
   for (const Victim& victim : victims_) {
     if (victim.group->UnsafeRunQueueSize() != 0) return true;
   }

@@ -62,6 +62,7 @@ class FiberWorker {
   // Whether to poll again instead of sleeping: some victim has queued fibers and our
   // recent attempts were not all fruitless.
   bool ShouldPollVictims() const;
+  bool VictimsHaveFibers() const;  // a racy hint
 
   SchedulingGroup* const group_;
   const std::size_t index_;

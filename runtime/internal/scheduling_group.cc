@@ -34,7 +34,9 @@
 //   W3. Re-check the queue. If it has a fiber: clear our sleeping bit. If a producer had
 //       already cleared it (P3), that producer's Wake() is meant for us but we are not
 //       going to sleep on it; wake another worker so its fiber is not stranded, and the
-//       banked count makes our next Wait() return early (harmless).
+//       banked count makes our next Wait() return early (harmless). Otherwise, if the
+//       group is stopping or our worker has a victim with fibers to steal (T2 below),
+//       clear our bit and return without sleeping.
 //   W4. Otherwise Wait() on our slot; then go back to polling.
 //
 // No lost wake-up. The pair (push; P1; read masks) against (W1; W2; read queue) is
@@ -76,13 +78,23 @@
 // or a woken sleeper whose fiber was stolen finds the queue empty and goes idle, which
 // is right, since a thief is running that fiber. The overflow list is never stolen from.
 //   T1. Sleeping thieves. A whole group may sleep while another is overloaded. P4 above
-//       ("every worker is busy") is where that shows: then, if the queue holds more
-//       than one entry, the producer wakes one sleeping worker of one of the groups
+//       ("every worker is busy") is where that shows: then, if the queue is still not
+//       empty, the producer wakes one sleeping worker of one of the groups
 //       that may steal from us (`thieves_`, in turn), which then polls and steals (see
 //       fiber_worker.cc). This costs nothing while the runtime is idle (no pushes) or
 //       while our own workers keep up (P2/P3 succeed first). A woken thief that finds
-//       nothing sleeps again; missing such a wake-up only delays balancing, never a
-//       fiber, because our own workers still run everything queued here.
+//       nothing sleeps again. The producer tries the thieves in turn until one has a
+//       sleeper to wake. It costs a futex wake only while all our workers are busy and
+//       a thief sleeps; an awake thief (polling or running) is not woken again.
+//   T2. No lost steal. A thief about to sleep runs W1 and W2, then, in W3, after its
+//       own queue, asks its worker whether a victim's queue holds fibers; if so it
+//       does not sleep and polls its victims instead. Against the producer's push, P1
+//       and its read of the thief's sleeping mask in T1, that is the same Dekker pair as
+//       above: either the producer sees the thief's bit and wakes it, or the thief sees
+//       the fiber. So a stealable fiber queued behind busy workers is always seen by
+//       some awake thief (unless a non-stealable entry is ahead of it: Steal() looks at
+//       the oldest entry only). Missing a thief never strands a fiber: our own workers
+//       still run everything queued here.
 //
 // Parking. A fiber parks (Halt) while holding its own scheduler lock; the context it
 // switches to releases the lock in its landing hook (FiberEntity::SwitchTo). Resume()
@@ -474,7 +486,9 @@ FiberEntity* SchedulingGroup::SpinningAcquireFiber(std::size_t worker) {
   return fiber;
 }
 
-FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker) {
+FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker,
+                                           absl::FunctionRef<bool()> work_elsewhere,
+                                           std::chrono::nanoseconds sleep_limit) {
   const std::uint64_t self = std::uint64_t{1} << worker;
   if (auto hook = g_before_sleep_hook.load(std::memory_order_relaxed)) hook();
   // W1. seq_cst RMW, then W2: pairs with P1 in the producer.
@@ -488,14 +502,26 @@ FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker) {
     }
     return fiber;
   }
-  // acquire: pairs with the release store in Stop().
-  if (stopping_.load(std::memory_order_acquire)) {
+  // acquire: pairs with the release store in Stop(). Then T2: a victim's fiber.
+  if (stopping_.load(std::memory_order_acquire) || work_elsewhere()) {
+    // relaxed: if a producer cleared the bit first, its Wake() stays banked in our slot
+    // and only makes a later Wait() return early; the fiber it pushed is either gone
+    // (our queue is empty) or a victim's, which we go and steal.
     sleeping_workers_.fetch_and(~self, std::memory_order_relaxed);
     return nullptr;
   }
-  wait_slots_[worker].Wait();  // W4
+  if (sleep_limit.count() == 0) {
+    wait_slots_[worker].Wait();  // W4
+  } else {
+    // W4 with a time limit. If it expires and a producer claims our bit just after, its
+    // Wake() stays banked (harmless) and the caller polls our queue again anyway.
+    const auto deadline = std::chrono::steady_clock::now() + sleep_limit;
+    wait_slots_[worker].WaitUntil(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
+            .count());
+  }
   // A producer (or Stop) cleared our bit before waking us; clear it in case the wake-up
-  // was one banked earlier.
+  // was one banked earlier, or the time limit expired.
   sleeping_workers_.fetch_and(~self, std::memory_order_relaxed);
   return AcquireFiber();
 }
@@ -508,11 +534,14 @@ void SchedulingGroup::WakeUpOneWorker() {
 }
 
 void SchedulingGroup::WakeUpThief() {
-  // T1 at the top. Only with a backlog: one entry is taken by the next worker to finish.
-  if (thieves_.empty() || run_queue_.UnsafeSize() < 2) return;
+  // T1 at the top, after the caller's fence P1. Nothing to do if a worker of ours
+  // already took the fiber.
+  if (thieves_.empty() || run_queue_.UnsafeSize() == 0) return;
   // relaxed: only spreads the wake-ups over the thieves.
   const std::size_t turn = next_thief_.fetch_add(1, std::memory_order_relaxed);
-  thieves_[turn % thieves_.size()]->WakeUpOneSleepingWorker();
+  for (std::size_t i = 0; i < thieves_.size(); ++i) {
+    if (thieves_[(turn + i) % thieves_.size()]->WakeUpOneSleepingWorker()) return;
+  }
 }
 
 bool SchedulingGroup::WakeUpOneSpinningWorker() {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "fiber/internal/fiber_entity.h"
 #include "runtime/internal/fiber_desc.h"
 #include "runtime/internal/run_queue.h"
@@ -80,8 +81,12 @@ class SchedulingGroup {
   // nullptr if nothing came (or two others were spinning).
   FiberEntity* SpinningAcquireFiber(std::size_t worker);
   // Sleeps until woken; returns a fiber if one was found on the way, else nullptr (the
-  // caller loops). Returns nullptr at once when the group is stopping.
-  FiberEntity* WaitForFiber(std::size_t worker);
+  // caller loops). Returns nullptr at once when the group is stopping, or when
+  // `work_elsewhere()` (asked after the worker is marked sleeping, step W3 at the top of
+  // scheduling_group.cc) says a victim has fibers to steal. A non-zero `sleep_limit`
+  // makes it return nullptr by itself after that long.
+  FiberEntity* WaitForFiber(std::size_t worker, absl::FunctionRef<bool()> work_elsewhere,
+                            std::chrono::nanoseconds sleep_limit);
 
   // ---- Thief side (a worker of this group, taking from another group `victim`).
 

@@ -1,0 +1,286 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Work stealing end to end: fibers started into one group run on another group's
+// workers (on the same node always, across nodes only when enabled), and
+// scheduling_group_local fibers never leave their group. Multi-node cases run on any
+// machine through --fiber_numa_topology_override.
+
+#include "runtime/internal/fiber_worker.h"
+
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "fiber/fiber.h"
+#include "fiber/this_fiber.h"
+#include "gflags/gflags.h"
+#include "gtest/gtest.h"
+#include "runtime/internal/runtime_options.h"
+#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/topology.h"
+#include "runtime/runtime.h"
+
+namespace spindle::internal {
+namespace {
+
+using spindle::testing::Scaled;
+using spindle::testing::WaitFor;
+
+// A runtime started from flags for the lifetime of the object; every flag is restored
+// afterwards.
+class FlagRuntime {
+ public:
+  FlagRuntime(const std::string& topology, std::size_t workers, std::size_t group_size,
+              std::size_t ratio = 16, std::size_t cross_ratio = 0) {
+    gflags::SetCommandLineOption("fiber_numa_topology_override", topology.c_str());
+    gflags::SetCommandLineOption("fiber_concurrency", std::to_string(workers).c_str());
+    gflags::SetCommandLineOption("fiber_scheduling_group_size",
+                                 std::to_string(group_size).c_str());
+    gflags::SetCommandLineOption("fiber_work_stealing_ratio", std::to_string(ratio).c_str());
+    gflags::SetCommandLineOption("fiber_cross_numa_work_stealing_ratio",
+                                 std::to_string(cross_ratio).c_str());
+    StartRuntime();
+  }
+  ~FlagRuntime() { TerminateRuntime(); }
+
+ private:
+  gflags::FlagSaver saver_;  // destroyed after the runtime stops
+};
+
+std::size_t CurrentGroup() { return CurrentFiberWorker()->group()->index(); }
+
+Fiber::Attributes OnGroup(std::size_t group, bool local = false) {
+  Fiber::Attributes attributes;
+  attributes.scheduling_group = group;
+  attributes.scheduling_group_local = local;
+  return attributes;
+}
+
+void BusyFor(std::chrono::microseconds duration) {
+  const auto end = std::chrono::steady_clock::now() + duration;
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+// The proof that same-node stealing happens: group 0 has one worker, held by a fiber
+// (group-local, so it cannot be stolen itself) that does not give it back until a
+// second fiber queued behind it on group 0 has run. Only a thief can run that fiber.
+class SameNodeStealTest : public ::testing::TestWithParam<std::size_t> {};
+
+INSTANTIATE_TEST_SUITE_P(Ratios, SameNodeStealTest, ::testing::Values(1, 16, 1000),
+                         [](const auto& info) { return "Every" + std::to_string(info.param); });
+
+TEST_P(SameNodeStealTest, AFiberStuckBehindABusyWorkerIsStolen) {
+  FlagRuntime runtime("0:0-1", 2, 1, GetParam());
+  ASSERT_EQ(GetSchedulingGroupCount(), 2u);
+  std::atomic<bool> blocker_running{false};
+  std::atomic<bool> stolen_ran{false};
+  std::atomic<std::size_t> stolen_group{99};
+  StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
+    blocker_running.store(true);
+    EXPECT_TRUE(WaitFor([&] { return stolen_ran.load(); }, std::chrono::seconds(20)));
+  });
+  ASSERT_TRUE(WaitFor([&] { return blocker_running.load(); }));
+  StartFiberDetached(OnGroup(0), [&] {
+    stolen_group.store(CurrentGroup());
+    stolen_ran.store(true);
+  });
+  ASSERT_TRUE(WaitFor([&] { return stolen_ran.load(); }, std::chrono::seconds(20)));
+  EXPECT_EQ(stolen_group.load(), 1u);
+  const auto stats = GetSchedulingGroupStats();
+  EXPECT_GE(stats[1].steals_in_same_node, 1u);
+  EXPECT_GE(stats[0].steals_out, 1u);
+  EXPECT_EQ(stats[1].steals_in_cross_node, 0u);
+}
+
+// All fibers are started into group 0 of a node with two groups: group 1's workers run
+// some of them too. Over the real machine (not NUMA-aware: one pool) and a fake node.
+class ImbalanceTest : public ::testing::TestWithParam<const char*> {};
+
+INSTANTIATE_TEST_SUITE_P(Topologies, ImbalanceTest, ::testing::Values("", "0:0-1"),
+                         [](const auto& info) {
+                           return std::string(info.param).empty() ? "RealMachine"
+                                                                  : "FakeOneNode";
+                         });
+
+TEST_P(ImbalanceTest, GroupOneRunsFibersStartedIntoGroupZero) {
+  FlagRuntime runtime(GetParam(), 4, 2);
+  ASSERT_EQ(GetSchedulingGroupCount(), 2u);
+  const int n = static_cast<int>(Scaled(2000));
+  std::atomic<int> done{0};
+  std::atomic<int> ran_on[2] = {0, 0};
+  for (int i = 0; i < n; ++i) {
+    StartFiberDetached(OnGroup(0), [&] {
+      BusyFor(std::chrono::microseconds(20));
+      ran_on[CurrentGroup()].fetch_add(1);
+      done.fetch_add(1);
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] { return done.load() == n; }));
+  EXPECT_GT(ran_on[1].load(), 0);
+  const auto stats = GetSchedulingGroupStats();
+  EXPECT_GT(stats[1].steals_in_same_node, 0u);
+  EXPECT_EQ(stats[1].steals_in_same_node, stats[0].steals_out);
+  EXPECT_EQ(stats[0].steals_in_same_node + stats[1].steals_in_cross_node +
+                stats[0].steals_in_cross_node,
+            0u);
+}
+
+// Two nodes of one group each. With the default cross-node ratio (0) nothing crosses,
+// even while group 0's only worker is held for a while with fibers queued behind it.
+TEST(CrossNodeStealTest, NeverWithTheDefaultRatio) {
+  FlagRuntime runtime("0:0;1:1", 2, 0);
+  ASSERT_EQ(GetSchedulingGroupCount(), 2u);
+  const int n = 50;
+  std::atomic<int> done{0};
+  std::atomic<int> ran_on_1{0};
+  std::atomic<bool> blocker_running{false};
+  StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
+    blocker_running.store(true);
+    // A window for a thief (none should come), not a wait for an event.
+    BusyFor(std::chrono::milliseconds(100));
+  });
+  ASSERT_TRUE(WaitFor([&] { return blocker_running.load(); }));
+  for (int i = 0; i < n; ++i) {
+    StartFiberDetached(OnGroup(0), [&] {
+      if (CurrentGroup() == 1) ran_on_1.fetch_add(1);
+      done.fetch_add(1);
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] { return done.load() == n; }));
+  EXPECT_EQ(ran_on_1.load(), 0);
+  const auto stats = GetSchedulingGroupStats();
+  EXPECT_EQ(stats[0].numa_node, 0);
+  EXPECT_EQ(stats[1].numa_node, 1);
+  EXPECT_EQ(stats[1].steals_in_cross_node, 0u);
+  EXPECT_EQ(stats[1].steals_in_same_node, 0u);
+  EXPECT_EQ(stats[0].steals_out, 0u);
+}
+
+TEST(CrossNodeStealTest, HappensWhenEnabled) {
+  FlagRuntime runtime("0:0;1:1", 2, 0, /*ratio=*/16, /*cross_ratio=*/4);
+  std::atomic<bool> blocker_running{false};
+  std::atomic<bool> stolen_ran{false};
+  std::atomic<std::size_t> stolen_group{99};
+  StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
+    blocker_running.store(true);
+    EXPECT_TRUE(WaitFor([&] { return stolen_ran.load(); }, std::chrono::seconds(20)));
+  });
+  ASSERT_TRUE(WaitFor([&] { return blocker_running.load(); }));
+  StartFiberDetached(OnGroup(0), [&] {
+    stolen_group.store(CurrentGroup());
+    stolen_ran.store(true);
+  });
+  ASSERT_TRUE(WaitFor([&] { return stolen_ran.load(); }, std::chrono::seconds(20)));
+  EXPECT_EQ(stolen_group.load(), 1u);
+  const auto stats = GetSchedulingGroupStats();
+  EXPECT_GE(stats[1].steals_in_cross_node, 1u);
+  EXPECT_EQ(stats[1].steals_in_same_node, 0u);
+}
+
+// scheduling_group_local fibers are queued among stealable ones into a busy group
+// while three other groups on the node steal at every idle round; each local fiber
+// checks its group at start, after yields and after a timed sleep. (Runs of stealable
+// fibers come first in each batch: a thief only ever looks at the oldest entry, so a
+// local one at the head hides the rest from it; and the first run is queued behind a
+// fiber that holds the group's only worker until one of them has been stolen.)
+TEST(GroupLocalTest, LocalFibersNeverRunOutsideTheirGroup) {
+  FlagRuntime runtime("0:0-1", 4, 1, /*ratio=*/1);
+  ASSERT_EQ(GetSchedulingGroupCount(), 4u);
+  const int n = static_cast<int>(Scaled(1000));
+  std::atomic<int> done{0};
+  std::atomic<int> escaped{0};
+  std::atomic<int> stolen{0};
+  // Holds group 0's only worker until a thief has taken one of the first stealable
+  // fibers: from then on the test runs under proven stealing pressure.
+  StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
+    EXPECT_TRUE(WaitFor([&] { return stolen.load() > 0; }, std::chrono::seconds(20)));
+    done.fetch_add(1);
+  });
+  for (int i = 0; i < n; ++i) {
+    if (i % 50 == 0) {
+      for (int j = 0; j < 50; ++j) {
+        StartFiberDetached(OnGroup(0), [&] {
+          BusyFor(std::chrono::microseconds(10));
+          if (CurrentGroup() != 0) stolen.fetch_add(1);
+          done.fetch_add(1);
+        });
+      }
+    }
+    StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
+      for (int round = 0; round < 4; ++round) {
+        if (CurrentGroup() != 0) escaped.fetch_add(1);
+        BusyFor(std::chrono::microseconds(10));
+        if (round == 2) {
+          this_fiber::SleepFor(std::chrono::microseconds(100));
+        } else {
+          this_fiber::Yield();
+        }
+      }
+      if (CurrentGroup() != 0) escaped.fetch_add(1);
+      done.fetch_add(1);
+    });
+  }
+  const int stealable = 50 * ((n + 49) / 50);
+  ASSERT_TRUE(WaitFor([&] { return done.load() == 1 + n + stealable; }));
+  EXPECT_EQ(escaped.load(), 0);
+  EXPECT_GT(stolen.load(), 0);
+}
+
+// A fiber started from a plain thread goes to a group of the calling CPU's node.
+TEST(NearestGroupTest, StartsFromAPlainThreadStayOnTheCallersNode) {
+  const std::vector<int> mask = CurrentAffinityCpus();
+  const int cpu = mask.front();
+  ASSERT_TRUE(SetCurrentThreadAffinity({cpu}, mask));
+  {
+    // Node 1 holds a CPU this machine lacks (its workers then run unrestricted). Two
+    // groups of one worker per node.
+    FlagRuntime runtime("0:" + std::to_string(cpu) + ";1:1023", 4, 1);
+    ASSERT_EQ(GetSchedulingGroupCount(), 4u);
+    const int n = 40;
+    std::atomic<int> done{0};
+    std::atomic<int> on_node_0{0};
+    std::atomic<int> seen[4] = {0, 0, 0, 0};
+    for (int i = 0; i < n; ++i) {
+      StartFiberDetached([&] {
+        if (CurrentFiberWorker()->group()->numa_node() == 0) on_node_0.fetch_add(1);
+        seen[CurrentGroup()].fetch_add(1);
+        done.fetch_add(1);
+      });
+    }
+    ASSERT_TRUE(WaitFor([&] { return done.load() == n; }));
+    EXPECT_EQ(on_node_0.load(), n);
+    // Spread over both groups of node 0, round-robin.
+    EXPECT_GT(seen[0].load() + seen[1].load(), 0);
+    const auto stats = GetSchedulingGroupStats();
+    EXPECT_EQ(stats[0].numa_node, 0);
+    EXPECT_EQ(stats[2].numa_node, 1);
+    EXPECT_GE(stats[0].fibers_run, 1u);
+    EXPECT_GE(stats[1].fibers_run, 1u);
+  }
+  ASSERT_TRUE(SetCurrentThreadAffinity(mask, mask));
+}
+
+// --fiber_worker_disallow_cpu_migration: every worker thread is allowed one CPU.
+TEST(AffinityTest, PinnedWorkersHaveOneCpu) {
+  gflags::FlagSaver saver;
+  gflags::SetCommandLineOption("fiber_worker_disallow_cpu_migration", "true");
+  const std::vector<int> mask = CurrentAffinityCpus();
+  FlagRuntime runtime("", mask.size(), 1);
+  for (std::size_t g = 0; g < GetSchedulingGroupCount(); ++g) {
+    std::atomic<bool> done{false};
+    std::vector<int> cpus;
+    StartFiberDetached(OnGroup(g, /*local=*/true), [&] {
+      cpus = CurrentAffinityCpus();
+      done.store(true);
+    });
+    ASSERT_TRUE(WaitFor([&] { return done.load(); }));
+    EXPECT_EQ(cpus, std::vector<int>{mask[g]}) << "group " << g;
+  }
+}
+
+}  // namespace
+}  // namespace spindle::internal
