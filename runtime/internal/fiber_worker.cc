@@ -17,9 +17,10 @@
 //   L3. Spin on our own queue (v1's S1-S3), unless we are polling victims (L4): a
 //       polling worker already looks at its queue every round.
 //   L4. Poll: while some victim has queued fibers and fewer than kMaxFruitlessSteals
-//       attempts in a row failed, pause briefly (yielding the CPU now and then) and go
-//       back to L1. This is what makes small ratios steal quickly: rounds are cheap
-//       while there is something to steal.
+//       attempts in a row failed, go back to L1. A round without a steal attempt costs
+//       one look at our own queue, so with a backlog to steal an attempt comes every few
+//       hundred nanoseconds at the default ratio; after a failed attempt the worker
+//       backs off (a short pause, and a yield of the CPU every eighth time).
 //   L5. Otherwise sleep (v1's W1-W4) until our group wakes us: a push to our group, or
 //       a victim whose workers are all busy (T1 in scheduling_group.cc). W3 asks L4's
 //       question again once we are marked sleeping (T2): that is what makes a fiber
@@ -117,15 +118,18 @@ void FiberWorker::Run() {
 }
 
 FiberEntity* FiberWorker::AcquireOrSteal() {
-  for (std::uint64_t polls = 0;; ++polls) {
+  for (;;) {
     if (FiberEntity* fiber = group_->AcquireFiber()) return fiber;  // L1
+    const std::uint64_t fruitless_before = fruitless_steals_;
     if (FiberEntity* fiber = StealFiber()) return fiber;            // L2
-    const bool polling = ShouldPollVictims();
-    if (!polling) return group_->SpinningAcquireFiber(index_);      // L3, then L5
+    if (!ShouldPollVictims()) return group_->SpinningAcquireFiber(index_);  // L3, then L5
     if (group_->stopping()) return nullptr;
-    // L4. Yield now and then: on an oversubscribed machine the victim's workers need
-    // the CPU more than we need to look again.
-    if ((polls & 7) == 7) {
+    // L4. Rounds without an attempt are cheap, so the ratio decides how often we steal.
+    // After a failed attempt, back off, and yield now and then: on an oversubscribed
+    // machine the victim's workers need the CPU more than we need to look again.
+    if (fruitless_steals_ == fruitless_before) {
+      CpuRelax();
+    } else if ((fruitless_steals_ & 7) == 0) {
       std::this_thread::yield();
     } else {
       for (int i = 0; i < 32; ++i) CpuRelax();
