@@ -97,6 +97,7 @@ void FiberWorker::Run() {
   if (!options_.cpus.empty()) SetCurrentThreadAffinity(options_.cpus, options_.affinity_cpus);
   *CurrentWorkerSlot() = this;
   MarkThisThreadAsRuntimeThread(true);
+  group_->BindWorkerThread(index_);
   FiberEntity* master = GetMasterFiberEntity();
   for (;;) {
     FiberEntity* fiber = AcquireOrSteal();
@@ -113,6 +114,7 @@ void FiberWorker::Run() {
     fruitless_steals_ = 0;
     master->SwitchTo(fiber);
   }
+  group_->BindWorkerThread(SchedulingGroup::kNoWorker);
   MarkThisThreadAsRuntimeThread(false);
   *CurrentWorkerSlot() = nullptr;
 }
@@ -132,7 +134,7 @@ FiberEntity* FiberWorker::AcquireOrSteal() {
     } else if ((fruitless_steals_ & 7) == 0) {
       std::this_thread::yield();
     } else {
-      for (int i = 0; i < 32; ++i) CpuRelax();
+      for (int i = 0; i < 16; ++i) CpuRelax();
     }
   }
 }

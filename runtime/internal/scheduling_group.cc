@@ -111,6 +111,7 @@
 #include "runtime/internal/futex.h"
 #include "fiber/internal/spinlock.h"
 #include "fiber/internal/stack_allocator.h"
+#include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
 
 namespace spindle::internal {
@@ -120,6 +121,11 @@ namespace {
 std::atomic<void (*)()> g_before_sleep_hook{nullptr};
 
 thread_local bool tls_is_runtime_thread = false;
+
+// The fibers_run counter of the worker this thread is (nullptr on other threads). Read
+// through the switch-safe accessor: MakeRunning() may be inlined next to a switch.
+thread_local std::atomic<std::uint64_t>* tls_fibers_run = nullptr;
+SPINDLE_SWITCH_SAFE_TLS_ACCESSOR(std::atomic<std::uint64_t>*, tls_fibers_run, FibersRunSlot)
 thread_local std::vector<FiberEntity*>* tls_ready_batch = nullptr;
 
 // Live fibers = fibers started - fibers finished, each counted per thread so that the
@@ -265,6 +271,11 @@ void SchedulingGroup::operator delete(void* pointer, std::size_t size) {
 
 void SchedulingGroup::operator delete(void* pointer, int) {
   FreeOnNode(pointer, sizeof(SchedulingGroup));
+}
+
+void SchedulingGroup::BindWorkerThread(std::size_t worker) {
+  CHECK(worker == kNoWorker || worker < options_.workers) << "no worker " << worker;
+  *FibersRunSlot() = worker == kNoWorker ? nullptr : &worker_counters_[worker].fibers_run;
 }
 
 void SchedulingGroup::SetThieves(std::vector<SchedulingGroup*> thieves) {
@@ -441,7 +452,11 @@ FiberEntity* SchedulingGroup::MakeRunning(std::uintptr_t entry) {
   // Plain write: the fiber is not running and no one else holds it (we took its entry);
   // whoever reads it next is ordered after us through the scheduler lock below.
   fiber->scheduling_group = this;
-  fibers_run_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+  if (std::atomic<std::uint64_t>* counter = *FibersRunSlot()) {
+    // relaxed load + store, no read-modify-write: a statistic with one writer (this
+    // thread); readers take relaxed snapshots.
+    counter->store(counter->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
   std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
   fiber->SetState(FiberState::kRunning);
   return fiber;
@@ -659,7 +674,11 @@ std::uint64_t SchedulingGroup::wakeups() const {
   return wakeups_.load(std::memory_order_relaxed);
 }
 std::uint64_t SchedulingGroup::fibers_run() const {
-  return fibers_run_.load(std::memory_order_relaxed);
+  std::uint64_t sum = 0;
+  for (const WorkerCounters& counters : worker_counters_) {
+    sum += counters.fibers_run.load(std::memory_order_relaxed);
+  }
+  return sum;
 }
 std::uint64_t SchedulingGroup::steals_in_same_node() const {
   return steals_in_same_node_.load(std::memory_order_relaxed);

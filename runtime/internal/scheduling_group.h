@@ -94,6 +94,10 @@ class SchedulingGroup {
   // scheduling_group_local), makes it Running and this group's from now on; nullptr if
   // there is none (the overflow list is never stolen from). Never blocks.
   FiberEntity* StealFiber(SchedulingGroup* victim);
+  // Called by worker `worker`'s thread before it takes its first fiber, and with
+  // kNoWorker when it leaves: where that thread counts the fibers it runs.
+  static constexpr std::size_t kNoWorker = ~std::size_t{0};
+  void BindWorkerThread(std::size_t worker);
   // Groups whose workers may steal from this one; a producer that finds every worker of
   // this group busy wakes a sleeping worker of one of them (see "Stealing"). Set before
   // any worker starts, never changed afterwards.
@@ -162,8 +166,13 @@ class SchedulingGroup {
   alignas(64) std::atomic<bool> pending_spinner_wakeup_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> wakeups_{0};
-  alignas(64) std::atomic<std::uint64_t> fibers_run_{0};
-  std::atomic<std::uint64_t> steals_in_same_node_{0};
+  // One counter per worker, each written by that worker's thread only, so counting a
+  // fiber is a plain store on a line no other thread writes.
+  struct alignas(64) WorkerCounters {
+    std::atomic<std::uint64_t> fibers_run{0};
+  };
+  WorkerCounters worker_counters_[kMaxWorkers];
+  alignas(64) std::atomic<std::uint64_t> steals_in_same_node_{0};
   std::atomic<std::uint64_t> steals_in_cross_node_{0};
   std::atomic<std::uint64_t> steals_out_{0};
 
