@@ -67,6 +67,9 @@ TEST(RuntimeFlagsDeathTest, StartRuntimeStopsOnABadFlag) {
   gflags::FlagSaver saver;
   gflags::SetCommandLineOption("fiber_run_queue_size", "3");
   EXPECT_DEATH(StartRuntime(), "--fiber_run_queue_size=3 is invalid");
+  gflags::SetCommandLineOption("fiber_run_queue_size", "65536");
+  gflags::SetCommandLineOption("fiber_work_stealing_ratio", "0");
+  EXPECT_DEATH(StartRuntime(), "--fiber_work_stealing_ratio=0 is invalid");
 }
 
 TEST(RuntimeLayoutTest, GroupSizes) {

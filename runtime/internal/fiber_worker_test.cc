@@ -74,12 +74,15 @@ class SameNodeStealTest : public ::testing::TestWithParam<std::size_t> {};
 INSTANTIATE_TEST_SUITE_P(Ratios, SameNodeStealTest, ::testing::Values(1, 16, 1000),
                          [](const auto& info) { return "Every" + std::to_string(info.param); });
 
+// The stolen fiber then yields and sleeps: it stays in the thief's group (it belongs
+// to it now; group 0's worker is still held, so it cannot be stolen back).
 TEST_P(SameNodeStealTest, AFiberStuckBehindABusyWorkerIsStolen) {
   FlagRuntime runtime("0:0-1", 2, 1, GetParam());
   ASSERT_EQ(GetSchedulingGroupCount(), 2u);
   std::atomic<bool> blocker_running{false};
   std::atomic<bool> stolen_ran{false};
   std::atomic<std::size_t> stolen_group{99};
+  std::atomic<int> left_thief{0};
   StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
     blocker_running.store(true);
     EXPECT_TRUE(WaitFor([&] { return stolen_ran.load(); }, std::chrono::seconds(20)));
@@ -87,10 +90,15 @@ TEST_P(SameNodeStealTest, AFiberStuckBehindABusyWorkerIsStolen) {
   ASSERT_TRUE(WaitFor([&] { return blocker_running.load(); }));
   StartFiberDetached(OnGroup(0), [&] {
     stolen_group.store(CurrentGroup());
+    this_fiber::Yield();
+    if (CurrentGroup() != stolen_group.load()) left_thief.fetch_add(1);
+    this_fiber::SleepFor(std::chrono::microseconds(100));
+    if (CurrentGroup() != stolen_group.load()) left_thief.fetch_add(1);
     stolen_ran.store(true);
   });
   ASSERT_TRUE(WaitFor([&] { return stolen_ran.load(); }, std::chrono::seconds(20)));
   EXPECT_EQ(stolen_group.load(), 1u);
+  EXPECT_EQ(left_thief.load(), 0);
   const auto stats = GetSchedulingGroupStats();
   EXPECT_GE(stats[1].steals_in_same_node, 1u);
   EXPECT_GE(stats[0].steals_out, 1u);
