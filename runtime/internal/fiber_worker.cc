@@ -33,15 +33,19 @@
 // empty, and looks again: without that, a stealable fiber that reaches the head of a
 // queue whose workers are all busy, after the last push, would wait for them.
 //
-// Idle CPU: L4 polls and L5 sleeps with a time limit only while a victim's queue is
-// non-empty, so an idle runtime sleeps in L5 until woken, exactly as without stealing. A polling worker is in
-// neither v1 mask, which the protocol already allows (a producer that finds nobody
-// spinning or sleeping relies on a running worker coming back to the queue, and a
-// polling worker comes back every round).
+// Idle CPU: L4 polls, and L5 sleeps with a time limit, only while a victim's queue is
+// non-empty, so an idle runtime sleeps in L5 until woken, exactly as without stealing.
+// The worst case is a victim whose queue stays non-empty with unstealable fibers at its
+// head: each thief then makes kMaxFruitlessSteals attempts per kStuckVictimRecheck.
+// A polling worker is in neither v1 mask, which the protocol already allows (a producer
+// that finds nobody spinning or sleeping relies on a running worker coming back to the
+// queue, and a polling worker comes back every round).
 //
-// Rejected: a timed sleep in L5 (a steal check every T): it burns wake-ups on an idle
-// runtime and still leaves a sleeping group blind for T. Waking thieves from the
-// producer (T1) costs nothing unless the victim is saturated.
+// Rejected: always sleeping with a time limit (a steal check every T): it wakes idle
+// workers of an idle runtime for nothing and still leaves a sleeping group blind for T.
+// Waking thieves from the producer (T1) costs nothing unless the victim is saturated.
+// Making polling workers spinners too (in the v1 mask): a producer would hand its own
+// group's fiber to a worker that may be about to run a stolen one.
 
 #include "runtime/internal/fiber_worker.h"
 

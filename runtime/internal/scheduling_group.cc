@@ -79,13 +79,13 @@
 // is right, since a thief is running that fiber. The overflow list is never stolen from.
 //   T1. Sleeping thieves. A whole group may sleep while another is overloaded. P4 above
 //       ("every worker is busy") is where that shows: then, if the queue is still not
-//       empty, the producer wakes one sleeping worker of one of the groups
-//       that may steal from us (`thieves_`, in turn), which then polls and steals (see
-//       fiber_worker.cc). This costs nothing while the runtime is idle (no pushes) or
-//       while our own workers keep up (P2/P3 succeed first). A woken thief that finds
-//       nothing sleeps again. The producer tries the thieves in turn until one has a
-//       sleeper to wake. It costs a futex wake only while all our workers are busy and
-//       a thief sleeps; an awake thief (polling or running) is not woken again.
+//       empty, the producer wakes one sleeping worker of a group that may steal from us
+//       (`thieves_`, tried in turn until one has a sleeper), which then polls its
+//       victims and steals (see fiber_worker.cc); one that finds nothing sleeps again.
+//       The woken thief is running from the v1 point of view of its own group, and it
+//       polls its own queue on every round. Cost: nothing while the runtime is idle or
+//       our workers keep up (P2/P3 succeed first); a futex wake only while all our
+//       workers are busy and a thief sleeps (an awake thief is not woken again).
 //   T2. No lost steal. A thief about to sleep runs W1 and W2, then, in W3, after its
 //       own queue, asks its worker whether a victim's queue holds fibers; if so it
 //       does not sleep and polls its victims instead. Against the producer's push, P1
@@ -121,12 +121,12 @@ namespace {
 std::atomic<void (*)()> g_before_sleep_hook{nullptr};
 
 thread_local bool tls_is_runtime_thread = false;
+thread_local std::vector<FiberEntity*>* tls_ready_batch = nullptr;
 
 // The fibers_run counter of the worker this thread is (nullptr on other threads). Read
 // through the switch-safe accessor: MakeRunning() may be inlined next to a switch.
 thread_local std::atomic<std::uint64_t>* tls_fibers_run = nullptr;
 SPINDLE_SWITCH_SAFE_TLS_ACCESSOR(std::atomic<std::uint64_t>*, tls_fibers_run, FibersRunSlot)
-thread_local std::vector<FiberEntity*>* tls_ready_batch = nullptr;
 
 // Live fibers = fibers started - fibers finished, each counted per thread so that the
 // hot paths never share a cache line: a start bumps the starting thread's counter, a
@@ -520,8 +520,8 @@ FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker,
   // acquire: pairs with the release store in Stop(). Then T2: a victim's fiber.
   if (stopping_.load(std::memory_order_acquire) || work_elsewhere()) {
     // relaxed: if a producer cleared the bit first, its Wake() stays banked in our slot
-    // and only makes a later Wait() return early; the fiber it pushed is either gone
-    // (our queue is empty) or a victim's, which we go and steal.
+    // and only makes a later Wait() return early; the fiber it pushed into our queue,
+    // if any, is found by the caller, which looks at our queue on every polling round.
     sleeping_workers_.fetch_and(~self, std::memory_order_relaxed);
     return nullptr;
   }
@@ -596,20 +596,19 @@ void SchedulingGroup::WakeUpWorkers(std::size_t n) {
   std::uint64_t chosen = 0;
   do {
     chosen = LowestSetBits(sleeping, n - claimed);
-    if (chosen == 0) {
-      WakeUpThief();  // P4 for a batch: all busy
-      return;
-    }
+    if (chosen == 0) break;
     // relaxed: as in WakeUpOneSleepingWorker().
   } while (!sleeping_workers_.compare_exchange_weak(
       sleeping, sleeping & ~chosen, std::memory_order_relaxed, std::memory_order_relaxed));
-  wakeups_.fetch_add(static_cast<std::uint64_t>(CountBits(chosen)),
-                     std::memory_order_relaxed);  // relaxed: statistic
+  const std::size_t woken = static_cast<std::size_t>(CountBits(chosen));
+  wakeups_.fetch_add(woken, std::memory_order_relaxed);  // relaxed: statistic
   while (chosen != 0) {
     const std::uint64_t bit = LowestBit(chosen);
     chosen &= ~bit;
     wait_slots_[BitIndex(bit)].Wake();
   }
+  // P4 for the rest of the batch: every worker of ours is taken; recruit a thief.
+  if (claimed + woken < n) WakeUpThief();
 }
 
 void SchedulingGroup::UnlockAndRequeue(void* arg) {
