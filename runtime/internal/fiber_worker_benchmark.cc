@@ -11,6 +11,7 @@
 // same binary is stealing off (no victims: an internal setting, the flag refuses 0);
 // the other cases steal every 16 idle rounds (the default) and at every idle round.
 // Without stealing group 1's worker idles and the batch takes the time of one core.
+// BM_BalancedBatch is the reference: the batch split over both groups from the start.
 // The time is the wall time of a batch (UseRealTime); a loaded machine blurs it.
 
 #include <atomic>
@@ -36,43 +37,58 @@ std::uint32_t Burn(std::uint32_t seed) {
   return x;
 }
 
-// One batch: returns when every fiber of it has finished.
-void RunBatch() {
+// What one batch shares: the work's result and the count of fibers still to finish.
+struct Batch {
   std::mutex lock;
   std::condition_variable cv;
-  bool done = false;
+  bool done = false;  // guarded by lock
   std::atomic<int> left{kFibersPerBatch};
   std::atomic<std::uint32_t> sink{0};
-  Fiber::Attributes root;
-  root.scheduling_group = 0;
-  root.scheduling_group_local = true;  // so the fibers it starts all go to group 0
-  StartFiberDetached(root, [&] {
-    for (int i = 0; i < kFibersPerBatch; ++i) {
-      StartFiberDetached([&, i] {
-        // relaxed: only keeps the work from being optimised away.
-        sink.fetch_add(Burn(static_cast<std::uint32_t>(i)), std::memory_order_relaxed);
-        // acq_rel: the last fiber sees every other's sink update before it signals.
-        if (left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-          std::lock_guard<std::mutex> guard(lock);
-          done = true;
-          cv.notify_one();
-        }
-      });
-    }
-  });
-  std::unique_lock<std::mutex> guard(lock);
-  cv.wait(guard, [&] { return done; });
-  benchmark::DoNotOptimize(sink.load(std::memory_order_relaxed));
+};
+
+void RunOne(Batch& batch, int i) {
+  // relaxed: only keeps the work from being optimised away.
+  batch.sink.fetch_add(Burn(static_cast<std::uint32_t>(i)), std::memory_order_relaxed);
+  // acq_rel: the last fiber sees every other's sink update before it signals.
+  if (batch.left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::lock_guard<std::mutex> guard(batch.lock);
+    batch.done = true;
+    batch.cv.notify_one();
+  }
 }
 
-void BM_ImbalancedBatch(benchmark::State& state) {
+// One batch: returns when every fiber of it has finished. Each of the `roots` groups
+// (0, then 1) gets a group-local root fiber that starts its share of the batch from
+// there, so those fibers are queued in that group.
+void RunBatch(int roots) {
+  Batch batch;
+  for (int r = 0; r < roots; ++r) {
+    Fiber::Attributes root;
+    root.scheduling_group = static_cast<std::size_t>(r);
+    root.scheduling_group_local = true;
+    StartFiberDetached(root, [&batch, r, roots] {
+      for (int i = r; i < kFibersPerBatch; i += roots) {
+        StartFiberDetached([&batch, i] { RunOne(batch, i); });
+      }
+    });
+  }
+  std::unique_lock<std::mutex> guard(batch.lock);
+  batch.cv.wait(guard, [&] { return batch.done; });
+  benchmark::DoNotOptimize(batch.sink.load(std::memory_order_relaxed));
+}
+
+void StartTwoGroups(std::size_t steal_every_n) {
   RuntimeOptions options = RuntimeOptionsFromFlags();
   options.concurrency = 2;
   options.scheduling_group_size = 1;
-  options.work_stealing_ratio = static_cast<std::size_t>(state.range(0));  // 0: off
+  options.work_stealing_ratio = steal_every_n;  // 0: off
   Runtime::Start(options);
+}
+
+void BM_ImbalancedBatch(benchmark::State& state) {
+  StartTwoGroups(static_cast<std::size_t>(state.range(0)));
   std::uint64_t steals = 0;
-  for (auto _ : state) RunBatch();
+  for (auto _ : state) RunBatch(/*roots=*/1);
   for (const auto& stats : GetSchedulingGroupStats()) steals += stats.steals_in_same_node;
   Runtime::Terminate();
   state.counters["stolen_per_batch"] =
@@ -87,6 +103,17 @@ BENCHMARK(BM_ImbalancedBatch)
     ->Arg(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+
+// The best case for reference: the same batch split evenly over both groups from the
+// start, stealing off.
+void BM_BalancedBatch(benchmark::State& state) {
+  StartTwoGroups(0);
+  for (auto _ : state) RunBatch(/*roots=*/2);
+  Runtime::Terminate();
+  state.SetItemsProcessed(state.iterations() * kFibersPerBatch);
+  state.SetLabel("balanced, stealing off");
+}
+BENCHMARK(BM_BalancedBatch)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace spindle::internal
