@@ -39,7 +39,9 @@ struct RuntimeOptions {
   std::string accessible_cpus;         // a CPU list; "": the affinity mask
   bool disallow_cpu_migration = false;
   std::string numa_topology_override;  // "": the real machine
-  std::size_t work_stealing_ratio = 16;  // idle rounds per steal attempt, same node
+  // Idle rounds per steal attempt, same node. 0 (no same-node stealing) is for
+  // internal baselines only: the flag refuses it.
+  std::size_t work_stealing_ratio = 16;
   std::size_t cross_numa_work_stealing_ratio = 0;  // across nodes; 0 = never
 };
 
