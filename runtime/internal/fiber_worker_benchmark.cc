@@ -12,6 +12,12 @@
 // the other cases steal every 16 idle rounds (the default) and at every idle round.
 // Without stealing group 1's worker idles and the batch takes the time of one core.
 // BM_BalancedBatch is the reference: the batch split over both groups from the start.
+//
+// Measured 2026-11-23 on a 2-vCPU VM (2596 MHz, load average about 2.4 from other
+// builds), -c opt, 10 repetitions, medians of the batch wall time:
+//   stealing off 41.3 ms, every 16 rounds 21.8 ms (987 of 2000 fibers stolen), every
+//   round 21.9 ms, balanced 21.8 ms: stealing recovers the balanced time, 1.89x faster
+//   than without it.
 // The time is the wall time of a batch (UseRealTime); a loaded machine blurs it.
 
 #include <atomic>
