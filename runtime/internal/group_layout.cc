@@ -125,9 +125,16 @@ std::string DescribeLayout(const std::vector<GroupPlan>& plans) {
     if (!plan.worker_cpus.empty()) groups << "(pinned)";
   }
   std::ostringstream out;
-  out << plans.size() << " groups, " << workers << " workers, " << nodes.size()
-      << (nodes.count(kNoNumaNode) != 0 ? " node (not NUMA-aware)" : " nodes") << ", "
-      << cpus.size() << " CPUs:" << groups.str();
+  const auto count = [](std::size_t n, const char* noun) {
+    return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+  };
+  out << count(plans.size(), "group") << ", " << count(workers, "worker") << ", ";
+  if (nodes.count(kNoNumaNode) != 0) {
+    out << "not NUMA-aware";
+  } else {
+    out << count(nodes.size(), "node");
+  }
+  out << ", " << count(cpus.size(), "CPU") << ":" << groups.str();
   return out.str();
 }
 
