@@ -70,7 +70,9 @@ Runtime::Runtime(const RuntimeOptions& options) {
             << " across nodes, run queue " << options.run_queue_size << ", stack "
             << options.stacks.stack_size << " bytes"
             << (options.stacks.guard_page ? " + guard page" : "")
-            << (layout_.topology.numa_available ? "" : ", memory not bound to nodes");
+            << (layout_.topology.numa_available && layout_.numa_aware
+                    ? ", memory on each group's node"
+                    : "");
 }
 
 void Runtime::BuildGroups(const RuntimeOptions& options) {
