@@ -54,4 +54,25 @@ std::size_t GetSchedulingGroupSize() { return internal::Runtime::Get().group_siz
 
 std::size_t GetFiberCount() { return internal::GetLiveFiberCount(); }
 
+std::vector<SchedulingGroupStats> GetSchedulingGroupStats() {
+  internal::Runtime& runtime = internal::Runtime::Get();
+  std::vector<SchedulingGroupStats> all;
+  for (std::size_t g = 0; g < runtime.group_count(); ++g) {
+    const internal::SchedulingGroup& group = *runtime.group(g);
+    SchedulingGroupStats stats;
+    stats.index = g;
+    stats.numa_node = group.numa_node();
+    stats.workers = group.size();
+    stats.cpus = internal::FormatCpuList(runtime.layout().groups[g].cpus);
+    stats.fibers_run = group.fibers_run();
+    stats.steals_in_same_node = group.steals_in_same_node();
+    stats.steals_in_cross_node = group.steals_in_cross_node();
+    stats.steals_out = group.steals_out();
+    stats.wakeups = group.wakeups();
+    stats.run_queue_depth = group.UnsafeRunQueueSize();
+    all.push_back(std::move(stats));
+  }
+  return all;
+}
+
 }  // namespace spindle

@@ -13,10 +13,12 @@
 #define SPINDLE_RUNTIME_RUNTIME_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/functional/any_invocable.h"
 
@@ -52,6 +54,25 @@ R RunAsFiber(F&& f) {
 std::size_t GetSchedulingGroupCount();
 std::size_t GetSchedulingGroupSize();
 std::size_t GetFiberCount();
+
+// One scheduling group's placement and counters since StartRuntime(). The counters are
+// independent relaxed snapshots: consistent with each other only once the runtime is
+// quiet.
+struct SchedulingGroupStats {
+  std::size_t index = 0;
+  int numa_node = -1;         // -1 when the runtime is not NUMA-aware
+  std::size_t workers = 0;
+  std::string cpus;           // the CPUs its workers may run on, e.g. "0-3,6"
+  std::uint64_t fibers_run = 0;            // times its workers took a fiber to run
+  std::uint64_t steals_in_same_node = 0;   // fibers its workers stole on its node
+  std::uint64_t steals_in_cross_node = 0;  // ... and from other nodes
+  std::uint64_t steals_out = 0;            // fibers other groups stole from it
+  std::uint64_t wakeups = 0;               // sleeping workers woken
+  std::size_t run_queue_depth = 0;         // fibers queued right now (approximate)
+};
+
+// Every group's stats, in group order. Valid while the runtime runs; thread-safe.
+std::vector<SchedulingGroupStats> GetSchedulingGroupStats();
 
 }  // namespace spindle
 

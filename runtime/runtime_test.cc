@@ -41,6 +41,25 @@ TEST(RuntimeFlagsTest, EachOutOfRangeFlagIsRejectedByName) {
   ExpectRejected("fiber_stack_size", "5000", "multiple of the page size");
   ExpectRejected("fiber_stack_size", "4096", "[16384, 1073741824]");
   ExpectRejected("fiber_stack_mmap_limit", "9999999999", "[0, 4294967296]");
+  ExpectRejected("fiber_work_stealing_ratio", "0", "[1, 1048576]");
+  ExpectRejected("fiber_work_stealing_ratio", "2000000", "[1, 1048576]");
+  ExpectRejected("fiber_cross_numa_work_stealing_ratio", "2000000", "[0, 1048576]");
+  ExpectRejected("fiber_numa_aware", "maybe", "expected one of: auto, true, false");
+  ExpectRejected("fiber_numa_topology_override", "0-3", "is not NODE:CPULIST");
+  ExpectRejected("fiber_numa_topology_override", "0:0-3;1:3-4", "CPU 3 is in two nodes");
+  ExpectRejected("fiber_numa_topology_override", "0:0-3;0:4", "node 0 is listed twice");
+  ExpectRejected("fiber_numa_topology_override", "0:", "the CPU list is empty");
+  ExpectRejected("fiber_worker_accessible_cpus", "0-2,x", "not a CPU number");
+  ExpectRejected("fiber_worker_accessible_cpus", "1023", "not in the process's affinity mask");
+}
+
+// A CPU list naming CPUs outside a fake topology is refused as well (the override
+// stands in for the machine).
+TEST(RuntimeFlagsTest, AccessibleCpusMustBeInTheOverride) {
+  gflags::FlagSaver saver;
+  gflags::SetCommandLineOption("fiber_numa_topology_override", "0:0-3;1:4-7");
+  ExpectRejected("fiber_worker_accessible_cpus", "6-9",
+                 "CPU 8 is not in --fiber_numa_topology_override (0-7)");
 }
 
 TEST(RuntimeFlagsDeathTest, StartRuntimeStopsOnABadFlag) {
@@ -48,6 +67,9 @@ TEST(RuntimeFlagsDeathTest, StartRuntimeStopsOnABadFlag) {
   gflags::FlagSaver saver;
   gflags::SetCommandLineOption("fiber_run_queue_size", "3");
   EXPECT_DEATH(StartRuntime(), "--fiber_run_queue_size=3 is invalid");
+  gflags::SetCommandLineOption("fiber_run_queue_size", "65536");
+  gflags::SetCommandLineOption("fiber_work_stealing_ratio", "0");
+  EXPECT_DEATH(StartRuntime(), "--fiber_work_stealing_ratio=0 is invalid");
 }
 
 TEST(RuntimeLayoutTest, GroupSizes) {
@@ -85,6 +107,44 @@ TEST(RuntimeLayoutTest, IntrospectionMatchesTheFlags) {
   EXPECT_GE(internal::DefaultConcurrency(), 1u);
 }
 
+// A fake two-node machine: groups per node, their nodes and CPUs, and the accessible
+// CPU list cutting into it.
+TEST(RuntimeLayoutTest, FakeTopologyShapesTheGroups) {
+  gflags::FlagSaver saver;
+  gflags::SetCommandLineOption("fiber_numa_topology_override", "0:0-3;1:4-7");
+  {
+    ScopedRuntime runtime(8, 2);
+    const auto stats = GetSchedulingGroupStats();
+    ASSERT_EQ(stats.size(), 4u);
+    const int nodes[] = {0, 0, 1, 1};
+    const char* cpus[] = {"0-3", "0-3", "4-7", "4-7"};
+    for (std::size_t g = 0; g < 4; ++g) {
+      EXPECT_EQ(stats[g].index, g);
+      EXPECT_EQ(stats[g].numa_node, nodes[g]);
+      EXPECT_EQ(stats[g].workers, 2u);
+      EXPECT_EQ(stats[g].cpus, cpus[g]);
+    }
+  }
+  gflags::SetCommandLineOption("fiber_worker_accessible_cpus", "2-5");
+  gflags::SetCommandLineOption("fiber_numa_aware", "false");
+  {
+    ScopedRuntime runtime(4, 2);  // not NUMA-aware: one pool of CPUs 2-5
+    const auto stats = GetSchedulingGroupStats();
+    ASSERT_EQ(stats.size(), 2u);
+    EXPECT_EQ(stats[0].numa_node, -1);
+    EXPECT_EQ(stats[1].cpus, "2-5");
+  }
+  gflags::SetCommandLineOption("fiber_numa_aware", "auto");
+  {
+    ScopedRuntime runtime(0, 0);  // automatic: one worker per accessible CPU, per node
+    const auto stats = GetSchedulingGroupStats();
+    ASSERT_EQ(stats.size(), 2u);
+    EXPECT_EQ(stats[0].cpus, "2-3");
+    EXPECT_EQ(stats[1].cpus, "4-5");
+    EXPECT_EQ(stats[1].numa_node, 1);
+  }
+}
+
 TEST(RuntimeLayoutTest, FibersStartedOnEveryGroupRun) {
   ScopedRuntime runtime(4, 1);  // four groups of one worker
   std::atomic<int> ran{0};
@@ -105,9 +165,20 @@ double ProcessCpuSeconds() {
 }
 
 // Idle workers must sleep, not spin: over one idle second the process uses almost no
-// CPU. (A measurement window, not a wait for something to happen.)
-TEST(RuntimeIdleTest, IdleWorkersUseNoCpu) {
-  ScopedRuntime runtime(4);
+// CPU. (A measurement window, not a wait for something to happen.) With one group, and
+// with four groups of one worker that steal from each other at every idle round.
+class RuntimeIdleTest : public ::testing::TestWithParam<std::size_t> {};
+
+INSTANTIATE_TEST_SUITE_P(GroupSizes, RuntimeIdleTest, ::testing::Values(0, 1),
+                         [](const auto& info) {
+                           return info.param == 0 ? std::string("OneGroup")
+                                                  : std::string("StealingGroups");
+                         });
+
+TEST_P(RuntimeIdleTest, IdleWorkersUseNoCpu) {
+  gflags::FlagSaver saver;
+  gflags::SetCommandLineOption("fiber_work_stealing_ratio", "1");
+  ScopedRuntime runtime(4, GetParam());
   // Some work first, so every worker has been awake.
   std::vector<Fiber> fibers;
   for (int i = 0; i < 100; ++i) fibers.emplace_back([] {});

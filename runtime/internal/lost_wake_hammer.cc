@@ -41,10 +41,11 @@ void PauseBeforeSleep() {
 
 }  // namespace
 
-void LostWakeUpHammer(std::size_t workers, int spin_us, int rounds) {
+void LostWakeUpHammer(std::size_t workers, int spin_us, int rounds,
+                      std::size_t group_size) {
   gflags::FlagSaver saver;
   FLAGS_fiber_worker_spin_time_us = static_cast<std::uint64_t>(spin_us);
-  ScopedRuntime runtime(workers);
+  ScopedRuntime runtime(workers, group_size);
   SetBeforeSleepHookForTesting(&PauseBeforeSleep);
   std::mt19937 random(12345);
   std::atomic<int> ran{0};

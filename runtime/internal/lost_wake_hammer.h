@@ -10,8 +10,11 @@ namespace spindle::internal {
 // Tests only. Starts a runtime of `workers` workers polling for `spin_us` before they
 // sleep, then, `rounds` times, starts one fiber from this plain thread just as the
 // workers are going to sleep and expects it to run within 10 s (a gtest failure names
-// the round otherwise). See lost_wake_hammer.cc.
-void LostWakeUpHammer(std::size_t workers, int spin_us, int rounds);
+// the round otherwise). `group_size` as --fiber_scheduling_group_size (0: automatic);
+// with several groups, the other --fiber_* flags in force (stealing ratios, a fake
+// topology) apply. See lost_wake_hammer.cc.
+void LostWakeUpHammer(std::size_t workers, int spin_us, int rounds,
+                      std::size_t group_size = 0);
 
 }  // namespace spindle::internal
 

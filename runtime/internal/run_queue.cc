@@ -119,6 +119,8 @@
 #include "runtime/internal/run_queue.h"
 
 #include <algorithm>
+#include <new>
+#include <type_traits>
 
 #include "fiber/internal/spinlock.h"
 
@@ -149,16 +151,22 @@ std::string ValidateRunQueueCapacity(std::uint64_t capacity) {
          std::to_string(kMaxRunQueueCapacity) + "]";
 }
 
-RunQueue::RunQueue(std::size_t capacity)
+RunQueue::RunQueue(std::size_t capacity, int numa_node)
     : capacity_(CheckedCapacity(capacity)),
       mask_(capacity - 1),
-      slots_(new Slot[capacity]) {
+      slots_(static_cast<Slot*>(AllocateOnNode(capacity * sizeof(Slot), numa_node))) {
   for (std::uint64_t i = 0; i < capacity_; ++i) {
+    new (&slots_[i]) Slot;
     // relaxed: the queue is not shared yet; whoever hands it to other threads provides
     // the happens-before edge for its construction.
     slots_[i].state.store(i << kSeqShift, std::memory_order_relaxed);
     slots_[i].entry.store(0, std::memory_order_relaxed);
   }
+}
+
+RunQueue::~RunQueue() {
+  static_assert(std::is_trivially_destructible_v<Slot>, "slots are freed unseen");
+  FreeOnNode(slots_, capacity_ * sizeof(Slot));
 }
 
 bool RunQueue::PushSlow(std::uintptr_t entry, bool stealable) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "glog/logging.h"
+#include "runtime/internal/topology.h"
 
 namespace spindle::internal {
 
@@ -49,8 +50,11 @@ class RunQueue {
  public:
   // `capacity` must be a power of two in [kMinRunQueueCapacity, kMaxRunQueueCapacity]
   // (CHECK-fails otherwise, naming the value). User input is validated by
-  // ValidateRunQueueCapacity() first. Memory: 16 bytes per slot plus three cache lines.
-  explicit RunQueue(std::size_t capacity);
+  // ValidateRunQueueCapacity() first. Memory: 16 bytes per slot plus three cache lines;
+  // the slots are allocated on NUMA node `numa_node` where that node is real (see
+  // AllocateOnNode()), from the default policy otherwise.
+  explicit RunQueue(std::size_t capacity, int numa_node = kNoNumaNode);
+  ~RunQueue();
   RunQueue(const RunQueue&) = delete;
   RunQueue& operator=(const RunQueue&) = delete;
 
@@ -181,7 +185,7 @@ class RunQueue {
   // threads write.
   const std::size_t capacity_;
   const std::uint64_t mask_;
-  const std::unique_ptr<Slot[]> slots_;
+  Slot* const slots_;  // capacity_ slots from AllocateOnNode()
 
   // Next position to push: written by producers only.
   alignas(kCacheLineSize) std::atomic<std::uint64_t> tail_{0};

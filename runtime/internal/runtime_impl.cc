@@ -2,7 +2,9 @@
 
 #include "runtime/internal/runtime_impl.h"
 
-#include <sstream>
+#include <sched.h>
+
+#include <string>
 
 #include "glog/logging.h"
 
@@ -53,37 +55,91 @@ bool Runtime::IsRunning() {
 }
 
 Runtime::Runtime(const RuntimeOptions& options) {
-  const std::size_t concurrency =
-      options.concurrency != 0 ? options.concurrency : DefaultConcurrency();
-  const std::vector<std::size_t> sizes =
-      ComputeGroupSizes(concurrency, options.scheduling_group_size);
-  group_size_ = sizes.front();
-  std::ostringstream layout;
-  for (std::size_t g = 0; g < sizes.size(); ++g) {
+  const std::string error = ComputeRuntimeLayout(options, &layout_);
+  CHECK(error.empty()) << error;  // validated by the caller
+  group_size_ = layout_.groups.front().workers;
+  BuildGroups(options);
+  BuildWorkers(options);
+  LOG(INFO) << "Spindle runtime: " << DescribeLayout(layout_.groups) << "; strategy "
+            << options.scheduling_strategy << ", stealing every "
+            << options.work_stealing_ratio << " idle rounds in a node, "
+            << (options.cross_numa_work_stealing_ratio == 0
+                    ? std::string("never")
+                    : "every " + std::to_string(options.cross_numa_work_stealing_ratio) +
+                          " idle rounds")
+            << " across nodes, run queue " << options.run_queue_size << ", stack "
+            << options.stacks.stack_size << " bytes"
+            << (options.stacks.guard_page ? " + guard page" : "")
+            << (layout_.topology.numa_available && layout_.numa_aware
+                    ? ", memory on each group's node"
+                    : "");
+}
+
+void Runtime::BuildGroups(const RuntimeOptions& options) {
+  for (std::size_t g = 0; g < layout_.groups.size(); ++g) {
+    const GroupPlan& plan = layout_.groups[g];
     SchedulingGroupOptions group_options;
     group_options.index = g;
-    group_options.workers = sizes[g];
+    group_options.numa_node = plan.node;
+    group_options.memory_node = layout_.topology.numa_available ? plan.node : kNoNumaNode;
+    group_options.workers = plan.workers;
     group_options.run_queue_capacity = options.run_queue_size;
     group_options.spin_time = options.spin_time;
-    groups_.push_back(std::make_unique<SchedulingGroup>(group_options));
+    groups_.emplace_back(new (group_options.memory_node) SchedulingGroup(group_options));
     timer_workers_.push_back(std::make_unique<TimerWorker>(groups_.back().get()));
-    for (std::size_t w = 0; w < sizes[g]; ++w) {
-      workers_.push_back(std::make_unique<FiberWorker>(groups_.back().get(), w));
+    // NearestGroup(): one entry per node, in the order the groups come.
+    if (g == 0 || plan.node != layout_.groups[g - 1].node) {
+      node_groups_.push_back(std::make_unique<NodeGroups>());
+      for (int cpu : plan.cpus) {
+        if (cpu >= static_cast<int>(node_of_cpu_.size())) node_of_cpu_.resize(cpu + 1, -1);
+        node_of_cpu_[cpu] = static_cast<int>(node_groups_.size() - 1);
+      }
     }
-    layout << (g == 0 ? "" : ",") << sizes[g];
+    node_groups_.back()->groups.push_back(groups_.back().get());
   }
-  LOG(INFO) << "Spindle runtime: " << concurrency << " workers in " << sizes.size()
-            << " scheduling group(s) of [" << layout.str()
-            << "], strategy " << options.scheduling_strategy << ", run queue "
-            << options.run_queue_size << ", stack " << options.stacks.stack_size
-            << " bytes" << (options.stacks.guard_page ? " + guard page" : "");
+}
+
+void Runtime::BuildWorkers(const RuntimeOptions& options) {
+  std::vector<std::vector<SchedulingGroup*>> thieves(groups_.size());
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    const GroupPlan& plan = layout_.groups[g];
+    std::vector<StealVictim> victims;
+    // Every other group is considered; meeting our own group skips it and goes on
+    // (continue, not return: see §3.4 of the anchors' design notes).
+    for (std::size_t v = 0; v < groups_.size(); ++v) {
+      if (v == g) continue;
+      const std::size_t ratio = layout_.groups[v].node == plan.node
+                                    ? options.work_stealing_ratio
+                                    : options.cross_numa_work_stealing_ratio;
+      if (ratio == 0) continue;
+      victims.push_back(StealVictim{groups_[v].get(), ratio});
+      thieves[v].push_back(groups_[g].get());
+    }
+    for (std::size_t w = 0; w < plan.workers; ++w) {
+      FiberWorkerOptions worker_options;
+      worker_options.cpus = plan.worker_cpus.empty() ? plan.cpus
+                                                     : std::vector<int>{plan.worker_cpus[w]};
+      worker_options.affinity_cpus = layout_.affinity_cpus;
+      worker_options.victims = victims;
+      workers_.push_back(
+          std::make_unique<FiberWorker>(groups_[g].get(), w, std::move(worker_options)));
+    }
+  }
+  for (std::size_t g = 0; g < groups_.size(); ++g) groups_[g]->SetThieves(thieves[g]);
 }
 
 Runtime::~Runtime() = default;
 
 SchedulingGroup* Runtime::NearestGroup() {
   if (FiberWorker* worker = CurrentFiberWorker()) return worker->group();
-  // relaxed: only spreads starts over groups; any interleaving is fine.
+  const int cpu = sched_getcpu();
+  if (cpu >= 0 && cpu < static_cast<int>(node_of_cpu_.size()) && node_of_cpu_[cpu] >= 0) {
+    NodeGroups& node = *node_groups_[node_of_cpu_[cpu]];
+    // relaxed: only spreads starts over the node's groups; any interleaving is fine.
+    const std::size_t turn = node.next.fetch_add(1, std::memory_order_relaxed);
+    return node.groups[turn % node.groups.size()];
+  }
+  // relaxed: as above, over all groups.
   const std::size_t turn = next_group_.fetch_add(1, std::memory_order_relaxed);
   return groups_[turn % groups_.size()].get();
 }

@@ -35,18 +35,33 @@ class Runtime {
   TimerWorker* timer_worker(std::size_t i) const { return timer_workers_[i].get(); }
 
   // The group a new fiber started on this thread should go to: the current worker's
-  // group, or (from other threads) the groups in turn.
+  // group, or (from other threads) the groups of the calling CPU's NUMA node in turn
+  // (all groups in turn when that CPU is on no node of the layout).
   SchedulingGroup* NearestGroup();
 
+  // The layout the runtime was built from.
+  const RuntimeLayout& layout() const { return layout_; }
+
  private:
+  // The groups of one NUMA node (all groups when not NUMA-aware), for NearestGroup().
+  struct NodeGroups {
+    std::vector<SchedulingGroup*> groups;
+    std::atomic<std::size_t> next{0};  // relaxed: only spreads starts over the groups
+  };
+
   explicit Runtime(const RuntimeOptions& options);
   ~Runtime();
+  void BuildGroups(const RuntimeOptions& options);
+  void BuildWorkers(const RuntimeOptions& options);
 
   std::vector<std::unique_ptr<SchedulingGroup>> groups_;
   std::vector<std::unique_ptr<FiberWorker>> workers_;
   std::vector<std::unique_ptr<TimerWorker>> timer_workers_;  // one per group
   std::size_t group_size_ = 0;
   std::atomic<std::size_t> next_group_{0};
+  RuntimeLayout layout_;
+  std::vector<std::unique_ptr<NodeGroups>> node_groups_;
+  std::vector<int> node_of_cpu_;  // CPU -> index into node_groups_, or -1
 };
 
 }  // namespace spindle::internal

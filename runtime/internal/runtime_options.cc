@@ -4,6 +4,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -32,13 +33,34 @@ DEFINE_uint64(fiber_worker_spin_time_us, 20,
               "(default 20). Range [0, 10000]. Longer spins cut wake-up latency (a "
               "futex wake costs ~25-30 us on small VMs) at the price of idle CPU.");
 
+DEFINE_string(fiber_numa_aware, "auto",
+              "Place scheduling groups on NUMA nodes (default auto = yes when the "
+              "accessible CPUs span more than one node). Accepted: auto, true, false. "
+              "false really disables it: groups may then run on every accessible CPU.");
+DEFINE_string(fiber_worker_accessible_cpus, "",
+              "CPUs the workers may run on, as a list such as 0-4,6 (default \"\" = the "
+              "process's affinity mask). Every CPU must be in the affinity mask (or in "
+              "--fiber_numa_topology_override when that is set).");
+DEFINE_bool(fiber_worker_disallow_cpu_migration, false,
+            "Pin each worker to one CPU of its group's CPUs, in turn (default false: a "
+            "worker may run on any CPU of its group).");
+DEFINE_string(fiber_numa_topology_override, "",
+              "A fake NUMA topology for tests and experiments, NODE:CPULIST[;...] such "
+              "as 0:0-3;1:4-7 (default \"\" = the real machine from libnuma). Affinity "
+              "is applied only to the CPUs this machine really has; memory is not bound.");
+DEFINE_uint64(fiber_work_stealing_ratio, 16,
+              "An idle worker tries to steal from each other group on its NUMA node "
+              "once every this many idle rounds (default 16). Range [1, 1048576].");
+DEFINE_uint64(fiber_cross_numa_work_stealing_ratio, 0,
+              "Like --fiber_work_stealing_ratio, for groups on other NUMA nodes "
+              "(default 0 = never steal across nodes). Range [0, 1048576].");
+
 namespace spindle::internal {
 namespace {
 
 constexpr std::size_t kMaxConcurrency = 1024;
 constexpr std::size_t kMaxSpinTimeUs = 10000;
-constexpr std::size_t kAutoGroupMin = 8;
-constexpr std::size_t kAutoGroupMax = 15;
+constexpr std::size_t kMaxStealingRatio = std::size_t{1} << 20;
 
 std::size_t CgroupCpuQuota() {
   std::ifstream in("/sys/fs/cgroup/cpu.max");
@@ -60,6 +82,12 @@ RuntimeOptions RuntimeOptionsFromFlags() {
   options.scheduling_strategy = FLAGS_fiber_scheduling_strategy;
   options.spin_time = std::chrono::microseconds(FLAGS_fiber_worker_spin_time_us);
   options.stacks = StackAllocatorOptionsFromFlags();
+  options.numa_aware = FLAGS_fiber_numa_aware;
+  options.accessible_cpus = FLAGS_fiber_worker_accessible_cpus;
+  options.disallow_cpu_migration = FLAGS_fiber_worker_disallow_cpu_migration;
+  options.numa_topology_override = FLAGS_fiber_numa_topology_override;
+  options.work_stealing_ratio = FLAGS_fiber_work_stealing_ratio;
+  options.cross_numa_work_stealing_ratio = FLAGS_fiber_cross_numa_work_stealing_ratio;
   return options;
 }
 
@@ -86,7 +114,78 @@ std::string ValidateRuntimeOptions(const RuntimeOptions& options) {
            " is invalid: expected microseconds in [0, " + std::to_string(kMaxSpinTimeUs) +
            "]";
   }
-  return ValidateStackAllocatorOptions(options.stacks);
+  if (options.work_stealing_ratio < 1 || options.work_stealing_ratio > kMaxStealingRatio) {
+    return "--fiber_work_stealing_ratio=" + std::to_string(options.work_stealing_ratio) +
+           " is invalid: expected idle rounds per steal attempt in [1, " +
+           std::to_string(kMaxStealingRatio) + "]";
+  }
+  if (options.cross_numa_work_stealing_ratio > kMaxStealingRatio) {
+    return "--fiber_cross_numa_work_stealing_ratio=" +
+           std::to_string(options.cross_numa_work_stealing_ratio) +
+           " is invalid: expected idle rounds per steal attempt in [0, " +
+           std::to_string(kMaxStealingRatio) + "] (0 = never)";
+  }
+  error = ValidateStackAllocatorOptions(options.stacks);
+  if (!error.empty()) return error;
+  RuntimeLayout layout;
+  return ComputeRuntimeLayout(options, &layout);
+}
+
+std::string ComputeRuntimeLayout(const RuntimeOptions& options, RuntimeLayout* layout) {
+  layout->affinity_cpus = CurrentAffinityCpus();
+  Topology machine;
+  const bool fake = !options.numa_topology_override.empty();
+  if (fake) {
+    const std::string error = ParseTopology(options.numa_topology_override, &machine);
+    if (!error.empty()) {
+      return "--fiber_numa_topology_override=" + options.numa_topology_override +
+             " is invalid: " + error + "; expected NODE:CPULIST[;NODE:CPULIST...] such as "
+             "0:0-3;1:4-7";
+    }
+  } else {
+    machine = DiscoverTopology(layout->affinity_cpus);
+  }
+  layout->topology = machine;
+  if (!options.accessible_cpus.empty()) {
+    std::vector<int> cpus;
+    std::string error = ParseCpuList(options.accessible_cpus, &cpus);
+    for (std::size_t i = 0; error.empty() && i < cpus.size(); ++i) {
+      if (machine.NodeOfCpu(cpus[i]) == kNoNumaNode) {
+        std::vector<int> known;
+        for (const NumaNode& node : machine.nodes) {
+          known.insert(known.end(), node.cpus.begin(), node.cpus.end());
+        }
+        std::sort(known.begin(), known.end());
+        error = "CPU " + std::to_string(cpus[i]) + " is not in " +
+                (fake ? "--fiber_numa_topology_override" : "the process's affinity mask") +
+                " (" + FormatCpuList(known) + ")";
+      }
+    }
+    if (!error.empty()) {
+      return "--fiber_worker_accessible_cpus=" + options.accessible_cpus + " is invalid: " +
+             error + "; expected a CPU list such as 0-4,6";
+    }
+    layout->topology = RestrictTopology(machine, cpus);
+  }
+  if (options.numa_aware != "auto" && options.numa_aware != "true" &&
+      options.numa_aware != "false") {
+    return "--fiber_numa_aware=" + options.numa_aware +
+           " is invalid: expected one of: auto, true, false";
+  }
+  layout->numa_aware = options.numa_aware == "true" ||
+                       (options.numa_aware == "auto" && layout->topology.nodes.size() > 1);
+  LayoutOptions layout_options;
+  layout_options.concurrency = options.concurrency;
+  if (layout_options.concurrency == 0) {
+    layout_options.concurrency = layout->topology.cpu_count();
+    const std::size_t quota = fake ? 0 : CgroupCpuQuota();
+    if (quota != 0 && quota < layout_options.concurrency) layout_options.concurrency = quota;
+  }
+  layout_options.group_size = options.scheduling_group_size;
+  layout_options.numa_aware = layout->numa_aware;
+  layout_options.disallow_cpu_migration = options.disallow_cpu_migration;
+  layout->groups = ComputeGroupLayout(layout->topology, layout_options);
+  return "";
 }
 
 std::size_t DefaultConcurrency() {
@@ -100,25 +199,6 @@ std::size_t DefaultConcurrency() {
   const std::size_t quota = CgroupCpuQuota();
   if (quota != 0 && quota < cpus) cpus = quota;
   return cpus;
-}
-
-std::vector<std::size_t> ComputeGroupSizes(std::size_t concurrency,
-                                           std::size_t group_size) {
-  std::vector<std::size_t> sizes;
-  if (group_size == 0) {
-    if (concurrency < kAutoGroupMin) return {concurrency};
-    const std::size_t groups = (concurrency + kAutoGroupMax - 1) / kAutoGroupMax;
-    for (std::size_t i = 0; i < groups; ++i) {
-      sizes.push_back(concurrency / groups + (i < concurrency % groups ? 1 : 0));
-    }
-    return sizes;
-  }
-  for (std::size_t left = concurrency; left > 0;) {
-    const std::size_t size = std::min(left, group_size);
-    sizes.push_back(size);
-    left -= size;
-  }
-  return sizes;
 }
 
 }  // namespace spindle::internal

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "fiber/internal/stack_allocator.h"
+#include "runtime/internal/group_layout.h"
+#include "runtime/internal/topology.h"
 #include "gflags/gflags_declare.h"
 
 DECLARE_uint64(fiber_concurrency);
@@ -16,6 +18,12 @@ DECLARE_uint64(fiber_scheduling_group_size);
 DECLARE_uint64(fiber_run_queue_size);
 DECLARE_string(fiber_scheduling_strategy);
 DECLARE_uint64(fiber_worker_spin_time_us);
+DECLARE_string(fiber_numa_aware);
+DECLARE_string(fiber_worker_accessible_cpus);
+DECLARE_bool(fiber_worker_disallow_cpu_migration);
+DECLARE_string(fiber_numa_topology_override);
+DECLARE_uint64(fiber_work_stealing_ratio);
+DECLARE_uint64(fiber_cross_numa_work_stealing_ratio);
 
 namespace spindle::internal {
 
@@ -27,6 +35,23 @@ struct RuntimeOptions {
   std::string scheduling_strategy = "v1";
   std::chrono::microseconds spin_time{20};
   StackAllocatorOptions stacks;
+  std::string numa_aware = "auto";     // auto | true | false
+  std::string accessible_cpus;         // a CPU list; "": the affinity mask
+  bool disallow_cpu_migration = false;
+  std::string numa_topology_override;  // "": the real machine
+  // Idle rounds per steal attempt, same node. 0 (no same-node stealing) is for
+  // internal baselines only: the flag refuses it.
+  std::size_t work_stealing_ratio = 16;
+  std::size_t cross_numa_work_stealing_ratio = 0;  // across nodes; 0 = never
+};
+
+// What the options resolve to on this machine: the topology the runtime uses and its
+// groups. A plain value.
+struct RuntimeLayout {
+  Topology topology;               // accessible CPUs grouped by node (real or fake)
+  std::vector<int> affinity_cpus;  // the process's real affinity mask at start
+  bool numa_aware = false;
+  std::vector<GroupPlan> groups;
 };
 
 RuntimeOptions RuntimeOptionsFromFlags();
@@ -35,15 +60,14 @@ RuntimeOptions RuntimeOptionsFromFlags();
 // range; "" when every option is valid.
 std::string ValidateRuntimeOptions(const RuntimeOptions& options);
 
+// Resolves `options` against this machine (or the fake topology they name) into
+// `layout`. Returns "" or the first problem, naming the flag, the value and what is
+// accepted; `layout` is then unspecified.
+std::string ComputeRuntimeLayout(const RuntimeOptions& options, RuntimeLayout* layout);
+
 // CPUs this process may use: the affinity mask, capped by the cgroup CPU quota
 // (cpu.max, rounded up) when one is set. At least 1.
 std::size_t DefaultConcurrency();
-
-// The number of workers in each scheduling group for `concurrency` workers.
-// `group_size` 0 is automatic: one group of all workers when there are fewer than 8;
-// otherwise as few groups as keep each at most 15 workers, sized evenly (so each has
-// 8 to 15). An explicit size is honoured: groups of that size, the last one smaller.
-std::vector<std::size_t> ComputeGroupSizes(std::size_t concurrency, std::size_t group_size);
 
 }  // namespace spindle::internal
 

@@ -66,14 +66,21 @@ inline std::string WorkerCountName(const ::testing::TestParamInfo<std::size_t>& 
 }
 
 // Starts a runtime of `workers` workers (one group unless `group_size` says otherwise)
-// for the lifetime of the object, restoring the flags afterwards.
+// for the lifetime of the object, restoring the flags afterwards. On the real machine
+// the layout is not NUMA-aware (unless a test set --fiber_numa_aware), so the shape
+// does not depend on how many nodes the test machine has; a fake topology
+// (--fiber_numa_topology_override) keeps the flags as they are.
 class ScopedRuntime {
  public:
   explicit ScopedRuntime(std::size_t workers, std::size_t group_size = 0,
-                         std::size_t run_queue_size = 65536) {
+                         std::size_t run_queue_size = 65536)
+      : numa_aware_(FLAGS_fiber_numa_aware) {
     FLAGS_fiber_concurrency = workers;
     FLAGS_fiber_scheduling_group_size = group_size;
     FLAGS_fiber_run_queue_size = run_queue_size;
+    if (FLAGS_fiber_numa_topology_override.empty() && FLAGS_fiber_numa_aware == "auto") {
+      FLAGS_fiber_numa_aware = "false";
+    }
     StartRuntime();
   }
   ~ScopedRuntime() {
@@ -81,9 +88,13 @@ class ScopedRuntime {
     FLAGS_fiber_concurrency = 0;
     FLAGS_fiber_scheduling_group_size = 0;
     FLAGS_fiber_run_queue_size = 65536;
+    FLAGS_fiber_numa_aware = numa_aware_;
   }
   ScopedRuntime(const ScopedRuntime&) = delete;
   ScopedRuntime& operator=(const ScopedRuntime&) = delete;
+
+ private:
+  const std::string numa_aware_;
 };
 
 }  // namespace spindle::testing

@@ -34,7 +34,9 @@
 //   W3. Re-check the queue. If it has a fiber: clear our sleeping bit. If a producer had
 //       already cleared it (P3), that producer's Wake() is meant for us but we are not
 //       going to sleep on it; wake another worker so its fiber is not stranded, and the
-//       banked count makes our next Wait() return early (harmless).
+//       banked count makes our next Wait() return early (harmless). Otherwise, if the
+//       group is stopping or our worker has a victim with fibers to steal (T2 below),
+//       clear our bit and return without sleeping.
 //   W4. Otherwise Wait() on our slot; then go back to polling.
 //
 // No lost wake-up. The pair (push; P1; read masks) against (W1; W2; read queue) is
@@ -65,6 +67,35 @@
 // what W3 re-checks, and a spilling producer runs P1-P3 like any other, so the no-lost-
 // wake-up argument covers it unchanged.
 //
+// Stealing (between groups; the policy of when to try lives in fiber_worker.cc). A thief
+// (a worker of another group) calls RunQueue::Steal() on the victim's ring: it takes the
+// oldest entry unless that entry was pushed by a scheduling_group_local fiber (PIN bit),
+// so such fibers never leave their group. The stolen fiber's `scheduling_group` becomes
+// the thief's group before it runs (MakeRunning), so every later Resume()/Yield() queues
+// it there: it belongs to the thief from then on. Stealing only ever removes entries
+// from a victim, and every entry is still run exactly once (the ring hands each position
+// to one taker), so the no-lost-wake-up argument above is unchanged: a claimed spinner
+// or a woken sleeper whose fiber was stolen finds the queue empty and goes idle, which
+// is right, since a thief is running that fiber. The overflow list is never stolen from.
+//   T1. Sleeping thieves. A whole group may sleep while another is overloaded. P4 above
+//       ("every worker is busy") is where that shows: then, if the queue is still not
+//       empty, the producer wakes one sleeping worker of a group that may steal from us
+//       (`thieves_`, tried in turn until one has a sleeper), which then polls its
+//       victims and steals (see fiber_worker.cc); one that finds nothing sleeps again.
+//       The woken thief is running from the v1 point of view of its own group, and it
+//       polls its own queue on every round. Cost: nothing while the runtime is idle or
+//       our workers keep up (P2/P3 succeed first); a futex wake only while all our
+//       workers are busy and a thief sleeps (an awake thief is not woken again).
+//   T2. No lost steal. A thief about to sleep runs W1 and W2, then, in W3, after its
+//       own queue, asks its worker whether a victim's queue holds fibers; if so it
+//       does not sleep and polls its victims instead. Against the producer's push, P1
+//       and its read of the thief's sleeping mask in T1, that is the same Dekker pair as
+//       above: either the producer sees the thief's bit and wakes it, or the thief sees
+//       the fiber. So a stealable fiber queued behind busy workers is always seen by
+//       some awake thief (unless a non-stealable entry is ahead of it: Steal() looks at
+//       the oldest entry only). Missing a thief never strands a fiber: our own workers
+//       still run everything queued here.
+//
 // Parking. A fiber parks (Halt) while holding its own scheduler lock; the context it
 // switches to releases the lock in its landing hook (FiberEntity::SwitchTo). Resume()
 // takes that lock first, so it cannot queue the fiber before its registers are saved.
@@ -80,6 +111,7 @@
 #include "runtime/internal/futex.h"
 #include "fiber/internal/spinlock.h"
 #include "fiber/internal/stack_allocator.h"
+#include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
 
 namespace spindle::internal {
@@ -90,6 +122,11 @@ std::atomic<void (*)()> g_before_sleep_hook{nullptr};
 
 thread_local bool tls_is_runtime_thread = false;
 thread_local std::vector<FiberEntity*>* tls_ready_batch = nullptr;
+
+// The fibers_run counter of the worker this thread is (nullptr on other threads). Read
+// through the switch-safe accessor: MakeRunning() may be inlined next to a switch.
+thread_local std::atomic<std::uint64_t>* tls_fibers_run = nullptr;
+SPINDLE_SWITCH_SAFE_TLS_ACCESSOR(std::atomic<std::uint64_t>*, tls_fibers_run, FibersRunSlot)
 
 // Live fibers = fibers started - fibers finished, each counted per thread so that the
 // hot paths never share a cache line: a start bumps the starting thread's counter, a
@@ -213,7 +250,7 @@ void WaitUntilNoLiveFibers() {
 }
 
 SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
-    : options_(options), run_queue_(options.run_queue_capacity) {
+    : options_(options), run_queue_(options.run_queue_capacity, options.memory_node) {
   CHECK(options.workers >= 1 && options.workers <= kMaxWorkers)
       << "a scheduling group has 1 to " << kMaxWorkers << " workers, not "
       << options.workers;
@@ -222,6 +259,27 @@ SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
 SchedulingGroup::~SchedulingGroup() {
   CHECK(run_queue_.UnsafeEmpty() && overflow_.empty())
       << "scheduling group " << index() << " destroyed with fibers still queued";
+}
+
+void* SchedulingGroup::operator new(std::size_t size, int numa_node) {
+  return AllocateOnNode(size, numa_node);  // page-aligned, so alignas(64) holds
+}
+
+void SchedulingGroup::operator delete(void* pointer, std::size_t size) {
+  FreeOnNode(pointer, size);
+}
+
+void SchedulingGroup::operator delete(void* pointer, int) {
+  FreeOnNode(pointer, sizeof(SchedulingGroup));
+}
+
+void SchedulingGroup::BindWorkerThread(std::size_t worker) {
+  CHECK(worker == kNoWorker || worker < options_.workers) << "no worker " << worker;
+  *FibersRunSlot() = worker == kNoWorker ? nullptr : &worker_counters_[worker].fibers_run;
+}
+
+void SchedulingGroup::SetThieves(std::vector<SchedulingGroup*> thieves) {
+  thieves_ = std::move(thieves);
 }
 
 void SchedulingGroup::StartFiber(FiberDesc* desc) {
@@ -353,27 +411,52 @@ FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc) {
 }
 
 FiberEntity* SchedulingGroup::AcquireFiber() {
-  std::uintptr_t entry = 0;
+  const std::uintptr_t entry = TakeEntry(/*steal=*/false);
+  return entry == 0 ? nullptr : MakeRunning(entry);
+}
+
+FiberEntity* SchedulingGroup::StealFiber(SchedulingGroup* victim) {
+  const std::uintptr_t entry = victim->TakeEntry(/*steal=*/true);
+  if (entry == 0) return nullptr;
+  // relaxed: statistics.
+  victim->steals_out_.fetch_add(1, std::memory_order_relaxed);
+  (victim->numa_node() == numa_node() ? steals_in_same_node_ : steals_in_cross_node_)
+      .fetch_add(1, std::memory_order_relaxed);
+  return MakeRunning(entry);
+}
+
+std::uintptr_t SchedulingGroup::TakeEntry(bool steal) {
   for (;;) {
-    entry = 0;
+    std::uintptr_t entry = 0;
     // relaxed: a hint (see PushSlow()); the list is read under its lock. Spilled fibers
-    // are older than anything in the ring, so they go first.
-    if (overflow_size_.load(std::memory_order_relaxed) != 0) entry = PopOverflow();
-    if (entry == 0) entry = run_queue_.Pop();
-    if (entry == 0) return nullptr;
-    if (!IsDescEntry(entry)) break;
+    // are older than anything in the ring, so they go first. Thieves leave them alone.
+    if (!steal && overflow_size_.load(std::memory_order_relaxed) != 0) {
+      entry = PopOverflow();
+    }
+    if (entry == 0) entry = steal ? run_queue_.Steal() : run_queue_.Pop();
+    if (entry == 0 || !IsDescEntry(entry)) return entry;
     FiberDesc* desc = DecodeDesc(entry);
     // acq_rel: exactly one of us and a joiner running the fiber inline wins; the
     // winner sees everything the starter published.
     if (desc->claim == nullptr || !desc->claim->exchange(true, std::memory_order_acq_rel)) {
-      break;
+      return entry;
     }
     FreeFiberDesc(desc);  // its joiner already ran it; take the next entry
   }
+}
+
+FiberEntity* SchedulingGroup::MakeRunning(std::uintptr_t entry) {
   FiberEntity* fiber = IsDescEntry(entry) ? Instantiate(DecodeDesc(entry))
                                           : DecodeFiber(entry);
   // A fiber may have been stolen from another group: it belongs to ours from now on.
+  // Plain write: the fiber is not running and no one else holds it (we took its entry);
+  // whoever reads it next is ordered after us through the scheduler lock below.
   fiber->scheduling_group = this;
+  if (std::atomic<std::uint64_t>* counter = *FibersRunSlot()) {
+    // relaxed load + store, no read-modify-write: a statistic with one writer (this
+    // thread); readers take relaxed snapshots.
+    counter->store(counter->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
   std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
   fiber->SetState(FiberState::kRunning);
   return fiber;
@@ -418,7 +501,9 @@ FiberEntity* SchedulingGroup::SpinningAcquireFiber(std::size_t worker) {
   return fiber;
 }
 
-FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker) {
+FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker,
+                                           absl::FunctionRef<bool()> work_elsewhere,
+                                           std::chrono::nanoseconds sleep_limit) {
   const std::uint64_t self = std::uint64_t{1} << worker;
   if (auto hook = g_before_sleep_hook.load(std::memory_order_relaxed)) hook();
   // W1. seq_cst RMW, then W2: pairs with P1 in the producer.
@@ -432,14 +517,26 @@ FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker) {
     }
     return fiber;
   }
-  // acquire: pairs with the release store in Stop().
-  if (stopping_.load(std::memory_order_acquire)) {
+  // acquire: pairs with the release store in Stop(). Then T2: a victim's fiber.
+  if (stopping_.load(std::memory_order_acquire) || work_elsewhere()) {
+    // relaxed: if a producer cleared the bit first, its Wake() stays banked in our slot
+    // and only makes a later Wait() return early; the fiber it pushed into our queue,
+    // if any, is found by the caller, which looks at our queue on every polling round.
     sleeping_workers_.fetch_and(~self, std::memory_order_relaxed);
     return nullptr;
   }
-  wait_slots_[worker].Wait();  // W4
+  if (sleep_limit.count() == 0) {
+    wait_slots_[worker].Wait();  // W4
+  } else {
+    // W4 with a time limit. If it expires and a producer claims our bit just after, its
+    // Wake() stays banked (harmless) and the caller polls our queue again anyway.
+    const auto deadline = std::chrono::steady_clock::now() + sleep_limit;
+    wait_slots_[worker].WaitUntil(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
+            .count());
+  }
   // A producer (or Stop) cleared our bit before waking us; clear it in case the wake-up
-  // was one banked earlier.
+  // was one banked earlier, or the time limit expired.
   sleeping_workers_.fetch_and(~self, std::memory_order_relaxed);
   return AcquireFiber();
 }
@@ -447,7 +544,19 @@ FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker) {
 void SchedulingGroup::WakeUpOneWorker() {
   StoreLoadFence();  // P1: pairs with W2 (WaitForFiber) and the spinner's CAS (S1).
   if (WakeUpOneSpinningWorker()) return;
-  WakeUpOneSleepingWorker();
+  if (WakeUpOneSleepingWorker()) return;
+  WakeUpThief();  // P4: all busy
+}
+
+void SchedulingGroup::WakeUpThief() {
+  // T1 at the top, after the caller's fence P1. Nothing to do if a worker of ours
+  // already took the fiber.
+  if (thieves_.empty() || run_queue_.UnsafeSize() == 0) return;
+  // relaxed: only spreads the wake-ups over the thieves.
+  const std::size_t turn = next_thief_.fetch_add(1, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < thieves_.size(); ++i) {
+    if (thieves_[(turn + i) % thieves_.size()]->WakeUpOneSleepingWorker()) return;
+  }
 }
 
 bool SchedulingGroup::WakeUpOneSpinningWorker() {
@@ -487,17 +596,19 @@ void SchedulingGroup::WakeUpWorkers(std::size_t n) {
   std::uint64_t chosen = 0;
   do {
     chosen = LowestSetBits(sleeping, n - claimed);
-    if (chosen == 0) return;
+    if (chosen == 0) break;
     // relaxed: as in WakeUpOneSleepingWorker().
   } while (!sleeping_workers_.compare_exchange_weak(
       sleeping, sleeping & ~chosen, std::memory_order_relaxed, std::memory_order_relaxed));
-  wakeups_.fetch_add(static_cast<std::uint64_t>(CountBits(chosen)),
-                     std::memory_order_relaxed);  // relaxed: statistic
+  const std::size_t woken = static_cast<std::size_t>(CountBits(chosen));
+  wakeups_.fetch_add(woken, std::memory_order_relaxed);  // relaxed: statistic
   while (chosen != 0) {
     const std::uint64_t bit = LowestBit(chosen);
     chosen &= ~bit;
     wait_slots_[BitIndex(bit)].Wake();
   }
+  // P4 for the rest of the batch: every worker of ours is taken; recruit a thief.
+  if (claimed + woken < n) WakeUpThief();
 }
 
 void SchedulingGroup::UnlockAndRequeue(void* arg) {
@@ -557,8 +668,25 @@ bool SchedulingGroup::stopping() const {
   return stopping_.load(std::memory_order_acquire);  // acquire: as in WaitForFiber()
 }
 
+// relaxed: statistics, read as snapshots.
 std::uint64_t SchedulingGroup::wakeups() const {
-  return wakeups_.load(std::memory_order_relaxed);  // relaxed: statistic
+  return wakeups_.load(std::memory_order_relaxed);
+}
+std::uint64_t SchedulingGroup::fibers_run() const {
+  std::uint64_t sum = 0;
+  for (const WorkerCounters& counters : worker_counters_) {
+    sum += counters.fibers_run.load(std::memory_order_relaxed);
+  }
+  return sum;
+}
+std::uint64_t SchedulingGroup::steals_in_same_node() const {
+  return steals_in_same_node_.load(std::memory_order_relaxed);
+}
+std::uint64_t SchedulingGroup::steals_in_cross_node() const {
+  return steals_in_cross_node_.load(std::memory_order_relaxed);
+}
+std::uint64_t SchedulingGroup::steals_out() const {
+  return steals_out_.load(std::memory_order_relaxed);
 }
 
 }  // namespace spindle::internal

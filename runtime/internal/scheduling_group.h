@@ -11,15 +11,19 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "fiber/internal/fiber_entity.h"
 #include "runtime/internal/fiber_desc.h"
 #include "runtime/internal/run_queue.h"
+#include "runtime/internal/topology.h"
 #include "runtime/internal/wait_slot.h"
 
 namespace spindle::internal {
 
 struct SchedulingGroupOptions {
   std::size_t index = 0;                // the group's number in the runtime
+  int numa_node = kNoNumaNode;          // its node in the layout (real or fake)
+  int memory_node = kNoNumaNode;        // where its run queue lives (a real node)
   std::size_t workers = 1;              // in [1, kMaxWorkers]
   std::size_t run_queue_capacity = 65536;  // a power of two
   // How long an idle worker polls the queue before it sleeps.
@@ -36,12 +40,20 @@ struct SchedulingGroupOptions {
 // group's FiberWorker number `worker` only. Yield/Halt/Dispatch are called by the fiber
 // they name, running on one of this group's workers. Owned by the Runtime; outlives its
 // workers and every fiber that ran in it.
+//
+// Stealing: a worker of another group (a thief) calls thief->StealFiber(victim) from its
+// idle loop; see "Stealing" at the top of scheduling_group.cc. Allocate groups with
+// `new (options.memory_node) SchedulingGroup(options)`: the object (its masks and wait
+// slots, the workers' shared state) and its run queue's slots then live on that node.
 class SchedulingGroup {
  public:
   static constexpr std::size_t kMaxWorkers = 64;
 
   explicit SchedulingGroup(const SchedulingGroupOptions& options);
   ~SchedulingGroup();
+  static void* operator new(std::size_t size, int numa_node);
+  static void operator delete(void* pointer, std::size_t size);
+  static void operator delete(void* pointer, int numa_node);  // a throwing constructor
   SchedulingGroup(const SchedulingGroup&) = delete;
   SchedulingGroup& operator=(const SchedulingGroup&) = delete;
 
@@ -69,8 +81,27 @@ class SchedulingGroup {
   // nullptr if nothing came (or two others were spinning).
   FiberEntity* SpinningAcquireFiber(std::size_t worker);
   // Sleeps until woken; returns a fiber if one was found on the way, else nullptr (the
-  // caller loops). Returns nullptr at once when the group is stopping.
-  FiberEntity* WaitForFiber(std::size_t worker);
+  // caller loops). Returns nullptr at once when the group is stopping, or when
+  // `work_elsewhere()` (asked after the worker is marked sleeping, step W3 at the top of
+  // scheduling_group.cc) says a victim has fibers to steal. A non-zero `sleep_limit`
+  // makes it return nullptr by itself after that long.
+  FiberEntity* WaitForFiber(std::size_t worker, absl::FunctionRef<bool()> work_elsewhere,
+                            std::chrono::nanoseconds sleep_limit);
+
+  // ---- Thief side (a worker of this group, taking from another group `victim`).
+
+  // Takes the oldest fiber of `victim`'s run queue if it is stealable (not
+  // scheduling_group_local), makes it Running and this group's from now on; nullptr if
+  // there is none (the overflow list is never stolen from). Never blocks.
+  FiberEntity* StealFiber(SchedulingGroup* victim);
+  // Called by worker `worker`'s thread before it takes its first fiber, and with
+  // kNoWorker when it leaves: where that thread counts the fibers it runs.
+  static constexpr std::size_t kNoWorker = ~std::size_t{0};
+  void BindWorkerThread(std::size_t worker);
+  // Groups whose workers may steal from this one; a producer that finds every worker of
+  // this group busy wakes a sleeping worker of one of them (see "Stealing"). Set before
+  // any worker starts, never changed afterwards.
+  void SetThieves(std::vector<SchedulingGroup*> thieves);
 
   // ---- Running fiber side (the fiber `self`, running on a worker of this group).
 
@@ -92,12 +123,17 @@ class SchedulingGroup {
   bool stopping() const;
 
   std::size_t index() const { return options_.index; }
+  int numa_node() const { return options_.numa_node; }
   std::size_t size() const { return options_.workers; }
   std::size_t run_queue_capacity() const { return run_queue_.capacity(); }
   std::size_t UnsafeRunQueueSize() const { return run_queue_.UnsafeSize(); }
 
   // Statistics (relaxed snapshots).
   std::uint64_t wakeups() const;
+  std::uint64_t fibers_run() const;           // fibers made Running by our workers
+  std::uint64_t steals_in_same_node() const;  // stolen by us from our node
+  std::uint64_t steals_in_cross_node() const;  // stolen by us from other nodes
+  std::uint64_t steals_out() const;           // stolen from us by other groups
 
  private:
   void Push(std::uintptr_t entry, bool stealable);
@@ -107,6 +143,12 @@ class SchedulingGroup {
   void PushSlow(std::uintptr_t entry, bool stealable);
   std::uintptr_t PopOverflow();
   FiberEntity* Instantiate(FiberDesc* desc);
+  // Takes the oldest entry (Steal() semantics if `steal`), skipping descriptors a
+  // joiner already ran; 0 if none.
+  std::uintptr_t TakeEntry(bool steal);
+  // Makes the fiber of a taken entry this group's and Running.
+  FiberEntity* MakeRunning(std::uintptr_t entry);
+  void WakeUpThief();
   void WakeUpOneWorker();
   bool WakeUpOneSpinningWorker();
   bool WakeUpOneSleepingWorker();
@@ -124,6 +166,18 @@ class SchedulingGroup {
   alignas(64) std::atomic<bool> pending_spinner_wakeup_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> wakeups_{0};
+  // One counter per worker, each written by that worker's thread only, so counting a
+  // fiber is a plain store on a line no other thread writes.
+  struct alignas(64) WorkerCounters {
+    std::atomic<std::uint64_t> fibers_run{0};
+  };
+  WorkerCounters worker_counters_[kMaxWorkers];
+  alignas(64) std::atomic<std::uint64_t> steals_in_same_node_{0};
+  std::atomic<std::uint64_t> steals_in_cross_node_{0};
+  std::atomic<std::uint64_t> steals_out_{0};
+
+  std::vector<SchedulingGroup*> thieves_;      // immutable once workers run
+  std::atomic<std::size_t> next_thief_{0};
 
   WaitSlot wait_slots_[kMaxWorkers];
 

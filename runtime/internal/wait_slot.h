@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <climits>
+#include <cstdint>
+#include <ctime>
 
 #include "runtime/internal/futex.h"
 
@@ -29,6 +31,28 @@ class WaitSlot {
       // acquire: as above.
       value = count_.load(std::memory_order_acquire);
     }
+  }
+
+  // Like Wait(), but gives up at `deadline_ns` (CLOCK_MONOTONIC, the steady_clock epoch).
+  // Returns true if a wake-up was consumed, false on time-out (nothing consumed).
+  bool WaitUntil(std::int64_t deadline_ns) {
+    // acquire: as in Wait().
+    int value = count_.fetch_sub(1, std::memory_order_acquire) - 1;
+    while (value < 0) {
+      timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (now.tv_sec * std::int64_t{1000000000} + now.tv_nsec >= deadline_ns) {
+        // Take back our -1, unless a Wake() got there first (then it is ours). acquire:
+        // as in Wait(), for the failure case that consumes the wake-up.
+        if (count_.compare_exchange_strong(value, value + 1, std::memory_order_acquire)) {
+          return false;
+        }
+        continue;  // `value` now holds the count a Wake() left
+      }
+      FutexWaitUntil(&count_, value, deadline_ns);
+      value = count_.load(std::memory_order_acquire);  // acquire: as in Wait()
+    }
+    return true;
   }
 
   // Makes one wake-up available, waking the owner if it sleeps.

@@ -1,0 +1,372 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Work stealing end to end: fibers started into one group run on another group's
+// workers (on the same node always, across nodes only when enabled), and
+// scheduling_group_local fibers never leave their group. Multi-node cases run on any
+// machine through --fiber_numa_topology_override.
+
+#include "runtime/internal/fiber_worker.h"
+
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fiber/fiber.h"
+#include "fiber/this_fiber.h"
+#include "gflags/gflags.h"
+#include "gtest/gtest.h"
+#include "runtime/internal/lost_wake_hammer.h"
+#include "runtime/internal/runtime_options.h"
+#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/topology.h"
+#include "runtime/runtime.h"
+
+namespace spindle::internal {
+namespace {
+
+using spindle::testing::Scaled;
+using spindle::testing::WaitFor;
+
+// A runtime started from flags for the lifetime of the object; every flag is restored
+// afterwards.
+// With no fake topology the layout is not NUMA-aware (one pool of CPUs), so the shape
+// does not depend on the test machine's nodes.
+class FlagRuntime {
+ public:
+  FlagRuntime(const std::string& topology, std::size_t workers, std::size_t group_size,
+              std::size_t ratio = 16, std::size_t cross_ratio = 0) {
+    gflags::SetCommandLineOption("fiber_numa_topology_override", topology.c_str());
+    gflags::SetCommandLineOption("fiber_numa_aware", topology.empty() ? "false" : "auto");
+    gflags::SetCommandLineOption("fiber_concurrency", std::to_string(workers).c_str());
+    gflags::SetCommandLineOption("fiber_scheduling_group_size",
+                                 std::to_string(group_size).c_str());
+    gflags::SetCommandLineOption("fiber_work_stealing_ratio", std::to_string(ratio).c_str());
+    gflags::SetCommandLineOption("fiber_cross_numa_work_stealing_ratio",
+                                 std::to_string(cross_ratio).c_str());
+    StartRuntime();
+  }
+  ~FlagRuntime() { TerminateRuntime(); }
+
+ private:
+  gflags::FlagSaver saver_;  // destroyed after the runtime stops
+};
+
+std::size_t CurrentGroup() { return CurrentFiberWorker()->group()->index(); }
+
+Fiber::Attributes OnGroup(std::size_t group, bool local = false) {
+  Fiber::Attributes attributes;
+  attributes.scheduling_group = group;
+  attributes.scheduling_group_local = local;
+  return attributes;
+}
+
+void BusyFor(std::chrono::microseconds duration) {
+  const auto end = std::chrono::steady_clock::now() + duration;
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+// The proof that same-node stealing happens: group 0 has one worker, held by a fiber
+// (group-local, so it cannot be stolen itself) that does not give it back until a
+// second fiber queued behind it on group 0 has run. Only a thief can run that fiber.
+class SameNodeStealTest : public ::testing::TestWithParam<std::size_t> {};
+
+INSTANTIATE_TEST_SUITE_P(Ratios, SameNodeStealTest, ::testing::Values(1, 16, 1000),
+                         [](const auto& info) { return "Every" + std::to_string(info.param); });
+
+// The stolen fiber then yields and sleeps: it stays in the thief's group (it belongs
+// to it now; group 0's worker is still held, so it cannot be stolen back).
+TEST_P(SameNodeStealTest, AFiberStuckBehindABusyWorkerIsStolen) {
+  FlagRuntime runtime("0:0-1", 2, 1, GetParam());
+  ASSERT_EQ(GetSchedulingGroupCount(), 2u);
+  std::atomic<bool> blocker_running{false};
+  std::atomic<bool> stolen_ran{false};
+  std::atomic<std::size_t> stolen_group{99};
+  std::atomic<int> left_thief{0};
+  StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
+    blocker_running.store(true);
+    EXPECT_TRUE(WaitFor([&] { return stolen_ran.load(); }, std::chrono::seconds(20)));
+  });
+  ASSERT_TRUE(WaitFor([&] { return blocker_running.load(); }));
+  StartFiberDetached(OnGroup(0), [&] {
+    stolen_group.store(CurrentGroup());
+    this_fiber::Yield();
+    if (CurrentGroup() != stolen_group.load()) left_thief.fetch_add(1);
+    this_fiber::SleepFor(std::chrono::microseconds(100));
+    if (CurrentGroup() != stolen_group.load()) left_thief.fetch_add(1);
+    stolen_ran.store(true);
+  });
+  ASSERT_TRUE(WaitFor([&] { return stolen_ran.load(); }, std::chrono::seconds(20)));
+  EXPECT_EQ(stolen_group.load(), 1u);
+  EXPECT_EQ(left_thief.load(), 0);
+  const auto stats = GetSchedulingGroupStats();
+  EXPECT_GE(stats[1].steals_in_same_node, 1u);
+  EXPECT_GE(stats[0].steals_out, 1u);
+  EXPECT_EQ(stats[1].steals_in_cross_node, 0u);
+}
+
+// All fibers are started into group 0 of a node with two groups: group 1's workers run
+// some of them too. Over the real machine (not NUMA-aware: one pool) and a fake node.
+class ImbalanceTest : public ::testing::TestWithParam<const char*> {};
+
+INSTANTIATE_TEST_SUITE_P(Topologies, ImbalanceTest, ::testing::Values("", "0:0-1"),
+                         [](const auto& info) {
+                           return std::string(info.param).empty() ? "RealMachine"
+                                                                  : "FakeOneNode";
+                         });
+
+TEST_P(ImbalanceTest, GroupOneRunsFibersStartedIntoGroupZero) {
+  FlagRuntime runtime(GetParam(), 4, 2);
+  ASSERT_EQ(GetSchedulingGroupCount(), 2u);
+  const int n = static_cast<int>(Scaled(2000));
+  std::atomic<int> done{0};
+  std::atomic<int> ran_on[2] = {0, 0};
+  for (int i = 0; i < n; ++i) {
+    StartFiberDetached(OnGroup(0), [&] {
+      BusyFor(std::chrono::microseconds(20));
+      ran_on[CurrentGroup()].fetch_add(1);
+      done.fetch_add(1);
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] { return done.load() == n; }));
+  EXPECT_GT(ran_on[1].load(), 0);
+  const auto stats = GetSchedulingGroupStats();
+  EXPECT_GT(stats[1].steals_in_same_node, 0u);
+  EXPECT_EQ(stats[1].steals_in_same_node, stats[0].steals_out);
+  EXPECT_EQ(stats[0].steals_in_same_node + stats[1].steals_in_cross_node +
+                stats[0].steals_in_cross_node,
+            0u);
+}
+
+// Two nodes of one group each. With the default cross-node ratio (0) nothing crosses,
+// even while group 0's only worker is held for a while with fibers queued behind it.
+TEST(CrossNodeStealTest, NeverWithTheDefaultRatio) {
+  FlagRuntime runtime("0:0;1:1", 2, 0);
+  ASSERT_EQ(GetSchedulingGroupCount(), 2u);
+  const int n = 50;
+  std::atomic<int> done{0};
+  std::atomic<int> ran_on_1{0};
+  std::atomic<bool> blocker_running{false};
+  StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
+    blocker_running.store(true);
+    // A window for a thief (none should come), not a wait for an event.
+    BusyFor(std::chrono::milliseconds(100));
+  });
+  ASSERT_TRUE(WaitFor([&] { return blocker_running.load(); }));
+  for (int i = 0; i < n; ++i) {
+    StartFiberDetached(OnGroup(0), [&] {
+      if (CurrentGroup() == 1) ran_on_1.fetch_add(1);
+      done.fetch_add(1);
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] { return done.load() == n; }));
+  EXPECT_EQ(ran_on_1.load(), 0);
+  const auto stats = GetSchedulingGroupStats();
+  EXPECT_EQ(stats[0].numa_node, 0);
+  EXPECT_EQ(stats[1].numa_node, 1);
+  EXPECT_EQ(stats[1].steals_in_cross_node, 0u);
+  EXPECT_EQ(stats[1].steals_in_same_node, 0u);
+  EXPECT_EQ(stats[0].steals_out, 0u);
+}
+
+TEST(CrossNodeStealTest, HappensWhenEnabled) {
+  FlagRuntime runtime("0:0;1:1", 2, 0, /*ratio=*/16, /*cross_ratio=*/4);
+  std::atomic<bool> blocker_running{false};
+  std::atomic<bool> stolen_ran{false};
+  std::atomic<std::size_t> stolen_group{99};
+  StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
+    blocker_running.store(true);
+    EXPECT_TRUE(WaitFor([&] { return stolen_ran.load(); }, std::chrono::seconds(20)));
+  });
+  ASSERT_TRUE(WaitFor([&] { return blocker_running.load(); }));
+  StartFiberDetached(OnGroup(0), [&] {
+    stolen_group.store(CurrentGroup());
+    stolen_ran.store(true);
+  });
+  ASSERT_TRUE(WaitFor([&] { return stolen_ran.load(); }, std::chrono::seconds(20)));
+  EXPECT_EQ(stolen_group.load(), 1u);
+  const auto stats = GetSchedulingGroupStats();
+  EXPECT_GE(stats[1].steals_in_cross_node, 1u);
+  EXPECT_EQ(stats[1].steals_in_same_node, 0u);
+}
+
+// scheduling_group_local fibers are queued among stealable ones into a busy group
+// while three other groups on the node steal at every idle round; each local fiber
+// checks its group at start, after yields and after a timed sleep. (Runs of stealable
+// fibers come first in each batch: a thief only ever looks at the oldest entry, so a
+// local one at the head hides the rest from it; and the first run is queued behind a
+// fiber that holds the group's only worker until one of them has been stolen.)
+TEST(GroupLocalTest, LocalFibersNeverRunOutsideTheirGroup) {
+  FlagRuntime runtime("0:0-1", 4, 1, /*ratio=*/1);
+  ASSERT_EQ(GetSchedulingGroupCount(), 4u);
+  const int n = static_cast<int>(Scaled(1000));
+  std::atomic<int> done{0};
+  std::atomic<int> escaped{0};
+  std::atomic<int> stolen{0};
+  // Holds group 0's only worker until a thief has taken one of the first stealable
+  // fibers: from then on the test runs under proven stealing pressure.
+  StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
+    EXPECT_TRUE(WaitFor([&] { return stolen.load() > 0; }, std::chrono::seconds(20)));
+    done.fetch_add(1);
+  });
+  for (int i = 0; i < n; ++i) {
+    if (i % 50 == 0) {
+      for (int j = 0; j < 50; ++j) {
+        StartFiberDetached(OnGroup(0), [&] {
+          BusyFor(std::chrono::microseconds(10));
+          if (CurrentGroup() != 0) stolen.fetch_add(1);
+          done.fetch_add(1);
+        });
+      }
+    }
+    StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
+      for (int round = 0; round < 4; ++round) {
+        if (CurrentGroup() != 0) escaped.fetch_add(1);
+        BusyFor(std::chrono::microseconds(10));
+        if (round == 2) {
+          this_fiber::SleepFor(std::chrono::microseconds(100));
+        } else {
+          this_fiber::Yield();
+        }
+      }
+      if (CurrentGroup() != 0) escaped.fetch_add(1);
+      done.fetch_add(1);
+    });
+  }
+  const int stealable = 50 * ((n + 49) / 50);
+  ASSERT_TRUE(WaitFor([&] { return done.load() == 1 + n + stealable; }));
+  EXPECT_EQ(escaped.load(), 0);
+  EXPECT_GT(stolen.load(), 0);
+}
+
+// Torture: fibers started from fibers of every group, yielding and sleeping, over one
+// and two fake nodes with every kind of stealing at every idle round: each runs
+// exactly once, and its steps never overlap (no fiber runs on two workers at once).
+class StealingStressTest : public ::testing::TestWithParam<const char*> {};
+
+INSTANTIATE_TEST_SUITE_P(Topologies, StealingStressTest,
+                         ::testing::Values("0:0-1", "0:0;1:1"), [](const auto& info) {
+                           return std::string(info.param) == "0:0-1" ? "OneNode"
+                                                                     : "TwoNodes";
+                         });
+
+TEST_P(StealingStressTest, EachFiberRunsExactlyOnce) {
+  FlagRuntime runtime(GetParam(), 4, 1, /*ratio=*/1, /*cross_ratio=*/1);
+  const std::size_t groups = GetSchedulingGroupCount();
+  ASSERT_EQ(groups, 4u);
+  const std::size_t per_parent = Scaled(5000);
+  const std::size_t n = groups * per_parent;
+  std::vector<std::atomic<int>> runs(n);
+  std::vector<std::atomic<int>> inside(n);
+  std::atomic<std::size_t> done{0};
+  std::atomic<int> overlaps{0};
+  for (std::size_t g = 0; g < groups; ++g) {
+    StartFiberDetached(OnGroup(g), [&, g] {
+      for (std::size_t i = g * per_parent; i < (g + 1) * per_parent; ++i) {
+        StartFiberDetached([&, i] {
+          runs[i].fetch_add(1);
+          for (int step = 0; step < 3; ++step) {
+            if (inside[i].fetch_add(1) != 0) overlaps.fetch_add(1);
+            inside[i].fetch_sub(1);
+            if (i % 64 == 0 && step == 1) {
+              this_fiber::SleepFor(std::chrono::microseconds(50));
+            } else {
+              this_fiber::Yield();
+            }
+          }
+          done.fetch_add(1);
+        });
+      }
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] { return done.load() == n; }, std::chrono::seconds(60)));
+  std::size_t wrong = 0;
+  for (const auto& r : runs) wrong += r.load() != 1;
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(overlaps.load(), 0);
+  std::uint64_t steals = 0;
+  std::uint64_t steals_out = 0;
+  for (const auto& stats : GetSchedulingGroupStats()) {
+    steals += stats.steals_in_same_node + stats.steals_in_cross_node;
+    steals_out += stats.steals_out;
+  }
+  EXPECT_EQ(steals, steals_out);
+}
+
+// v1's no-lost-wake-up hammer with four groups of one worker stealing from each other
+// at every idle round: stealing must not open a window for a lost wake-up.
+TEST(StealingStressTest, NoLostWakeUpWhileGroupsSteal) {
+  gflags::FlagSaver saver;
+  gflags::SetCommandLineOption("fiber_work_stealing_ratio", "1");
+  LostWakeUpHammer(4, /*spin_us=*/0, static_cast<int>(Scaled(5000)), /*group_size=*/1);
+  LostWakeUpHammer(4, /*spin_us=*/20, static_cast<int>(Scaled(2000)), /*group_size=*/1);
+}
+
+// A fiber started from a plain thread goes to a group of the calling CPU's node.
+TEST(NearestGroupTest, StartsFromAPlainThreadStayOnTheCallersNode) {
+  const std::vector<int> mask = CurrentAffinityCpus();
+  const int cpu = mask.front();
+  ASSERT_TRUE(SetCurrentThreadAffinity({cpu}, mask));
+  {
+    // Node 1 holds a CPU this machine lacks (its workers then run unrestricted). Two
+    // groups of one worker per node.
+    FlagRuntime runtime("0:" + std::to_string(cpu) + ";1:1023", 4, 1);
+    ASSERT_EQ(GetSchedulingGroupCount(), 4u);
+    const int n = 40;
+    std::atomic<int> done{0};
+    std::atomic<int> on_node_0{0};
+    for (int i = 0; i < n; ++i) {
+      StartFiberDetached([&] {
+        if (CurrentFiberWorker()->group()->numa_node() == 0) on_node_0.fetch_add(1);
+        done.fetch_add(1);
+      });
+    }
+    ASSERT_TRUE(WaitFor([&] { return done.load() == n; }));
+    EXPECT_EQ(on_node_0.load(), n);
+    const auto stats = GetSchedulingGroupStats();
+    EXPECT_EQ(stats[0].numa_node, 0);
+    EXPECT_EQ(stats[1].numa_node, 0);
+    EXPECT_EQ(stats[2].numa_node, 1);
+    // Where each fiber was started (it ran once; stolen ones ran elsewhere): round-robin
+    // over the two groups of node 0, none on node 1.
+    std::int64_t started[4];
+    for (std::size_t g = 0; g < 4; ++g) {
+      started[g] = static_cast<std::int64_t>(stats[g].fibers_run + stats[g].steals_out) -
+                   static_cast<std::int64_t>(stats[g].steals_in_same_node +
+                                             stats[g].steals_in_cross_node);
+    }
+    EXPECT_EQ(started[0], n / 2);
+    EXPECT_EQ(started[1], n / 2);
+    EXPECT_EQ(started[2] + started[3], 0);
+  }
+  ASSERT_TRUE(SetCurrentThreadAffinity(mask, mask));
+}
+
+// --fiber_worker_disallow_cpu_migration: every worker thread is allowed one CPU, each
+// a different one (one worker per CPU of the mask).
+TEST(AffinityTest, PinnedWorkersHaveOneCpu) {
+  gflags::FlagSaver saver;
+  gflags::SetCommandLineOption("fiber_worker_disallow_cpu_migration", "true");
+  const std::vector<int> mask = CurrentAffinityCpus();
+  FlagRuntime runtime("", mask.size(), 1);
+  std::set<int> pinned;
+  for (std::size_t g = 0; g < GetSchedulingGroupCount(); ++g) {
+    std::atomic<bool> done{false};
+    std::vector<int> cpus;
+    StartFiberDetached(OnGroup(g, /*local=*/true), [&] {
+      cpus = CurrentAffinityCpus();
+      done.store(true);
+    });
+    ASSERT_TRUE(WaitFor([&] { return done.load(); }));
+    ASSERT_EQ(cpus.size(), 1u) << "group " << g;
+    pinned.insert(cpus.front());
+  }
+  EXPECT_EQ(std::vector<int>(pinned.begin(), pinned.end()), mask);
+}
+
+}  // namespace
+}  // namespace spindle::internal
