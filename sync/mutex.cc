@@ -21,7 +21,7 @@
 //      so nobody else can have taken it; set `locked` (and leave hand-off mode if we
 //      waited under 1 ms or nobody is left). Woken plainly: we hold the `woken` claim;
 //      go back to 1.
-// Unlock (UnlockSlow, after the fast fetch_sub found other bits set):
+// Unlock (UnlockSlow, when the fast CAS from exactly `locked` fails):
 //   Normal mode: if there are waiters and nobody holds the lock or the `woken` claim,
 //   claim `woken` and wake the oldest waiter to compete. Hand-off mode: wake the oldest
 //   waiter with the hand-off tag; if none can take it, leave hand-off mode.
@@ -36,6 +36,13 @@
 // the next) or queues again (while someone holds the lock, whose unlock wakes).
 // Each node popped from waiters_ is uncounted by whoever popped it: the unlocker, or
 // the waiter itself when it timed out while still linked.
+//
+// Lifetime: the slow unlock keeps working on the mutex after it has released kLocked,
+// and a timed waiter can leave without it. So another thread may lock, unlock and
+// destroy the mutex while an unlocker is still inside (found in review; legal use of a
+// std::mutex). The slow unlock therefore counts itself in unlockers_ before releasing
+// kLocked and out after its last access; anyone who acquires the lock afterwards
+// acquires that count with it, and the destructor waits for it to drop to 0.
 
 #include "sync/mutex.h"
 
@@ -134,9 +141,26 @@ bool Mutex::LockSlow(internal::TimerClock::time_point deadline) {
   }
 }
 
-void Mutex::UnlockSlow(std::uint32_t old) {
+Mutex::~Mutex() {
+  // acquire: pairs with the release decrement in UnlockSlow(); nothing of an unlocker
+  // touches the object after it.
+  while (unlockers_.load(std::memory_order_acquire) != 0) internal::CpuRelax();
+}
+
+void Mutex::UnlockSlow() {
+  // relaxed: ordered before the release fetch_sub below, which every later owner (and
+  // so whoever destroys the mutex) acquires.
+  unlockers_.fetch_add(1, std::memory_order_relaxed);
+  // release: pairs with the acquiring CAS of the next owner, or in hand-off mode with
+  // the acquiring CAS by which the handed-to waiter sets kLocked.
+  const std::uint32_t old = state_.fetch_sub(kLocked, std::memory_order_release);
   CHECK(old & kLocked) << "spindle::Mutex::unlock() on a mutex that is not locked";
-  std::uint32_t state = old - kLocked;
+  WakeAfterRelease(old - kLocked);
+  // release: our last access; pairs with the destructor's acquire load.
+  unlockers_.fetch_sub(1, std::memory_order_release);
+}
+
+void Mutex::WakeAfterRelease(std::uint32_t state) {
   if ((state & kStarving) == 0) {
     for (;;) {
       if ((state >> kWaiterShift) == 0 || (state & (kLocked | kWoken | kStarving)) != 0) {

@@ -29,6 +29,10 @@ namespace spindle {
 class Mutex {
  public:
   Mutex() = default;
+  // Waits for an unlock() still finishing inside the mutex (see UnlockSlow()): a thread
+  // that took and released the lock after it may destroy the mutex at once, as with
+  // std::mutex.
+  ~Mutex();
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
 
@@ -68,10 +72,14 @@ class Mutex {
   }
 
   void unlock() {
-    // release: pairs with the acquiring CAS of the next owner (or, in hand-off mode, the
-    // acquiring RMW by which the handed-to waiter sets kLocked).
-    const std::uint32_t old = state_.fetch_sub(kLocked, std::memory_order_release);
-    if (old != kLocked) UnlockSlow(old);
+    std::uint32_t expected = kLocked;
+    // release: pairs with the acquiring CAS of the next owner. Only from exactly
+    // kLocked: with anything else set, UnlockSlow() releases it while pinned.
+    if (state_.compare_exchange_strong(expected, 0, std::memory_order_release,
+                                       std::memory_order_relaxed)) {
+      return;
+    }
+    UnlockSlow();
   }
 
  private:
@@ -95,9 +103,13 @@ class Mutex {
   static_assert((kLocked | kWoken | kStarving) < kOneWaiter, "flag bits overlap the count");
 
   bool LockSlow(internal::TimerClock::time_point deadline);
-  void UnlockSlow(std::uint32_t old);
+  void UnlockSlow();
+  void WakeAfterRelease(std::uint32_t state);
 
   std::atomic<std::uint32_t> state_{0};
+  // unlock() calls between their release of kLocked and their last access to this
+  // object; the destructor waits for 0.
+  std::atomic<std::uint32_t> unlockers_{0};
   internal::Spinlock lock_;          // guards waiters_ and the waiter count
   internal::WaitQueue waiters_;      // guarded by lock_
 };

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/runtime.h"
+#include "sync/event.h"
 
 namespace spindle {
 namespace {
@@ -189,6 +190,32 @@ TEST_P(MutexTest, TimedWaitersUnderContentionLeaveItConsistent) {
   });
   again.join();
   EXPECT_TRUE(done.load());
+}
+
+// The lifetime rule of std::mutex: whoever takes and releases the lock last may destroy
+// it at once, even while an earlier unlock() is still finishing inside it. Here a timed
+// waiter gives up while the holder unlocks, and the main thread, having seen the waiter
+// leave, locks, unlocks and deletes the mutex without waiting for the holder's
+// unlock() to return. Under ASan an unlocker touching the freed mutex is reported.
+TEST_P(MutexTest, DestroyRightAfterTheLastUnlock) {
+  ScopedRuntime runtime(GetParam());
+  const int rounds = static_cast<int>(Scaled(2000));
+  for (int round = 0; round < rounds; ++round) {
+    auto* mutex = new Mutex;
+    mutex->lock();
+    Event waiter_queued;
+    std::thread waiter([&] {
+      waiter_queued.Set();
+      if (mutex->try_lock_for(std::chrono::microseconds(round % 20))) mutex->unlock();
+    });
+    waiter_queued.Wait();
+    Fiber holder([mutex] { mutex->unlock(); });
+    waiter.join();
+    mutex->lock();
+    mutex->unlock();
+    delete mutex;
+    holder.join();
+  }
 }
 
 TEST(MutexDeathTest, UnlockingAnUnlockedMutexStops) {
