@@ -106,9 +106,7 @@ void FiberWorker::Run() {
   for (;;) {
     FiberEntity* fiber = AcquireOrSteal();
     if (fiber == nullptr) {
-      fiber = group_->WaitForFiber(  // L5
-          index_, [this] { return ShouldPollVictims(); },
-          VictimsHaveFibers() ? kStuckVictimRecheck : std::chrono::nanoseconds(0));
+      fiber = group_->WaitForFiber(index_, [this] { return PlanWhenMarkedSleeping(); });  // L5
       fruitless_steals_ = 0;  // woken: maybe by a saturated victim (T1); look again
     }
     if (fiber == nullptr) {
@@ -155,6 +153,16 @@ FiberEntity* FiberWorker::StealFiber() {
     if (victim.group->UnsafeRunQueueSize() != 0) ++fruitless_steals_;
   }
   return nullptr;
+}
+
+SchedulingGroup::IdlePlan FiberWorker::PlanWhenMarkedSleeping() const {
+  // Asked after W2 (T2): a victim's queue that is not empty now is either polled, or,
+  // after kMaxFruitlessSteals failed attempts, looked at again within
+  // kStuckVictimRecheck; an empty one cannot strand a fiber (its next push sees our
+  // sleeping bit in T1).
+  if (!VictimsHaveFibers()) return {false, std::chrono::nanoseconds(0)};
+  if (fruitless_steals_ < kMaxFruitlessSteals) return {true, std::chrono::nanoseconds(0)};
+  return {false, kStuckVictimRecheck};
 }
 
 bool FiberWorker::ShouldPollVictims() const {

@@ -62,6 +62,9 @@ class FiberWorker {
   // Whether to poll again instead of sleeping: some victim has queued fibers and our
   // recent attempts were not all fruitless.
   bool ShouldPollVictims() const;
+  // L5's choice once marked sleeping: poll victims, or sleep (bounded while a victim's
+  // queue is not empty but stealing from it keeps failing).
+  SchedulingGroup::IdlePlan PlanWhenMarkedSleeping() const;
   bool VictimsHaveFibers() const;  // a racy hint
 
   SchedulingGroup* const group_;

@@ -88,13 +88,16 @@
 //       workers are busy and a thief sleeps (an awake thief is not woken again).
 //   T2. No lost steal. A thief about to sleep runs W1 and W2, then, in W3, after its
 //       own queue, asks its worker whether a victim's queue holds fibers; if so it
-//       does not sleep and polls its victims instead. Against the producer's push, P1
+//       does not sleep and polls its victims instead (or, when its recent attempts all
+//       failed, sleeps for at most 1 ms and looks again). Against the producer's push, P1
 //       and its read of the thief's sleeping mask in T1, that is the same Dekker pair as
 //       above: either the producer sees the thief's bit and wakes it, or the thief sees
 //       the fiber. So a stealable fiber queued behind busy workers is always seen by
 //       some awake thief (unless a non-stealable entry is ahead of it: Steal() looks at
 //       the oldest entry only). Missing a thief never strands a fiber: our own workers
-//       still run everything queued here.
+//       still run everything queued here. Not covered: a fiber re-queued by Yield() or
+//       Dispatch() (UnlockAndRequeue) wakes nobody, so a thief already asleep does not
+//       hear of it; it waits for our workers, as in v1 without stealing.
 //
 // Parking. A fiber parks (Halt) while holding its own scheduler lock; the context it
 // switches to releases the lock in its landing hook (FiberEntity::SwitchTo). Resume()
@@ -502,8 +505,7 @@ FiberEntity* SchedulingGroup::SpinningAcquireFiber(std::size_t worker) {
 }
 
 FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker,
-                                           absl::FunctionRef<bool()> work_elsewhere,
-                                           std::chrono::nanoseconds sleep_limit) {
+                                           absl::FunctionRef<IdlePlan()> plan_when_marked) {
   const std::uint64_t self = std::uint64_t{1} << worker;
   if (auto hook = g_before_sleep_hook.load(std::memory_order_relaxed)) hook();
   // W1. seq_cst RMW, then W2: pairs with P1 in the producer.
@@ -517,20 +519,24 @@ FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker,
     }
     return fiber;
   }
-  // acquire: pairs with the release store in Stop(). Then T2: a victim's fiber.
-  if (stopping_.load(std::memory_order_acquire) || work_elsewhere()) {
+  // acquire: pairs with the release store in Stop(). Then T2: the plan is made only
+  // now, after W2, so a victim's fiber queued before the producer could see our bit is
+  // seen here (by polling, or by a bounded sleep when stealing keeps failing).
+  const IdlePlan plan =
+      stopping_.load(std::memory_order_acquire) ? IdlePlan{true, {}} : plan_when_marked();
+  if (plan.poll) {
     // relaxed: if a producer cleared the bit first, its Wake() stays banked in our slot
     // and only makes a later Wait() return early; the fiber it pushed into our queue,
     // if any, is found by the caller, which looks at our queue on every polling round.
     sleeping_workers_.fetch_and(~self, std::memory_order_relaxed);
     return nullptr;
   }
-  if (sleep_limit.count() == 0) {
+  if (plan.limit.count() == 0) {
     wait_slots_[worker].Wait();  // W4
   } else {
     // W4 with a time limit. If it expires and a producer claims our bit just after, its
     // Wake() stays banked (harmless) and the caller polls our queue again anyway.
-    const auto deadline = std::chrono::steady_clock::now() + sleep_limit;
+    const auto deadline = std::chrono::steady_clock::now() + plan.limit;
     wait_slots_[worker].WaitUntil(
         std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
             .count());

@@ -80,13 +80,19 @@ class SchedulingGroup {
   // Polls the queue for up to the spin time if fewer than two workers already do;
   // nullptr if nothing came (or two others were spinning).
   FiberEntity* SpinningAcquireFiber(std::size_t worker);
+  // What an idle worker does once it is marked sleeping (T2 at the top of
+  // scheduling_group.cc): go back to polling its victims, or sleep, for at most `limit`
+  // (0: until woken).
+  struct IdlePlan {
+    bool poll = false;
+    std::chrono::nanoseconds limit{0};
+  };
   // Sleeps until woken; returns a fiber if one was found on the way, else nullptr (the
   // caller loops). Returns nullptr at once when the group is stopping, or when
-  // `work_elsewhere()` (asked after the worker is marked sleeping, step W3 at the top of
-  // scheduling_group.cc) says a victim has fibers to steal. A non-zero `sleep_limit`
-  // makes it return nullptr by itself after that long.
-  FiberEntity* WaitForFiber(std::size_t worker, absl::FunctionRef<bool()> work_elsewhere,
-                            std::chrono::nanoseconds sleep_limit);
+  // `plan_when_marked()` (asked after the worker is marked sleeping, step W3) says to
+  // poll; after its plan's time limit it returns nullptr by itself.
+  FiberEntity* WaitForFiber(std::size_t worker,
+                            absl::FunctionRef<IdlePlan()> plan_when_marked);
 
   // ---- Thief side (a worker of this group, taking from another group `victim`).
 
