@@ -21,9 +21,10 @@
 //      so nobody else can have taken it; set `locked` (and leave hand-off mode if we
 //      waited under 1 ms or nobody is left). Woken plainly: we hold the `woken` claim;
 //      go back to 1.
-// Unlock (UnlockSlow, when the fast CAS from exactly `locked` fails):
-//   Normal mode: if there are waiters and nobody holds the lock or the `woken` claim,
-//   claim `woken` and wake the oldest waiter to compete. Hand-off mode: wake the oldest
+// Unlock (UnlockSlow, when the fast CAS from exactly `locked` fails), one CAS that
+// releases `locked` and decides:
+//   Normal mode: if there are waiters and nobody holds the `woken` claim, claim it in
+//   the same CAS and wake the oldest waiter to compete. Hand-off mode: wake the oldest
 //   waiter with the hand-off tag; if none can take it, leave hand-off mode.
 //
 // No lost wake-up: the waiter count changes only under lock_, in the same critical
@@ -40,9 +41,10 @@
 // Lifetime: the slow unlock keeps working on the mutex after it has released kLocked,
 // and a timed waiter can leave without it. So another thread may lock, unlock and
 // destroy the mutex while an unlocker is still inside (found in review; legal use of a
-// std::mutex). The slow unlock therefore counts itself in unlockers_ before releasing
-// kLocked and out after its last access; anyone who acquires the lock afterwards
-// acquires that count with it, and the destructor waits for it to drop to 0.
+// std::mutex). An unlock that will wake somebody therefore counts itself in unlockers_
+// before releasing kLocked and out after its last access; anyone who acquires the lock
+// afterwards acquires that count with it, and the destructor waits for it to drop to
+// 0. An unlock that wakes nobody touches nothing after its releasing CAS.
 
 #include "sync/mutex.h"
 
@@ -147,41 +149,44 @@ Mutex::~Mutex() {
   while (unlockers_.load(std::memory_order_acquire) != 0) internal::CpuRelax();
 }
 
-void Mutex::UnlockSlow() {
-  // relaxed: ordered before the release fetch_sub below, which every later owner (and
-  // so whoever destroys the mutex) acquires.
-  unlockers_.fetch_add(1, std::memory_order_relaxed);
-  // release: pairs with the acquiring CAS of the next owner, or in hand-off mode with
-  // the acquiring CAS by which the handed-to waiter sets kLocked.
-  const std::uint32_t old = state_.fetch_sub(kLocked, std::memory_order_release);
-  CHECK(old & kLocked) << "spindle::Mutex::unlock() on a mutex that is not locked";
-  WakeAfterRelease(old - kLocked);
-  // release: our last access; pairs with the destructor's acquire load.
-  unlockers_.fetch_sub(1, std::memory_order_release);
-}
-
-void Mutex::WakeAfterRelease(std::uint32_t state) {
-  if ((state & kStarving) == 0) {
-    for (;;) {
-      if ((state >> kWaiterShift) == 0 || (state & (kLocked | kWoken | kStarving)) != 0) {
-        return;  // nobody to wake, or a holder, a claim or hand-off mode takes care
-      }
-      // relaxed: the claim only arbitrates between unlockers and spinners; the woken
-      // waiter re-reads the word by CAS.
-      if (state_.compare_exchange_weak(state, state | kWoken, std::memory_order_relaxed,
-                                       std::memory_order_relaxed)) {
-        break;
-      }
+void Mutex::UnlockSlow(std::uint32_t state) {
+  // Release kLocked and, in the same CAS, decide whether we wake a waiter: in normal
+  // mode by claiming `woken` (if there are waiters and nobody holds the claim), in
+  // hand-off mode always. Only an unlock that wakes touches the mutex after releasing
+  // it, so only that one pins it in unlockers_, before the release.
+  bool pinned = false;
+  bool hand_off = false;
+  bool wake = false;
+  for (;;) {
+    CHECK(state & kLocked) << "spindle::Mutex::unlock() on a mutex that is not locked";
+    const std::uint32_t released = state - kLocked;
+    hand_off = (released & kStarving) != 0;
+    wake = hand_off || ((released >> kWaiterShift) != 0 && (released & kWoken) == 0);
+    if (wake && !pinned) {
+      // relaxed: ordered before the release CAS below, which every later owner (and
+      // so whoever destroys the mutex) acquires.
+      unlockers_.fetch_add(1, std::memory_order_relaxed);
+      pinned = true;
+    }
+    const std::uint32_t desired = wake && !hand_off ? released | kWoken : released;
+    // release: pairs with the acquiring CAS of the next owner, or in hand-off mode with
+    // the acquiring CAS by which the handed-to waiter sets kLocked.
+    if (state_.compare_exchange_weak(state, desired, std::memory_order_release,
+                                     std::memory_order_relaxed)) {
+      break;
     }
   }
-  const bool hand_off = (state & kStarving) != 0;
-  internal::ReadyBatch batch;  // the woken fiber is queued after lock_ is released
-  std::lock_guard<internal::Spinlock> guard(lock_);
-  std::size_t popped = 0;
-  const bool woke = waiters_.WakeOne(hand_off ? kHandOffTag : 0, &popped);
-  // relaxed: under lock_ (the count), or our own claim / mode being dropped.
-  if (popped != 0) state_.fetch_sub(popped * kOneWaiter, std::memory_order_relaxed);
-  if (!woke) state_.fetch_and(~(hand_off ? kStarving : kWoken), std::memory_order_relaxed);
+  if (wake) {
+    internal::ReadyBatch batch;  // the woken fiber is queued after lock_ is released
+    std::lock_guard<internal::Spinlock> guard(lock_);
+    std::size_t popped = 0;
+    const bool woke = waiters_.WakeOne(hand_off ? kHandOffTag : 0, &popped);
+    // relaxed: under lock_ (the count), or our own claim / mode being dropped.
+    if (popped != 0) state_.fetch_sub(popped * kOneWaiter, std::memory_order_relaxed);
+    if (!woke) state_.fetch_and(~(hand_off ? kStarving : kWoken), std::memory_order_relaxed);
+  }
+  // release: our last access; pairs with the destructor's acquire load.
+  if (pinned) unlockers_.fetch_sub(1, std::memory_order_release);
 }
 
 }  // namespace spindle

@@ -72,14 +72,16 @@ class Mutex {
   }
 
   void unlock() {
-    std::uint32_t expected = kLocked;
+    // relaxed: a first guess for the CAS (under contention other bits are usually set,
+    // and a CAS bound to fail would cost a locked instruction for nothing).
+    std::uint32_t state = state_.load(std::memory_order_relaxed);
     // release: pairs with the acquiring CAS of the next owner. Only from exactly
-    // kLocked: with anything else set, UnlockSlow() releases it while pinned.
-    if (state_.compare_exchange_strong(expected, 0, std::memory_order_release,
-                                       std::memory_order_relaxed)) {
+    // kLocked: otherwise UnlockSlow() releases it and decides on a wake-up in one CAS.
+    if (state == kLocked && state_.compare_exchange_strong(state, 0, std::memory_order_release,
+                                                           std::memory_order_relaxed)) {
       return;
     }
-    UnlockSlow();
+    UnlockSlow(state);
   }
 
  private:
@@ -103,12 +105,11 @@ class Mutex {
   static_assert((kLocked | kWoken | kStarving) < kOneWaiter, "flag bits overlap the count");
 
   bool LockSlow(internal::TimerClock::time_point deadline);
-  void UnlockSlow();
-  void WakeAfterRelease(std::uint32_t state);
+  void UnlockSlow(std::uint32_t state);
 
   std::atomic<std::uint32_t> state_{0};
-  // unlock() calls between their release of kLocked and their last access to this
-  // object; the destructor waits for 0.
+  // unlock() calls that will still touch this object after releasing kLocked (to wake a
+  // waiter), between that release and their last access; the destructor waits for 0.
   std::atomic<std::uint32_t> unlockers_{0};
   internal::Spinlock lock_;          // guards waiters_ and the waiter count
   internal::WaitQueue waiters_;      // guarded by lock_
