@@ -12,6 +12,7 @@
 #include "sync/future.h"
 
 #include "fiber/internal/fiber_entity.h"
+#include "fiber/this_fiber.h"
 #include "runtime/internal/runtime_impl.h"
 
 namespace spindle::internal {
@@ -24,16 +25,11 @@ constexpr int kThreadDepthLimit = 256;
 // between threads while a continuation is on their stack.
 thread_local int tls_thread_depth = 0;
 
-bool InFiber() {
-  const FiberEntity* self = GetCurrentFiberEntity();
-  return self != nullptr && !self->is_master();
-}
-
 }  // namespace
 
 bool ContinuationMustHop() {
   if (!Runtime::IsRunning()) return false;  // nowhere to hop to
-  if (InFiber()) {
+  if (IsFiberContextPresent()) {
     const char* here = static_cast<const char*>(__builtin_frame_address(0));
     return here - GetCurrentFiberEntity()->stack().base < kFiberStackReserve;
   }
@@ -48,7 +44,7 @@ void HopToNewFiber(absl::AnyInvocable<void()> f) {
   StartFiberDetached(std::move(f));
 }
 
-ContinuationDepth::ContinuationDepth() : counted_(!InFiber()) {
+ContinuationDepth::ContinuationDepth() : counted_(!IsFiberContextPresent()) {
   if (counted_) ++tls_thread_depth;
 }
 

@@ -387,14 +387,21 @@ std::exception_ptr ErrorOf(const Outcome& outcome) {
   return outcome.index() == 1 ? std::get<1>(outcome) : nullptr;
 }
 
+// Counts one input of a WhenAll() in, after its outcome was stored; the last one in
+// completes the result (`Gather` has `remaining` and Finish()).
+template <class Gather>
+void ArriveAtGather(Gather& gather) {
+  // acq_rel: each arrival releases its outcome; the last one acquires them all.
+  if (gather.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) gather.Finish();
+}
+
 // Attaches the I-th future of a WhenAll() to its gather state (`Gather` has
 // `outcomes`, a tuple of optional outcomes, `remaining` and Finish()).
 template <std::size_t I, class Gather, class T>
 void AttachOne(const std::shared_ptr<Gather>& gather, Future<T>&& future) {
   FutureAccess::OnOutcome(std::move(future), [gather](FutureOutcome<T>&& outcome) {
     std::get<I>(gather->outcomes).emplace(std::move(outcome));
-    // acq_rel: each arrival releases its outcome; the last one acquires them all.
-    if (gather->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) gather->Finish();
+    ArriveAtGather(*gather);
   });
 }
 template <class Gather, std::size_t... I, class... Ts>
@@ -468,10 +475,7 @@ auto WhenAll(std::vector<Future<T>>&& futures)
     internal::FutureAccess::OnOutcome(
         std::move(futures[i]), [gather, i](internal::FutureOutcome<T>&& outcome) {
           gather->outcomes[i].emplace(std::move(outcome));
-          // acq_rel: each arrival releases its outcome; the last one acquires them all.
-          if (gather->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            gather->Finish();
-          }
+          internal::ArriveAtGather(*gather);
         });
   }
   return result;

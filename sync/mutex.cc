@@ -30,7 +30,7 @@
 // No lost wake-up: the waiter count changes only under lock_, in the same critical
 // section that links or unlinks the waiter, and every unlocker that sees a non-zero
 // count without a `woken` claim or a holder takes lock_ to wake one. A waiter counted
-// by a CAS that the unlocker's fetch_sub raced with is seen either by that CAS (which
+// by a CAS that the unlocker's releasing CAS raced with is seen either by that CAS (which
 // then finds the lock free and takes it, step 3's re-check) or by the unlocker (which
 // then finds it linked, because linking happens before lock_ is released). A `woken`
 // claim is dropped only by its holder when it takes the lock (whose unlock then wakes
@@ -84,7 +84,7 @@ bool Mutex::LockSlow(internal::TimerClock::time_point deadline) {
       continue;
     }
     if ((state & (kLocked | kStarving)) == 0) {  // step 2
-      // acquire: pairs with the release fetch_sub in unlock().
+      // acquire: pairs with the releasing CAS in unlock() or UnlockSlow().
       if (state_.compare_exchange_weak(state, (state | kLocked) & ~(awoke ? kWoken : 0),
                                        std::memory_order_acquire,
                                        std::memory_order_relaxed)) {
@@ -131,7 +131,7 @@ bool Mutex::LockSlow(internal::TimerClock::time_point deadline) {
       for (;;) {
         std::uint32_t desired = state | kLocked;
         if (!starving || (state >> kWaiterShift) == 0) desired &= ~kStarving;
-        // acquire: pairs with the releasing fetch_sub of the unlock that handed it over.
+        // acquire: pairs with the releasing CAS of the unlock that handed it over.
         if (state_.compare_exchange_weak(state, desired, std::memory_order_acquire,
                                          std::memory_order_relaxed)) {
           return true;
