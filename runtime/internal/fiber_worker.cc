@@ -76,8 +76,11 @@ SPINDLE_SWITCH_SAFE_TLS_ACCESSOR(FiberWorker*, tls_current_worker, CurrentWorker
 
 FiberWorker::FiberWorker(SchedulingGroup* group, std::size_t index,
                          FiberWorkerOptions options)
-    : group_(group), index_(index), options_(std::move(options)) {
-  for (const StealVictim& victim : options_.victims) {
+    : group_(group),
+      index_(index),
+      cpus_(std::move(options.cpus)),
+      affinity_cpus_(std::move(options.affinity_cpus)) {
+  for (const StealVictim& victim : options.victims) {
     CHECK(victim.group != group_ && victim.every_n >= 1)
         << "a worker's victims are other groups with a ratio >= 1";
     victims_.push_back(Victim{victim.group, victim.every_n, victim.every_n});
@@ -98,7 +101,7 @@ void FiberWorker::Run() {
   const std::string name = "spindle-g" + std::to_string(group_->index()) + "w" +
                            std::to_string(index_);
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
-  if (!options_.cpus.empty()) SetCurrentThreadAffinity(options_.cpus, options_.affinity_cpus);
+  if (!cpus_.empty()) SetCurrentThreadAffinity(cpus_, affinity_cpus_);
   *CurrentWorkerSlot() = this;
   MarkThisThreadAsRuntimeThread(true);
   group_->BindWorkerThread(index_);

@@ -69,7 +69,8 @@ class FiberWorker {
 
   SchedulingGroup* const group_;
   const std::size_t index_;
-  const FiberWorkerOptions options_;
+  const std::vector<int> cpus_;           // FiberWorkerOptions::cpus
+  const std::vector<int> affinity_cpus_;  // FiberWorkerOptions::affinity_cpus
   std::vector<Victim> victims_;
   std::uint64_t idle_rounds_ = 0;
   std::uint64_t fruitless_steals_ = 0;  // failed attempts since the last fiber we ran
