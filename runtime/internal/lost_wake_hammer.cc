@@ -34,7 +34,8 @@ void BusyWaitMicros(int micros) {
 // still only nanoseconds wide, so a test hook stretches it: every worker pauses 0-3 us
 // right before it marks itself sleeping. (Checked: with the re-check W3 removed from
 // WaitForFiber(), this test failed at round 6295 of the first 10,000.)
-void PauseBeforeSleep() {
+void PauseBeforeSleep(SchedulerTestPoint point, std::size_t) {
+  if (point != SchedulerTestPoint::kBeforeSleep) return;
   thread_local std::minstd_rand random(std::random_device{}());
   BusyWaitMicros(static_cast<int>(random() % 4));
 }
@@ -46,7 +47,7 @@ void LostWakeUpHammer(std::size_t workers, int spin_us, int rounds,
   gflags::FlagSaver saver;
   FLAGS_fiber_worker_spin_time_us = static_cast<std::uint64_t>(spin_us);
   ScopedRuntime runtime(workers, group_size);
-  SetBeforeSleepHookForTesting(&PauseBeforeSleep);
+  SetSchedulerTestHook(&PauseBeforeSleep);
   std::mt19937 random(12345);
   std::atomic<int> ran{0};
   for (int round = 1; round <= rounds; ++round) {
@@ -57,7 +58,7 @@ void LostWakeUpHammer(std::size_t workers, int spin_us, int rounds,
         std::chrono::seconds(10)))
         << "fiber of round " << round << " did not run: lost wake-up";
   }
-  SetBeforeSleepHookForTesting(nullptr);
+  SetSchedulerTestHook(nullptr);
 }
 
 }  // namespace spindle::internal

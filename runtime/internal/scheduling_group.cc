@@ -26,9 +26,13 @@
 //       the queue until `spin_time` passes or a producer clears our bit (P2).
 //   S2. A spinner that sees `pending_spinner_wakeup_` takes it and wakes one sleeper
 //       (the spinner pays that system call, not the producer).
-//   S3. Leaving: clear our bit; try the queue once more. If we got a fiber and fewer than
-//       two workers remain spinning, set `pending_spinner_wakeup_`: under load a new
-//       spinner should be recruited before the next push arrives.
+//   S3. Leaving: clear our bit with fetch_and and keep its old value. If the bit was
+//       already clear, a producer claimed us (P2, or a batch): we owe it a poll. Without
+//       a fiber we poll the queue once more; with one (popped before the claim landed)
+//       we cannot take a second, so we pass the claim on with P1-P4 (WakeUpOneWorker).
+//       If we got a fiber and fewer than two workers remain spinning, set
+//       `pending_spinner_wakeup_`: under load a new spinner should be recruited before
+//       the next push arrives.
 //   W1. Set our bit in `sleeping_workers_` (seq_cst RMW).
 //   W2. seq_cst fence.
 //   W3. Re-check the queue. If it has a fiber: clear our sleeping bit. If a producer had
@@ -44,8 +48,27 @@
 // side sees the other's store. Either the producer sees our sleeping bit and wakes us,
 // or we see its fiber and do not sleep. The WaitSlot counts wake-ups, so a Wake() that
 // lands between W3 and W4 makes W4 return at once. A spinner claimed by a producer
-// (P2) always polls again before it stops (S1, S3), and the fiber was pushed before the
-// claim, so it either takes that fiber or another worker already did.
+// (P2) either polls again before it stops (S1, S3), and the fiber was pushed before the
+// claim, so it takes that fiber or another worker already did; or it holds a fiber
+// already and passes the claim on (S3), which is P1-P4 again for the same fiber.
+//
+// The wake-up that was lost before S3 passed claims on (seen on 16 cores, in
+// timed_waiter_test; reproduced on 2 cores by scheduling_group_test's
+// ClaimOfASpinnerHoldingAFiberIsPassedOn). Two workers A and B, a producer on a thread:
+//   1. A and B spin (S1).
+//   2. The producer pushes fiber N and claims A (P2: A's bit cleared).
+//   3. B polls first and pops N. B's spinning bit is still set.
+//   4. A polls (the poll its claim is owed), finds the queue empty, leaves, and sleeps
+//      (W1-W4): correct, N is taken.
+//   5. The producer pushes fiber W and claims B (P2: B's bit cleared), the only spinner.
+//      It does not look at the sleeping mask: a claimed spinner is supposed to poll.
+//   6. B leaves the spin loop with N; its fetch_and found its bit clear, but the old
+//      code ignored that and polled again only when it held no fiber. B runs N.
+//   7. W waits in the queue while A sleeps, until B finishes N. If N waits for W (the
+//      test's notifier spins until the waiter publishes itself), that is forever.
+// Step 6 now passes the claim on: B runs P1-P3 for W, which finds A's sleeping bit
+// (A set it in 4 before the claim in 5 was made, or A's W3 re-check sees W) and wakes
+// A. Whoever clears a bit owns a poll, and every owned poll happens or is handed on.
 //
 // Batch start: all spinners are claimed at once (exchange 0), then up to n - spinners
 // sleepers, the lowest first, with one CAS over the sleeping mask (64-bit shifts; the
@@ -121,7 +144,14 @@ namespace spindle::internal {
 namespace {
 
 // relaxed: a test installs the hook before it starts the workload it should affect.
-std::atomic<void (*)()> g_before_sleep_hook{nullptr};
+std::atomic<SchedulerTestHook> g_test_hook{nullptr};
+
+void TestPoint(SchedulerTestPoint point, std::size_t worker) {
+  // relaxed: see g_test_hook.
+  if (SchedulerTestHook hook = g_test_hook.load(std::memory_order_relaxed)) {
+    hook(point, worker);
+  }
+}
 
 thread_local bool tls_is_runtime_thread = false;
 thread_local std::vector<FiberEntity*>* tls_ready_batch = nullptr;
@@ -215,8 +245,8 @@ void MarkThisThreadAsRuntimeThread(bool is_runtime_thread) {
   tls_is_runtime_thread = is_runtime_thread;
 }
 
-void SetBeforeSleepHookForTesting(void (*hook)()) {
-  g_before_sleep_hook.store(hook, std::memory_order_relaxed);  // relaxed: see above
+void SetSchedulerTestHook(SchedulerTestHook hook) {
+  g_test_hook.store(hook, std::memory_order_relaxed);  // relaxed: see g_test_hook
 }
 
 std::size_t GetLiveFiberCount() { return Registry().Live(); }
@@ -316,6 +346,7 @@ void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
   PushMany(n, [descs](std::size_t i) {
     return std::make_pair(EncodeEntry(descs[i]), !descs[i]->scheduling_group_local);
   });
+  TestPoint(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
   StoreLoadFence();  // P1 of the protocol, pairs with W2 in WaitForFiber().
   WakeUpWorkers(n);
 }
@@ -324,6 +355,7 @@ void SchedulingGroup::QueueReadyBatch(FiberEntity* const* fibers, std::size_t n)
   PushMany(n, [fibers](std::size_t i) {
     return std::make_pair(EncodeEntry(fibers[i]), !fibers[i]->scheduling_group_local);
   });
+  TestPoint(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
   StoreLoadFence();  // P1 of the protocol, pairs with W2 in WaitForFiber().
   WakeUpWorkers(n);
 }
@@ -476,6 +508,7 @@ FiberEntity* SchedulingGroup::SpinningAcquireFiber(std::size_t worker) {
   } while (!spinning_workers_.compare_exchange_weak(spinning, spinning | self,
                                                     std::memory_order_seq_cst,
                                                     std::memory_order_relaxed));
+  TestPoint(SchedulerTestPoint::kSpinning, worker);
   FiberEntity* fiber = nullptr;
   const auto deadline = std::chrono::steady_clock::now() + options_.spin_time;
   for (int round = 0;; ++round) {
@@ -486,16 +519,27 @@ FiberEntity* SchedulingGroup::SpinningAcquireFiber(std::size_t worker) {
       WakeUpOneSleepingWorker();
     }
     fiber = AcquireFiber();
-    if (fiber != nullptr) break;
+    if (fiber != nullptr) {
+      TestPoint(SchedulerTestPoint::kSpinnerTookFiber, worker);
+      break;
+    }
     // relaxed: a producer cleared our bit (P2); we poll once more below either way.
     if ((spinning_workers_.load(std::memory_order_relaxed) & self) == 0) break;
     if ((round & 15) == 15 && std::chrono::steady_clock::now() >= deadline) break;
     for (int i = 0; i < 16; ++i) CpuRelax();
   }
-  // acq_rel: leaving the spinner set; the acquire side orders the final poll below
-  // after a producer's claim of our bit.
-  spinning_workers_.fetch_and(~self, std::memory_order_acq_rel);
-  if (fiber == nullptr) fiber = AcquireFiber();
+  // S3. acq_rel: leaving the spinner set; the acquire side orders the final poll below
+  // after a producer's claim of our bit (its fence P1 precedes its RMW).
+  const bool claimed =
+      (spinning_workers_.fetch_and(~self, std::memory_order_acq_rel) & self) == 0;
+  if (fiber == nullptr) {
+    fiber = AcquireFiber();  // the poll a claim is owed
+  } else if (claimed) {
+    // A producer claimed us after we had popped a fiber: the poll it is owed is not
+    // going to happen, since we run the fiber we hold. Pass the claim on (S3 in the
+    // protocol comment), or its fiber may wait behind a sleeping worker.
+    WakeUpOneWorker();
+  }
   if (fiber != nullptr &&
       CountBits(spinning_workers_.load(std::memory_order_relaxed)) < 2) {
     // relaxed: see the exchange above.
@@ -507,10 +551,11 @@ FiberEntity* SchedulingGroup::SpinningAcquireFiber(std::size_t worker) {
 FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker,
                                            absl::FunctionRef<IdlePlan()> plan_when_marked) {
   const std::uint64_t self = std::uint64_t{1} << worker;
-  if (auto hook = g_before_sleep_hook.load(std::memory_order_relaxed)) hook();
+  TestPoint(SchedulerTestPoint::kBeforeSleep, worker);
   // W1. seq_cst RMW, then W2: pairs with P1 in the producer.
   sleeping_workers_.fetch_or(self, std::memory_order_seq_cst);
   StoreLoadFence();
+  TestPoint(SchedulerTestPoint::kMarkedSleeping, worker);
   // W3.
   if (FiberEntity* fiber = AcquireFiber()) {
     // acq_rel: whoever clears the bit first owns the wake-up.
@@ -525,10 +570,11 @@ FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker,
   const IdlePlan plan =
       stopping_.load(std::memory_order_acquire) ? IdlePlan{true, {}} : plan_when_marked();
   if (plan.poll) {
-    // relaxed: if a producer cleared the bit first, its Wake() stays banked in our slot
-    // and only makes a later Wait() return early; the fiber it pushed into our queue,
-    // if any, is found by the caller, which looks at our queue on every polling round.
-    sleeping_workers_.fetch_and(~self, std::memory_order_relaxed);
+    // acq_rel: if a producer cleared the bit first (P3), its Wake() stays banked in our
+    // slot and only makes a later Wait() return early, and the fiber it pushed is ours
+    // to take: the acquire side (with the producer's fence P1 before its RMW) makes the
+    // push visible, and the caller looks at our own queue (L1) before anything else.
+    sleeping_workers_.fetch_and(~self, std::memory_order_acq_rel);
     return nullptr;
   }
   if (plan.limit.count() == 0) {
@@ -542,12 +588,15 @@ FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker,
             .count());
   }
   // A producer (or Stop) cleared our bit before waking us; clear it in case the wake-up
-  // was one banked earlier, or the time limit expired.
-  sleeping_workers_.fetch_and(~self, std::memory_order_relaxed);
+  // was one banked earlier, or the time limit expired. acq_rel: as in the poll case
+  // above, a producer's claim that lands after a time-out makes its push visible to
+  // the poll below (and the caller polls our queue first again if it finds nothing).
+  sleeping_workers_.fetch_and(~self, std::memory_order_acq_rel);
   return AcquireFiber();
 }
 
 void SchedulingGroup::WakeUpOneWorker() {
+  TestPoint(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
   StoreLoadFence();  // P1: pairs with W2 (WaitForFiber) and the spinner's CAS (S1).
   if (WakeUpOneSpinningWorker()) return;
   if (WakeUpOneSleepingWorker()) return;
@@ -594,7 +643,8 @@ bool SchedulingGroup::WakeUpOneSleepingWorker() {
 }
 
 void SchedulingGroup::WakeUpWorkers(std::size_t n) {
-  // Claim every spinner: each will take one of the new fibers.
+  // Claim every spinner: each will take one of the new fibers, or pass its claim on
+  // (S3) if it already holds one.
   const std::uint64_t spinners = spinning_workers_.exchange(0, std::memory_order_relaxed);
   const std::size_t claimed = static_cast<std::size_t>(CountBits(spinners));
   if (claimed >= n) return;
@@ -693,6 +743,12 @@ std::uint64_t SchedulingGroup::steals_in_cross_node() const {
 }
 std::uint64_t SchedulingGroup::steals_out() const {
   return steals_out_.load(std::memory_order_relaxed);
+}
+std::uint64_t SchedulingGroup::spinning_workers() const {
+  return spinning_workers_.load(std::memory_order_relaxed);
+}
+std::uint64_t SchedulingGroup::sleeping_workers() const {
+  return sleeping_workers_.load(std::memory_order_relaxed);
 }
 
 }  // namespace spindle::internal

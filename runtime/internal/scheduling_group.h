@@ -140,6 +140,10 @@ class SchedulingGroup {
   std::uint64_t steals_in_same_node() const;  // stolen by us from our node
   std::uint64_t steals_in_cross_node() const;  // stolen by us from other nodes
   std::uint64_t steals_out() const;           // stolen from us by other groups
+  // Bit i set: worker i spins (or is marked sleeping) right now; a relaxed snapshot,
+  // for tests and debugging.
+  std::uint64_t spinning_workers() const;
+  std::uint64_t sleeping_workers() const;
 
  private:
   void Push(std::uintptr_t entry, bool stealable);
@@ -201,12 +205,21 @@ class SchedulingGroup {
 // timer. It spills to the overflow list instead.
 void MarkThisThreadAsRuntimeThread(bool is_runtime_thread);
 
-// Tests only: `hook` (nullptr to remove) runs in every worker right before it marks
-// itself sleeping (before W1 of the protocol), to widen the race window between a
-// worker's last look at the queue and its sleeping bit becoming visible, which is the
-// window a lost wake-up needs. Only on the sleep path, which is about to make a system
-// call anyway.
-void SetBeforeSleepHookForTesting(void (*hook)());
+// Tests only: the steps of the v1 protocol (see the top of scheduling_group.cc) at which
+// a test may pause, yield or block the thread that reaches them, to widen a race window
+// (random pauses under oversubscription) or to force one exact interleaving. The hook
+// gets the step and the worker's number (kNoWorker on a producer's thread).
+enum class SchedulerTestPoint {
+  kSpinning,          // a worker that just joined the spinner set (S1), before it polls
+  kBeforeSleep,       // a worker, right before it marks itself sleeping (W1)
+  kMarkedSleeping,    // a worker, after W2, before W3's re-check of the queue
+  kSpinnerTookFiber,  // a spinner that popped a fiber, before it leaves the set (S3)
+  kBeforeWakeUp,      // a producer, after its push, before P1
+};
+using SchedulerTestHook = void (*)(SchedulerTestPoint point, std::size_t worker);
+// Installs `hook` (nullptr removes it) in every group. Costs one relaxed load of a
+// global per step while none is installed; the producer's step is on the hot path.
+void SetSchedulerTestHook(SchedulerTestHook hook);
 
 // While alive on a thread, QueueReady() calls on that thread (and so Resume()) collect
 // their fibers; the destructor queues them, one batch and one wake-up round per group.

@@ -7,6 +7,8 @@
 #include <random>
 #include <thread>
 
+#include "fiber/internal/fiber_entity.h"
+
 #include "fiber/fiber.h"
 #include "fiber/this_fiber.h"
 #include "gflags/gflags.h"
@@ -20,6 +22,8 @@ namespace spindle::internal {
 namespace {
 
 using spindle::testing::ScopedRuntime;
+using spindle::testing::WaitFor;
+using namespace std::chrono_literals;
 
 TEST(LowestSetBitsTest, SixtyFourBitArithmetic) {
   EXPECT_EQ(LowestSetBits(0, 3), 0u);
@@ -35,6 +39,89 @@ TEST(LowestSetBitsTest, SixtyFourBitArithmetic) {
   EXPECT_EQ(LowestSetBits(high, 2), (std::uint64_t{1} << 32) | (std::uint64_t{1} << 40));
   EXPECT_EQ(LowestSetBits(high, 3), high);
   EXPECT_EQ(LowestSetBits(~std::uint64_t{0}, 64), ~std::uint64_t{0});
+}
+
+// ---- The v1 protocol driven step by step: plain threads play the workers of a group
+// that no FiberWorker runs, and the test hook stops them at chosen steps.
+
+// Runs a fiber just taken from a group on this plain thread until it finishes.
+void RunToCompletion(FiberEntity* fiber) { GetMasterFiberEntity()->SwitchTo(fiber); }
+
+// What the hook below does; the test sets the flags, the workers' threads read them.
+struct Script {
+  std::atomic<bool> hold_worker0_spinning{false};  // worker 0 waits in kSpinning
+  std::atomic<bool> worker1_holds_fiber{false};     // set by worker 1 in kSpinnerTookFiber
+  std::atomic<bool> release_worker1{false};         // lets worker 1 leave that step
+};
+Script* g_script = nullptr;
+
+void FollowScript(SchedulerTestPoint point, std::size_t worker) {
+  if (point == SchedulerTestPoint::kSpinning && worker == 0) {
+    while (g_script->hold_worker0_spinning.load()) std::this_thread::yield();
+  } else if (point == SchedulerTestPoint::kSpinnerTookFiber && worker == 1) {
+    g_script->worker1_holds_fiber.store(true);
+    while (!g_script->release_worker1.load()) std::this_thread::yield();
+  }
+}
+
+// The interleaving that lost a wake-up on 16 cores (steps 1-7 of "The wake-up that was
+// lost" at the top of scheduling_group.cc), forced step by step: a producer claims
+// spinner B after B popped a fiber, while A, the other worker, has gone to sleep. B must
+// pass the claim on, so A wakes and runs the second fiber. On the code before the fix,
+// A slept until the group stopped and this test failed at the deadline below.
+TEST(SchedulingGroupProtocolTest, ClaimOfASpinnerHoldingAFiberIsPassedOn) {
+  SchedulingGroupOptions options;
+  options.workers = 2;
+  options.run_queue_capacity = 64;
+  options.spin_time = 60s;  // spinners leave only when they find a fiber or are claimed
+  auto* group = new (kNoNumaNode) SchedulingGroup(options);
+  Script script;
+  script.hold_worker0_spinning = true;
+  g_script = &script;
+  SetSchedulerTestHook(&FollowScript);
+
+  std::atomic<bool> n_ran{false}, w_ran{false};
+  // Worker A (0): a FiberWorker's idle loop without stealing, until it has run W or
+  // the group stops.
+  std::thread a([group, &w_ran] {
+    while (!w_ran.load() && !group->stopping()) {
+      FiberEntity* fiber = group->SpinningAcquireFiber(0);
+      if (fiber == nullptr) {
+        fiber = group->WaitForFiber(0, [] { return SchedulingGroup::IdlePlan{}; });
+      }
+      if (fiber != nullptr) RunToCompletion(fiber);
+    }
+  });
+  // 1. A and B spin; A is held before its first poll, so B will pop N.
+  ASSERT_TRUE(WaitFor([&] { return group->spinning_workers() == 0b01; }, 10s));
+  std::thread b([group] {
+    FiberEntity* fiber = group->SpinningAcquireFiber(1);
+    if (fiber != nullptr) RunToCompletion(fiber);
+  });
+  ASSERT_TRUE(WaitFor([&] { return group->spinning_workers() == 0b11; }, 10s));
+  // 2-3. N claims A (the lowest spinner); B pops N and stops holding it, bit still set.
+  group->StartFiber(NewFiberDesc([&n_ran] { n_ran = true; }));
+  ASSERT_TRUE(WaitFor([&] { return script.worker1_holds_fiber.load(); }, 10s));
+  EXPECT_EQ(group->spinning_workers(), 0b10u) << "N should have claimed worker 0";
+  // 4. A polls, finds nothing, and goes to sleep.
+  script.hold_worker0_spinning = false;
+  ASSERT_TRUE(WaitFor([&] { return group->sleeping_workers() == 0b01; }, 10s));
+  // 5. W claims B, the only spinner.
+  group->StartFiber(NewFiberDesc([&w_ran] { w_ran = true; }));
+  EXPECT_EQ(group->spinning_workers(), 0u) << "W should have claimed worker 1";
+  // 6-7. B leaves with N; W must still run, on A.
+  script.release_worker1 = true;
+  EXPECT_TRUE(WaitFor([&] { return w_ran.load(); }, 10s))
+      << "W stayed queued while worker 0 slept: the claim of a spinner that already "
+         "held a fiber was lost";
+  b.join();
+  EXPECT_TRUE(n_ran.load());
+  group->Stop();  // also wakes A if the claim was lost, so W runs and nothing leaks
+  a.join();
+  SetSchedulerTestHook(nullptr);
+  g_script = nullptr;
+  EXPECT_TRUE(w_ran.load());
+  delete group;
 }
 
 class SchedulingGroupTest : public ::testing::TestWithParam<std::size_t> {};
