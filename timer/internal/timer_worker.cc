@@ -8,9 +8,12 @@
 // timer expires before the one the worker sleeps for.
 //
 // The worker loop:
-//   1. seq = wake_seq_ (acquire).
+//   1. seq = wake_seq_ (acquire); then leave if Stop() was called. Stop() sets its flag
+//      before bumping wake_seq_, so the flag is seen here or step 5 returns at once. (The
+//      reverse order lost the stop: flag checked, Stop() sets it and bumps the sequence,
+//      the new sequence read, and step 5 waited on it with no timer left to wake it.)
 //   2. Move every producer list into the heap; fire what has expired.
-//   3. Publish the next expiry in next_expiry_ns_ (seq_cst), StoreLoad fence.
+//   3. Publish the next expiry in next_expiry_ns_ (a relaxed store), then a StoreLoad fence.
 //   4. If any producer list is non-empty again, go to 1.
 //   5. futex-wait on wake_seq_ while it still equals seq, until the next expiry.
 // A producer: append (under its list's lock), StoreLoad fence, read next_expiry_ns_; if
@@ -52,7 +55,14 @@ std::int64_t ToNanos(TimerClock::time_point t) {
 
 std::atomic<std::uint64_t> g_next_worker_serial{1};
 
+// relaxed: a test installs the hook before it starts the worker it should affect.
+std::atomic<void (*)(TimerWorker*)> g_test_hook{nullptr};
+
 }  // namespace
+
+void SetTimerWorkerTestHook(void (*hook)(TimerWorker* worker)) {
+  g_test_hook.store(hook, std::memory_order_relaxed);  // relaxed: see g_test_hook
+}
 
 void ReleaseTimerEntry(TimerEntry* entry) {
   // acq_rel: the last owner sees every other owner's writes before it deletes.
@@ -226,9 +236,15 @@ void TimerWorker::Run() {
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   MarkThisThreadAsRuntimeThread(true);
   std::size_t compaction_tick = 0;
-  // acquire: pairs with the release store in Stop().
-  while (!stopping_.load(std::memory_order_acquire)) {
-    const int seq = wake_seq_.load(std::memory_order_acquire);  // step 1
+  for (;;) {
+    // Step 1, then the stop check, in this order. acquire: pairs with the release RMW
+    // in WakeUp(). Stop() sets stopping_ before its WakeUp() bumps the sequence, so
+    // either we read the old sequence (and step 5's wait on it returns at once, since
+    // it has changed) or the new one, which carries the stop flag with it.
+    const int seq = wake_seq_.load(std::memory_order_acquire);
+    if (auto hook = g_test_hook.load(std::memory_order_relaxed)) hook(this);
+    // acquire: pairs with the release store in Stop().
+    if (stopping_.load(std::memory_order_acquire)) break;
     CollectNewTimers();                                          // step 2
     {
       // Fibers woken by this round's deadlines are queued together when it ends.

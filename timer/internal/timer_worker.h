@@ -68,6 +68,10 @@ class TimerWorker {
 
   // Statistics (relaxed snapshots).
   std::uint64_t fired() const { return fired_.load(std::memory_order_relaxed); }
+  // Relaxed snapshots of the loop's state, for tests and debugging: whether Stop() was
+  // called, and the wake-up sequence the thread waits on.
+  bool stop_requested() const { return stopping_.load(std::memory_order_relaxed); }
+  int wake_sequence() const { return wake_seq_.load(std::memory_order_relaxed); }
 
  private:
   struct ProducerList {
@@ -105,6 +109,12 @@ class TimerWorker {
   std::vector<TimerEntry*> collected_;  // worker thread only
   std::atomic<std::uint64_t> fired_{0};
 };
+
+// Tests only: `hook` (nullptr removes it) runs on every TimerWorker's thread at the top
+// of each round of its loop, between reading the wake-up sequence (step 1 in
+// timer_worker.cc) and checking for Stop(), the window in which a Stop() must not be
+// lost. Costs one relaxed load of a global per round while none is installed.
+void SetTimerWorkerTestHook(void (*hook)(TimerWorker* worker));
 
 }  // namespace spindle::internal
 

@@ -3,7 +3,9 @@
 #include "timer/internal/timer_worker.h"
 
 #include <atomic>
+#include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -66,6 +68,50 @@ TEST(TimerWorkerTest, FiresInExpiryOrderAndNeverEarly) {
     EXPECT_LE(due[earlier], due[later]) << "fired out of expiry order at position " << k;
   }
   EXPECT_GT(compared, kTimers / 2);
+}
+
+// Holds the first round of `g_stalled`'s loop, between its two reads, until Stop() has
+// both set the stop flag and bumped the wake-up sequence.
+std::atomic<TimerWorker*> g_stalled{nullptr};
+std::atomic<bool> g_stall_entered{false};
+
+void StallUntilStopIsRequested(TimerWorker* worker) {
+  if (worker != g_stalled.load()) return;
+  g_stalled.store(nullptr);  // the first round only
+  const int seq = worker->wake_sequence();
+  g_stall_entered.store(true);
+  while (!worker->stop_requested() || worker->wake_sequence() == seq) {
+    std::this_thread::yield();
+  }
+}
+
+// Stop() lands between the loop's read of the wake-up sequence and its check of the stop
+// flag. The thread must see the stop and leave. (Before the fix the loop checked the
+// flag first and read the sequence second: a Stop() in between left it waiting on the
+// new sequence, with no timer and no wake-up to come, and Stop()'s join hung. Seen on
+// 16 cores as a hung ~ScopedRuntime in future_test.)
+TEST(TimerWorkerTest, StopBetweenTheLoopsTwoReadsIsNotLost) {
+  ScopedRuntime runtime(1);
+  // Leaked if the test fails: its thread cannot be joined then.
+  auto* worker = new TimerWorker(Runtime::Get().group(0));
+  g_stall_entered = false;
+  g_stalled = worker;
+  SetTimerWorkerTestHook(&StallUntilStopIsRequested);
+  worker->Start();
+  ASSERT_TRUE(WaitFor([] { return g_stall_entered.load(); }, 10s));
+  auto stopped = std::make_shared<std::atomic<bool>>(false);
+  std::thread stopper([worker, stopped] {
+    worker->Stop();
+    stopped->store(true);
+  });
+  const bool ok = WaitFor([&] { return stopped->load(); }, 10s);
+  SetTimerWorkerTestHook(nullptr);
+  if (!ok) {
+    stopper.detach();  // blocked in join() for good; the process exits around it
+    FAIL() << "TimerWorker::Stop() did not return: the thread slept through the stop";
+  }
+  stopper.join();
+  delete worker;
 }
 
 }  // namespace
