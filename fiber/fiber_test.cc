@@ -32,10 +32,8 @@ class FiberTest : public ::testing::TestWithParam<std::size_t> {
   std::size_t workers() const { return GetParam(); }
 };
 
-INSTANTIATE_TEST_SUITE_P(Workers, FiberTest, ::testing::Values(1, 2, 4),
-                         [](const auto& info) {
-                           return std::to_string(info.param) + "Workers";
-                         });
+INSTANTIATE_TEST_SUITE_P(Workers, FiberTest, spindle::testing::WorkerCounts(),
+                         spindle::testing::WorkerCountName);
 
 // Every fiber increments its own slot; each slot must end at exactly 1.
 void ExpectEachRanOnce(const std::vector<std::atomic<int>>& runs) {

@@ -118,14 +118,21 @@
 //       the fiber. So a stealable fiber queued behind busy workers is always seen by
 //       some awake thief (unless a non-stealable entry is ahead of it: Steal() looks at
 //       the oldest entry only). Missing a thief never strands a fiber: our own workers
-//       still run everything queued here. Not covered: a fiber re-queued by Yield() or
-//       Dispatch() (UnlockAndRequeue) wakes nobody, so a thief already asleep does not
-//       hear of it; it waits for our workers, as in v1 without stealing.
+//       still run everything queued here. A fiber re-queued by Yield() or Dispatch()
+//       (UnlockAndRequeue) is pushed with P1-P4 like any other, so T1 covers it too.
 //
 // Parking. A fiber parks (Halt) while holding its own scheduler lock; the context it
 // switches to releases the lock in its landing hook (FiberEntity::SwitchTo). Resume()
 // takes that lock first, so it cannot queue the fiber before its registers are saved.
-// Yield and Dispatch queue the fiber they leave from a landing hook for the same reason.
+// Yield and Dispatch queue the fiber they leave from a landing hook for the same reason,
+// and that push is a producer's like any other (P1-P4). It used to wake nobody, on the
+// argument that the yielding worker is busy and comes back to the queue: true only once
+// the fiber it switched to stops running. A partner fiber yields, its worker takes the
+// waiter fiber and re-queues the partner, the waiter spins until the partner has run,
+// and the other worker sleeps: stranded (tests/scheduler_stress_test.cc,
+// PartnerThatYieldsAlwaysGetsAWorkerBack, failed in 2 runs of 2 that way). A runnable
+// fiber must never wait while a worker of its group is idle; the price is P1's fence
+// per yield.
 
 #include "runtime/internal/scheduling_group.h"
 
@@ -671,10 +678,8 @@ void SchedulingGroup::UnlockAndRequeue(void* arg) {
   auto* fiber = static_cast<FiberEntity*>(arg);
   fiber->scheduler_lock.unlock();
   auto* group = static_cast<SchedulingGroup*>(fiber->scheduling_group);
-  // No wake-up: this worker is busy (it just switched to another fiber) and will come
-  // back to the queue, so the fiber cannot be stranded; idle workers that poll find it
-  // too. Waking one would cost a fence, and often a system call, per yield.
   group->Push(EncodeEntry(fiber), !fiber->scheduling_group_local);
+  group->WakeUpOneWorker();  // see "Parking" at the top
 }
 
 void SchedulingGroup::Yield(FiberEntity* self) {

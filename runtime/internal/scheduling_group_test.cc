@@ -126,10 +126,8 @@ TEST(SchedulingGroupProtocolTest, ClaimOfASpinnerHoldingAFiberIsPassedOn) {
 
 class SchedulingGroupTest : public ::testing::TestWithParam<std::size_t> {};
 
-INSTANTIATE_TEST_SUITE_P(Workers, SchedulingGroupTest, ::testing::Values(1, 2, 4),
-                         [](const auto& info) {
-                           return std::to_string(info.param) + "Workers";
-                         });
+INSTANTIATE_TEST_SUITE_P(Workers, SchedulingGroupTest, spindle::testing::WorkerCounts(),
+                         spindle::testing::WorkerCountName);
 
 
 TEST_P(SchedulingGroupTest, NoLostWakeUpWhenStartingAsWorkersFallAsleep) {
