@@ -2,10 +2,14 @@
 
 #include "runtime/runtime.h"
 
+#include <sched.h>
 #include <time.h>
 
 #include <atomic>
+#include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "fiber/fiber.h"
 #include "gflags/gflags.h"
@@ -104,7 +108,42 @@ TEST(RuntimeLayoutTest, IntrospectionMatchesTheFlags) {
     EXPECT_EQ(GetSchedulingGroupSize(), 3u);
     EXPECT_EQ(GetFiberCount(), 0u);
   }
-  EXPECT_GE(internal::DefaultConcurrency(), 1u);
+}
+
+// The CPU quota of this process's cgroup (v2), rounded up; 0 if none. Read here
+// independently of the runtime's own reader.
+std::size_t CgroupQuotaForTest() {
+  std::ifstream in("/sys/fs/cgroup/cpu.max");
+  std::string quota;
+  long long period = 0;
+  if (!(in >> quota >> period) || quota == "max" || period <= 0) return 0;
+  return static_cast<std::size_t>((std::stoll(quota) + period - 1) / period);
+}
+
+// DefaultConcurrency() counts the CPUs the calling thread may run on, capped by the
+// cgroup quota: checked on threads restricted to one CPU and to two.
+TEST(RuntimeLayoutTest, DefaultConcurrencyFollowsTheAffinityMaskAndQuota) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &all)) cpus.push_back(cpu);
+  }
+  ASSERT_FALSE(cpus.empty());
+  const std::size_t quota = CgroupQuotaForTest();
+  for (std::size_t k : {std::size_t{1}, std::size_t{2}}) {
+    if (k > cpus.size()) break;
+    std::size_t seen = 0;
+    std::thread([&] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (std::size_t i = 0; i < k; ++i) CPU_SET(cpus[i], &set);
+      ASSERT_EQ(sched_setaffinity(0, sizeof(set), &set), 0);
+      seen = internal::DefaultConcurrency();
+    }).join();
+    const std::size_t expected = quota != 0 && quota < k ? quota : k;
+    EXPECT_EQ(seen, expected) << "on a thread allowed " << k << " CPUs, quota " << quota;
+  }
 }
 
 // A fake two-node machine: groups per node, their nodes and CPUs, and the accessible

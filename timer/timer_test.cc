@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -158,29 +159,44 @@ TEST(TimerTest, SleepOnAPlainThreadSleepsTheThread) {
   EXPECT_GE(TimerClock::now() - start, 2ms);
 }
 
+// Timers due in 20 ms are killed by a TimerKiller's destructor, by Reset() and by a
+// move-assignment over it; a control timer due at the same time is not killed. With one
+// worker, callbacks start in expiry order and run in the order they start, so once the
+// sentinel, due 10 ms after the others, has run, a killed timer that fired anyway would
+// have run too.
 TEST(TimerTest, TimerKillerKillsOnDestruction) {
   ScopedRuntime runtime(1);
-  std::atomic<int> ran{0};
+  std::atomic<int> killed_ran{0}, control_ran{0};
+  std::atomic<bool> sentinel_ran{false};
+  const auto due = TimerClock::now() + 20ms;
   {
-    TimerKiller killer(SetTimer(TimerClock::now() + 1h, [&] { ++ran; }));
+    TimerKiller killer(SetTimer(due, [&] { ++killed_ran; }));
   }
-  TimerKiller moved;
-  moved = TimerKiller(SetTimer(TimerClock::now() + 1h, [&] { ++ran; }));
-  moved.Reset();
-  EXPECT_EQ(ran.load(), 0);
+  TimerKiller reset(SetTimer(due, [&] { ++killed_ran; }));
+  reset.Reset();
+  TimerKiller moved(SetTimer(due, [&] { ++killed_ran; }));
+  moved = TimerKiller(SetTimer(due, [&] { ++control_ran; }));  // kills the first
+  SetDetachedTimer(due + 10ms, [&] { sentinel_ran = true; });
+  ASSERT_TRUE(WaitFor([&] { return sentinel_ran.load(); }, 10s));
+  EXPECT_EQ(control_ran.load(), 1) << "the timer that was not killed did not fire";
+  EXPECT_EQ(killed_ran.load(), 0) << "a killed timer fired";
 }
 
 // Shutdown with pending one-shot and periodic timers and sleeping fibers: sleeping
-// fibers finish (TerminateRuntime drains), pending timers are cancelled and freed
-// (ASan checks the leak), and nothing runs once TerminateRuntime has returned (every
-// runtime thread is joined by then).
+// fibers finish (TerminateRuntime drains), and every pending timer is cancelled and
+// released: the callbacks are destroyed by the time TerminateRuntime returns (they all
+// hold `token`), so none can run afterwards, and ASan sees no leak.
 TEST(TimerTest, ShutdownCancelsPendingTimers) {
   std::atomic<int> periodic_calls{0}, far_calls{0}, slept{0};
+  auto token = std::make_shared<int>(0);
+  const std::weak_ptr<int> watch = token;
   {
     ScopedRuntime runtime(2);
-    SetDetachedTimer(TimerClock::now(), 1ms, [&] { ++periodic_calls; });
-    SetDetachedTimer(TimerClock::now() + 1h, [&] { ++far_calls; });
-    const std::uint64_t kept = SetTimer(TimerClock::now() + 1h, [&] { ++far_calls; });
+    SetDetachedTimer(TimerClock::now(), 1ms, [&, token] { ++periodic_calls; });
+    SetDetachedTimer(TimerClock::now() + 1h, [&, token] { ++far_calls; });
+    const std::uint64_t kept =
+        SetTimer(TimerClock::now() + 1h, [&, token] { ++far_calls; });
+    token.reset();
     for (int i = 0; i < 100; ++i) {
       StartFiberDetached([&] {
         this_fiber::SleepFor(2ms);
@@ -188,12 +204,14 @@ TEST(TimerTest, ShutdownCancelsPendingTimers) {
       });
     }
     ASSERT_TRUE(WaitFor([&] { return periodic_calls.load() >= 3; }));
-    KillTimer(kept);
+    EXPECT_TRUE(KillTimer(kept));
+    EXPECT_FALSE(watch.expired()) << "the two detached timers are still pending";
   }
-  const int periodic_at_return = periodic_calls.load();
   EXPECT_EQ(slept.load(), 100);
+  EXPECT_TRUE(watch.expired())
+      << "a pending timer's callback outlived TerminateRuntime: not cancelled or not "
+         "released (" << watch.use_count() << " left)";
   EXPECT_EQ(far_calls.load(), 0);
-  EXPECT_EQ(periodic_calls.load(), periodic_at_return);
 }
 
 TEST(TimerDeathTest, PeriodicTimerNeedsAPositiveInterval) {
