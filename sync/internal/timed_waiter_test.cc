@@ -55,6 +55,14 @@ void NotifySide(Round& round, int delay_us) {
 
 // {waiter fiber, waiter thread} x {notifier fiber, notifier thread}: a notify racing
 // the deadline wakes the waiter exactly once, and the waiter's result names the winner.
+//
+// Both sides spin their thread (WaitFor) while they wait for the other, so with a fiber
+// on each side the two fibers must run on the two workers at once. That is not an
+// assumption that hides scheduler bugs but a check of the wake-up protocol: the second
+// fiber is started while the first spins on one worker, and it must be handed to the
+// other, idle worker. On 16 cores this test found a lost claim of a spinner (S3 in
+// runtime/internal/scheduling_group.cc); the 2-core reproductions are in
+// scheduling_group_test and scheduler_stress_test.
 class TimedWaiterRaceTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 
 INSTANTIATE_TEST_SUITE_P(
