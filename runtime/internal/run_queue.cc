@@ -170,6 +170,13 @@ RunQueue::~RunQueue() {
 }
 
 bool RunQueue::PushSlow(std::uintptr_t entry, bool stealable) {
+  std::uint64_t pos = 0;
+  if (!Claim(&pos)) return false;
+  Publish(SlotAt(pos), pos, entry, stealable);
+  return true;
+}
+
+bool RunQueue::Claim(std::uint64_t* claimed) {
   // relaxed: a guess, as in Push().
   std::uint64_t pos = tail_.load(std::memory_order_relaxed);
   for (;;) {
@@ -181,7 +188,7 @@ bool RunQueue::PushSlow(std::uintptr_t entry, bool stealable) {
       // relaxed CAS: claims pos and publishes nothing (Publish() does). On failure it
       // reloads pos.
       if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-        Publish(slot, pos, entry, stealable);
+        *claimed = pos;
         return true;
       }
     } else if (distance < 0) {

@@ -118,6 +118,15 @@ class RunQueue {
 
   std::size_t capacity() const { return capacity_; }
 
+  // Tests only: the two halves of a Push() by a producer preempted between them, the
+  // window described under "Progress caveat". ClaimForTesting() claims the next position
+  // without publishing it (false if the queue is full); PublishForTesting() publishes
+  // `entry` there.
+  bool ClaimForTesting(std::uint64_t* position) { return Claim(position); }
+  void PublishForTesting(std::uint64_t position, std::uintptr_t entry, bool stealable) {
+    Publish(SlotAt(position), position, entry, stealable);
+  }
+
  private:
   // Slot::state, one 64-bit word:
   //
@@ -179,6 +188,8 @@ class RunQueue {
   }
 
   bool PushSlow(std::uintptr_t entry, bool stealable);
+  // Claims the next position for a push; false if the queue is full.
+  bool Claim(std::uint64_t* position);
   std::uintptr_t TakeSlow(bool steal);
 
   // Read-only after construction; shared by every thread, so kept off the lines the

@@ -28,20 +28,22 @@
 //       (the spinner pays that system call, not the producer).
 //   S3. Leaving: clear our bit with fetch_and and keep its old value. If the bit was
 //       already clear, a producer claimed us (P2, or a batch): we owe it a poll. Without
-//       a fiber we poll the queue once more; with one (popped before the claim landed)
-//       we cannot take a second, so we pass the claim on with P1-P4 (WakeUpOneWorker).
+//       a fiber we poll the queue once more. With one (maybe popped before the claim
+//       landed) we cannot take a second: if the queue still holds fibers, we pass the
+//       claim on with P1-P4 (WakeUpOneWorker; "more work" below).
 //       If we got a fiber and fewer than two workers remain spinning, set
 //       `pending_spinner_wakeup_`: under load a new spinner should be recruited before
 //       the next push arrives.
 //   W1. Set our bit in `sleeping_workers_` (seq_cst RMW).
 //   W2. seq_cst fence.
-//   W3. Re-check the queue. If it has a fiber: clear our sleeping bit. If a producer had
-//       already cleared it (P3), that producer's Wake() is meant for us but we are not
-//       going to sleep on it; wake another worker so its fiber is not stranded, and the
-//       banked count makes our next Wait() return early (harmless). Otherwise, if the
-//       group is stopping or our worker has a victim with fibers to steal (T2 below),
-//       clear our bit and return without sleeping.
-//   W4. Otherwise Wait() on our slot; then go back to polling.
+//   W3. Re-check the queue. If it has a fiber: clear our sleeping bit, and if the queue
+//       still holds fibers, wake another worker ("more work" below): a producer that
+//       already cleared our bit (P3) spent its Wake() on us, and its fiber may be among
+//       them (the banked count makes our next Wait() return early: harmless).
+//       Otherwise, if the group is stopping or our worker has a victim with fibers to
+//       steal (T2 below), clear our bit and return without sleeping.
+//   W4. Otherwise Wait() on our slot; then poll, and if we got a fiber and the queue
+//       still holds fibers, wake another worker ("more work").
 //
 // No lost wake-up. The pair (push; P1; read masks) against (W1; W2; read queue) is
 // the store-buffering (Dekker) pattern with a seq_cst fence on each side: at least one
@@ -50,7 +52,8 @@
 // lands between W3 and W4 makes W4 return at once. A spinner claimed by a producer
 // (P2) either polls again before it stops (S1, S3), and the fiber was pushed before the
 // claim, so it takes that fiber or another worker already did; or it holds a fiber
-// already and passes the claim on (S3), which is P1-P4 again for the same fiber.
+// already and passes the claim on (S3) while fibers are still queued, which is P1-P4
+// again for the same fiber.
 //
 // The wake-up that was lost before S3 passed claims on (seen on 16 cores, in
 // timed_waiter_test; reproduced on 2 cores by scheduling_group_test's
@@ -66,9 +69,30 @@
 //      code ignored that and polled again only when it held no fiber. B runs N.
 //   7. W waits in the queue while A sleeps, until B finishes N. If N waits for W (the
 //      test's notifier spins until the waiter publishes itself), that is forever.
-// Step 6 now passes the claim on: B runs P1-P3 for W, which finds A's sleeping bit
-// (A set it in 4 before the claim in 5 was made, or A's W3 re-check sees W) and wakes
-// A. Whoever clears a bit owns a poll, and every owned poll happens or is handed on.
+// Step 6 now passes the claim on: B sees W queued and runs P1-P3 for it, which finds
+// A's sleeping bit (A set it in 4 before the claim in 5 was made, or A's W3 re-check
+// sees W) and wakes A. Whoever clears a bit owns a poll, and every owned poll happens
+// or is handed on while its fiber may still be queued.
+//
+// More work (Go's rule: a woken M that finds work and sees more wakes another). A poll
+// can come back empty while fibers are queued: a producer preempted between claiming
+// its queue position and publishing it hides every later position (see the progress
+// caveat in run_queue.h), so the poll a claim or a Wake() paid for finds nothing, and
+// the worker goes back to sleep. The interleaving (workers X and Y asleep, X lower):
+//   1. Producer A claims position 5 and is preempted before publishing it.
+//   2. Producer B pushes F6 at position 6 and wakes X (P3).
+//   3. X polls: position 5 is unpublished, so the queue looks empty. X spins, finds
+//      nothing, and sleeps again (W1-W4; W3's poll is empty for the same reason).
+//   4. A publishes F5 and wakes X, the lowest sleeper, again.
+//   5. X runs F5. F6 waits while Y sleeps, until X is done with F5: forever if F5
+//      waits for F6 (runtime/internal/scheduling_group_test.cc, StalledPush...).
+// So a worker that takes a fiber on a wake-up path (S3 when claimed, W3, after W4) and
+// still sees fibers queued wakes one more worker (P1-P4). In step 5 X wakes Y, which
+// runs F6. The cost is two relaxed loads on those paths, and a wake-up only while a
+// backlog exists, which the woken worker then serves. Every claim or Wake() is thus
+// either a poll that takes a fiber, a poll that finds the queue truly empty (whoever
+// emptied it ran the fibers), or a hidden entry whose producer's own P1-P3, once it
+// publishes, starts a chain that drains what the stall hid.
 //
 // Batch start: all spinners are claimed at once (exchange 0), then up to n - spinners
 // sleepers, the lowest first, with one CAS over the sleeping mask (64-bit shifts; the
@@ -322,6 +346,18 @@ void SchedulingGroup::SetThieves(std::vector<SchedulingGroup*> thieves) {
   thieves_ = std::move(thieves);
 }
 
+std::uint64_t SchedulingGroup::BeginStalledStartForTesting() {
+  std::uint64_t position = 0;
+  CHECK(run_queue_.ClaimForTesting(&position)) << "run queue full";
+  return position;
+}
+
+void SchedulingGroup::FinishStalledStartForTesting(std::uint64_t position,
+                                                   FiberDesc* desc) {
+  run_queue_.PublishForTesting(position, EncodeEntry(desc), !desc->scheduling_group_local);
+  WakeUpOneWorker();
+}
+
 void SchedulingGroup::StartFiber(FiberDesc* desc) {
   Push(EncodeEntry(desc), !desc->scheduling_group_local);
   WakeUpOneWorker();
@@ -510,8 +546,9 @@ FiberEntity* SchedulingGroup::SpinningAcquireFiber(std::size_t worker) {
   std::uint64_t spinning = spinning_workers_.load(std::memory_order_relaxed);
   do {
     if (CountBits(spinning) >= 2) return nullptr;
-    // seq_cst: our bit must be visible to producers (P2) before we poll; pairs with
-    // the producer's fence P1.
+    // seq_cst CAS. No fence follows it, so a poll may still miss a push whose producer
+    // read the mask before our bit: harmless, since that producer claimed or woke
+    // someone else (P2-P4), and a producer that did claim us is seen by S3's acquire.
   } while (!spinning_workers_.compare_exchange_weak(spinning, spinning | self,
                                                     std::memory_order_seq_cst,
                                                     std::memory_order_relaxed));
@@ -539,14 +576,10 @@ FiberEntity* SchedulingGroup::SpinningAcquireFiber(std::size_t worker) {
   // after a producer's claim of our bit (its fence P1 precedes its RMW).
   const bool claimed =
       (spinning_workers_.fetch_and(~self, std::memory_order_acq_rel) & self) == 0;
-  if (fiber == nullptr) {
-    fiber = AcquireFiber();  // the poll a claim is owed
-  } else if (claimed) {
-    // A producer claimed us after we had popped a fiber: the poll it is owed is not
-    // going to happen, since we run the fiber we hold. Pass the claim on (S3 in the
-    // protocol comment), or its fiber may wait behind a sleeping worker.
-    WakeUpOneWorker();
-  }
+  if (fiber == nullptr) fiber = AcquireFiber();  // the poll a claim is owed
+  // A claimed spinner holding a fiber may owe a poll it cannot make (the claim landed
+  // after its pop): if fibers are still queued, pass the claim on (S3).
+  if (claimed && fiber != nullptr) WakeAnotherIfQueued();
   if (fiber != nullptr &&
       CountBits(spinning_workers_.load(std::memory_order_relaxed)) < 2) {
     // relaxed: see the exchange above.
@@ -565,10 +598,11 @@ FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker,
   TestPoint(SchedulerTestPoint::kMarkedSleeping, worker);
   // W3.
   if (FiberEntity* fiber = AcquireFiber()) {
-    // acq_rel: whoever clears the bit first owns the wake-up.
-    if ((sleeping_workers_.fetch_and(~self, std::memory_order_acq_rel) & self) == 0) {
-      WakeUpOneWorker();  // pass on the wake-up a producer spent on us
-    }
+    // acq_rel: whoever clears the bit first owns the wake-up; if a producer did (P3),
+    // the acquire side makes its push visible to the check below, which passes its
+    // wake-up on if its fiber is still queued.
+    sleeping_workers_.fetch_and(~self, std::memory_order_acq_rel);
+    WakeAnotherIfQueued();
     return fiber;
   }
   // acquire: pairs with the release store in Stop(). Then T2: the plan is made only
@@ -584,6 +618,7 @@ FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker,
     sleeping_workers_.fetch_and(~self, std::memory_order_acq_rel);
     return nullptr;
   }
+  TestPoint(SchedulerTestPoint::kBeforeWait, worker);
   if (plan.limit.count() == 0) {
     wait_slots_[worker].Wait();  // W4
   } else {
@@ -599,7 +634,18 @@ FiberEntity* SchedulingGroup::WaitForFiber(std::size_t worker,
   // above, a producer's claim that lands after a time-out makes its push visible to
   // the poll below (and the caller polls our queue first again if it finds nothing).
   sleeping_workers_.fetch_and(~self, std::memory_order_acq_rel);
-  return AcquireFiber();
+  FiberEntity* fiber = AcquireFiber();
+  if (fiber != nullptr) WakeAnotherIfQueued();  // W4's "more work" rule
+  return fiber;
+}
+
+void SchedulingGroup::WakeAnotherIfQueued() {
+  // relaxed: a snapshot. Every caller has taken a fiber after an acquire that made the
+  // pushes it must account for visible (a WaitSlot wake-up, or a claim RMW after the
+  // producer's fence P1), so their positions are in tail_ as we read it.
+  if (run_queue_.UnsafeSize() != 0 || overflow_size_.load(std::memory_order_relaxed) != 0) {
+    WakeUpOneWorker();
+  }
 }
 
 void SchedulingGroup::WakeUpOneWorker() {
@@ -626,8 +672,9 @@ bool SchedulingGroup::WakeUpOneSpinningWorker() {
   std::uint64_t spinning = spinning_workers_.load(std::memory_order_relaxed);
   while (spinning != 0) {
     const std::uint64_t bit = LowestBit(spinning);
-    // relaxed: the fiber is already published by the push; the spinner re-polls.
-    if (spinning_workers_.fetch_and(~bit, std::memory_order_relaxed) & bit) return true;
+    // release: the claimed spinner's acquire in S3 then sees our push even where P1 is
+    // not a fence (the TSan build); on x86 any RMW is a full barrier anyway.
+    if (spinning_workers_.fetch_and(~bit, std::memory_order_release) & bit) return true;
     spinning = spinning_workers_.load(std::memory_order_relaxed);
   }
   return false;
@@ -638,8 +685,10 @@ bool SchedulingGroup::WakeUpOneSleepingWorker() {
   std::uint64_t sleeping = sleeping_workers_.load(std::memory_order_relaxed);
   while (sleeping != 0) {
     const std::uint64_t bit = LowestBit(sleeping);
-    // relaxed: the WaitSlot's release/acquire carries the ordering to the sleeper.
-    if (sleeping_workers_.fetch_and(~bit, std::memory_order_relaxed) & bit) {
+    // release: the WaitSlot's release/acquire carries the ordering to a sleeper; this
+    // covers a worker that clears its own bit without sleeping (W3, the poll plan, a
+    // time-out) and acquires it there.
+    if (sleeping_workers_.fetch_and(~bit, std::memory_order_release) & bit) {
       wakeups_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
       wait_slots_[BitIndex(bit)].Wake();
       return true;
@@ -652,7 +701,8 @@ bool SchedulingGroup::WakeUpOneSleepingWorker() {
 void SchedulingGroup::WakeUpWorkers(std::size_t n) {
   // Claim every spinner: each will take one of the new fibers, or pass its claim on
   // (S3) if it already holds one.
-  const std::uint64_t spinners = spinning_workers_.exchange(0, std::memory_order_relaxed);
+  // release: as in WakeUpOneSpinningWorker().
+  const std::uint64_t spinners = spinning_workers_.exchange(0, std::memory_order_release);
   const std::size_t claimed = static_cast<std::size_t>(CountBits(spinners));
   if (claimed >= n) return;
   std::uint64_t sleeping = sleeping_workers_.load(std::memory_order_relaxed);
@@ -660,9 +710,9 @@ void SchedulingGroup::WakeUpWorkers(std::size_t n) {
   do {
     chosen = LowestSetBits(sleeping, n - claimed);
     if (chosen == 0) break;
-    // relaxed: as in WakeUpOneSleepingWorker().
+    // release: as in WakeUpOneSleepingWorker().
   } while (!sleeping_workers_.compare_exchange_weak(
-      sleeping, sleeping & ~chosen, std::memory_order_relaxed, std::memory_order_relaxed));
+      sleeping, sleeping & ~chosen, std::memory_order_release, std::memory_order_relaxed));
   const std::size_t woken = static_cast<std::size_t>(CountBits(chosen));
   wakeups_.fetch_add(woken, std::memory_order_relaxed);  // relaxed: statistic
   while (chosen != 0) {

@@ -121,6 +121,15 @@ class SchedulingGroup {
   // Runs the new fiber `desc` right now on this worker; `self` is queued and runs later.
   void Dispatch(FiberEntity* self, FiberDesc* desc);
 
+  // ---- Tests only.
+
+  // StartFiber() by a producer preempted inside its push, in two halves: the first
+  // claims a run queue position and returns it (consumers see the queue as empty from
+  // there on, even past later pushes, until it is published); the second publishes
+  // `desc` there and wakes a worker. CHECK-fails if the queue is full.
+  std::uint64_t BeginStalledStartForTesting();
+  void FinishStalledStartForTesting(std::uint64_t position, FiberDesc* desc);
+
   // ---- Lifetime.
 
   // Makes every worker's next wait return nullptr; the caller then joins the workers.
@@ -158,6 +167,9 @@ class SchedulingGroup {
   std::uintptr_t TakeEntry(bool steal);
   // Makes the fiber of a taken entry this group's and Running.
   FiberEntity* MakeRunning(std::uintptr_t entry);
+  // After taking a fiber on a wake-up path: wakes one more worker if fibers are still
+  // queued ("more work" at the top of scheduling_group.cc).
+  void WakeAnotherIfQueued();
   void WakeUpThief();
   void WakeUpOneWorker();
   bool WakeUpOneSpinningWorker();
@@ -213,6 +225,7 @@ enum class SchedulerTestPoint {
   kSpinning,          // a worker that just joined the spinner set (S1), before it polls
   kBeforeSleep,       // a worker, right before it marks itself sleeping (W1)
   kMarkedSleeping,    // a worker, after W2, before W3's re-check of the queue
+  kBeforeWait,        // a worker whose W3 found nothing, right before it waits (W4)
   kSpinnerTookFiber,  // a spinner that popped a fiber, before it leaves the set (S3)
   kBeforeWakeUp,      // a producer, after its push, before P1
 };

@@ -124,6 +124,62 @@ TEST(SchedulingGroupProtocolTest, ClaimOfASpinnerHoldingAFiberIsPassedOn) {
   delete group;
 }
 
+// How many times each of workers 0 and 1 has reached W4 (its W3 poll found nothing).
+std::atomic<int> g_waits[2];
+
+void CountWaits(SchedulerTestPoint point, std::size_t worker) {
+  if (point == SchedulerTestPoint::kBeforeWait && worker < 2) g_waits[worker]++;
+}
+
+// A producer preempted inside its push hides the queue from consumers: the wake-up that
+// a later producer pays for finds nothing. Steps 1-5 of "More work" at the top of
+// scheduling_group.cc, forced: X must wake Y for F6 after it takes F5. On the code
+// before the fix, F5 (which waits for F6) timed out with Y asleep.
+TEST(SchedulingGroupProtocolTest, StalledPushDoesNotStrandTheFibersItHid) {
+  SchedulingGroupOptions options;
+  options.workers = 2;
+  options.run_queue_capacity = 64;
+  options.spin_time = 1us;
+  auto* group = new (kNoNumaNode) SchedulingGroup(options);
+  g_waits[0] = 0;
+  g_waits[1] = 0;
+  SetSchedulerTestHook(&CountWaits);
+  auto worker = [group](std::size_t index) {
+    while (!group->stopping()) {
+      FiberEntity* fiber = group->SpinningAcquireFiber(index);
+      if (fiber == nullptr) {
+        fiber = group->WaitForFiber(index, [] { return SchedulingGroup::IdlePlan{}; });
+      }
+      if (fiber != nullptr) RunToCompletion(fiber);
+    }
+  };
+  std::thread x(worker, 0), y(worker, 1);
+  ASSERT_TRUE(WaitFor([] { return g_waits[0] >= 1 && g_waits[1] >= 1; }, 10s));
+  // 1. Producer A claims a position and stalls.
+  const std::uint64_t position = group->BeginStalledStartForTesting();
+  // 2. Producer B pushes F6 behind it and wakes X.
+  std::atomic<bool> f6_ran{false}, f5_ok{false}, f5_done{false};
+  const std::uint64_t wakeups_before = group->wakeups();
+  group->StartFiber(NewFiberDesc([&f6_ran] { f6_ran = true; }));
+  EXPECT_EQ(group->wakeups(), wakeups_before + 1);
+  // 3. X finds the queue empty and goes back to W4.
+  ASSERT_TRUE(WaitFor([] { return g_waits[0] >= 2; }, 10s));
+  EXPECT_FALSE(f6_ran.load()) << "F6 ran past the unpublished position";
+  // 4-5. A publishes F5 and wakes X, which runs F5; F5 waits for F6 on X's thread.
+  group->FinishStalledStartForTesting(position, NewFiberDesc([&] {
+    f5_ok = WaitFor([&] { return f6_ran.load(); }, 10s);
+    f5_done = true;
+  }));
+  ASSERT_TRUE(WaitFor([&] { return f5_done.load(); }, 20s));
+  EXPECT_TRUE(f5_ok.load()) << "F6 stayed queued behind F5 while worker 1 slept";
+  group->Stop();  // wakes Y if it still sleeps, so F6 runs and nothing leaks
+  x.join();
+  y.join();
+  SetSchedulerTestHook(nullptr);
+  EXPECT_TRUE(f6_ran.load());
+  delete group;
+}
+
 class SchedulingGroupTest : public ::testing::TestWithParam<std::size_t> {};
 
 INSTANTIATE_TEST_SUITE_P(Workers, SchedulingGroupTest, spindle::testing::WorkerCounts(),

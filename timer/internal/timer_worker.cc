@@ -119,22 +119,31 @@ TimerWorker::ProducerList* TimerWorker::ThisThreadList() {
 }
 
 void TimerWorker::Add(TimerEntry* entry) {
-  // acquire: pairs with the release store in Stop(); a timer added after Stop() is
-  // cancelled here rather than left in a list nobody reads.
-  if (stopping_.load(std::memory_order_acquire)) {
-    int expected = TimerEntry::kPending;
-    entry->state.compare_exchange_strong(expected, TimerEntry::kCancelled,
-                                         std::memory_order_acq_rel);
-    ReleaseTimerEntry(entry);
-    return;
-  }
   // Read before publishing: once the entry is in the list, the worker may fire and
   // free it at any moment.
   const std::int64_t expires_ns = ToNanos(entry->expires_at);
   ProducerList* list = ThisThreadList();
+  bool refused = false;
   {
     std::lock_guard<Spinlock> lock(list->lock);
-    list->entries.push_back(entry);
+    // acquire: pairs with the release store in Stop(). Checked under the list's lock,
+    // which Stop()'s last collection takes after that store: either that collection
+    // finds the entry (and cancels it) or we see the stop here. Checked before the lock,
+    // a periodic timer re-armed by its fiber during Stop() could land in the list after
+    // the last collection and leak.
+    if (stopping_.load(std::memory_order_acquire)) {
+      refused = true;
+    } else {
+      list->entries.push_back(entry);
+    }
+  }
+  if (refused) {
+    int expected = TimerEntry::kPending;
+    // acq_rel: as in KillTimer().
+    entry->state.compare_exchange_strong(expected, TimerEntry::kCancelled,
+                                         std::memory_order_acq_rel);
+    ReleaseTimerEntry(entry);
+    return;
   }
   StoreLoadFence();  // pairs with the worker's fence in step 3
   // relaxed: ordered by the fence above.
