@@ -26,7 +26,10 @@
 #include <memory>
 #include <new>
 
+#include <cxxabi.h>
+
 #include "fiber/internal/context.h"
+#include "fiber/internal/exception_state.h"
 #include "fiber/internal/sanitizers.h"
 #include "fiber/internal/stack_overflow.h"
 #include "fiber/internal/switch_safe_tls.h"
@@ -126,6 +129,13 @@ __attribute__((always_inline)) inline void FiberEntity::Switch(FiberEntity* targ
   DCHECK_EQ(this, GetCurrentFiberEntity()) << "only the running fiber may switch away";
   DCHECK_NE(this, target);
   Landing landing{this, hook};
+  // The exceptions being handled belong to the fiber, not the thread (see
+  // exception_state.h): ours go with us, the target's come back. Done here, before the
+  // jump, on the thread that will run the target; a fiber starting for the first time
+  // gets the empty state its entity was built with.
+  ExceptionState* const live = ThisThreadExceptionState();
+  exception_state_ = *live;
+  *live = target->exception_state_;
   SanitizerStartSwitch(leaving_for_good ? nullptr : &asan_fake_stack_,
                        target->asan_stack_bottom_, target->asan_stack_size_,
                        target->tsan_fiber_);
@@ -140,6 +150,13 @@ __attribute__((always_inline)) inline void FiberEntity::Land(Landing* landing) {
   SanitizerFinishSwitch(asan_fake_stack_);
   const LandingHook hook = landing->hook;  // copy: see the file comment
   if (hook.fn != nullptr) hook.fn(hook.arg);
+}
+
+ExceptionState* ThisThreadExceptionState() {
+  // Called through a volatile pointer: opaque to the optimizer, so no call is merged
+  // with another across a fiber switch (the function is declared const).
+  static abi::__cxa_eh_globals* (*volatile get_globals)() = &abi::__cxa_get_globals;
+  return reinterpret_cast<ExceptionState*>(get_globals());
 }
 
 void FiberEntity::SwitchTo(FiberEntity* target, LandingHook hook) {
@@ -165,6 +182,15 @@ void FiberEntity::Exit() {
     exit_barrier_hook();
     exit_barrier_hook = nullptr;
   }
+  // A fiber ends by returning from start_proc, so it has left every catch block and no
+  // exception is in flight; anything else means the state was corrupted (or an ABI hack
+  // left a handler open), and carrying it to the next fiber would release exceptions
+  // still in use.
+  const ExceptionState& live = *ThisThreadExceptionState();
+  CHECK(live.caught_exceptions == nullptr && live.uncaught_exceptions == 0)
+      << "fiber " << id << " finished while an exception was still being handled in it ("
+      << (live.caught_exceptions != nullptr ? "a caught exception, " : "")
+      << live.uncaught_exceptions << " uncaught)";
   scheduler_lock.lock();
   SetState(FiberState::kDead);
   scheduler_lock.unlock();

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "absl/functional/any_invocable.h"
+#include "fiber/internal/exception_state.h"
 #include "fiber/internal/spinlock.h"
 #include "fiber/internal/stack_allocator.h"
 
@@ -128,6 +129,9 @@ class FiberEntity {
   const void* asan_stack_bottom_ = nullptr;
   std::size_t asan_stack_size_ = 0;
   void* tsan_fiber_ = nullptr;
+  // The C++ exception-handling state while the fiber is switched out (see
+  // exception_state.h); the thread's own while it runs. Touched only by Switch().
+  ExceptionState exception_state_;
 };
 
 // Bytes reserved at the top of each stack for the control block.
