@@ -56,6 +56,14 @@ void Park(int i, Mutex& mutex) {
   }
 }
 
+// Runs body(f) on eight fibers at once, f = 0..7, and joins them.
+template <class Body>
+void OnEightFibers(Body body) {
+  std::vector<Fiber> fibers;
+  for (int f = 0; f < 8; ++f) fibers.emplace_back([&body, f] { body(f); });
+  for (auto& fiber : fibers) fiber.join();
+}
+
 class ExceptionStateTest : public ::testing::TestWithParam<std::size_t> {};
 
 INSTANTIATE_TEST_SUITE_P(Workers, ExceptionStateTest, testing::WorkerCounts(),
@@ -68,30 +76,26 @@ TEST_P(ExceptionStateTest, ParkingInsideACatchKeepsTheFibersOwnException) {
   const int iterations = static_cast<int>(Scaled(1000));
   std::atomic<int> wrong{0}, checks{0};
   Mutex mutex;
-  std::vector<Fiber> fibers;
-  for (int f = 0; f < 8; ++f) {
-    fibers.emplace_back([&, f] {
-      for (int i = 0; i < iterations; ++i) {
-        const std::string mine = "fiber " + std::to_string(f) + " round " + std::to_string(i);
+  OnEightFibers([&](int f) {
+    for (int i = 0; i < iterations; ++i) {
+      const std::string mine = "fiber " + std::to_string(f) + " round " + std::to_string(i);
+      try {
+        throw std::runtime_error(mine);
+      } catch (const std::exception& caught) {
+        if (std::uncaught_exceptions() != 0) ++wrong;
+        Park(i, mutex);
+        if (std::uncaught_exceptions() != 0) ++wrong;
         try {
-          throw std::runtime_error(mine);
-        } catch (const std::exception& caught) {
-          if (std::uncaught_exceptions() != 0) ++wrong;
-          Park(i, mutex);
-          if (std::uncaught_exceptions() != 0) ++wrong;
-          try {
-            std::rethrow_exception(std::current_exception());
-          } catch (const std::exception& again) {
-            if (&again != &caught || std::string(again.what()) != mine) ++wrong;
-          }
-          if (CurrentMessage() != mine) ++wrong;
-          ++checks;
+          std::rethrow_exception(std::current_exception());
+        } catch (const std::exception& again) {
+          if (&again != &caught || std::string(again.what()) != mine) ++wrong;
         }
-        if (std::current_exception()) ++wrong;  // left the catch: nothing handled
+        if (CurrentMessage() != mine) ++wrong;
+        ++checks;
       }
-    });
-  }
-  for (auto& f : fibers) f.join();
+      if (std::current_exception()) ++wrong;  // left the catch: nothing handled
+    }
+  });
   EXPECT_EQ(checks.load(), 8 * iterations);
   EXPECT_EQ(wrong.load(), 0);
 }
@@ -115,23 +119,19 @@ TEST_P(ExceptionStateTest, UncaughtExceptionsIsPerFiberDuringUnwinding) {
   const int iterations = static_cast<int>(Scaled(500));
   std::atomic<int> wrong{0};
   Mutex mutex;
-  std::vector<Fiber> fibers;
-  for (int f = 0; f < 8; ++f) {
-    fibers.emplace_back([&, f] {
-      for (int i = 0; i < iterations; ++i) {
-        if (f % 2 == 0) {
-          try {
-            ParkingGuard guard{1, &wrong, &mutex, i};
-            throw f;
-          } catch (int) {
-          }
-        } else {
-          ParkingGuard guard{0, &wrong, &mutex, i};  // no exception: count 0
+  OnEightFibers([&](int f) {
+    for (int i = 0; i < iterations; ++i) {
+      if (f % 2 == 0) {
+        try {
+          ParkingGuard guard{1, &wrong, &mutex, i};
+          throw f;
+        } catch (int) {
         }
+      } else {
+        ParkingGuard guard{0, &wrong, &mutex, i};  // no exception: count 0
       }
-    });
-  }
-  for (auto& f : fibers) f.join();
+    }
+  });
   EXPECT_EQ(wrong.load(), 0);
 }
 
@@ -142,36 +142,32 @@ TEST_P(ExceptionStateTest, NestedHandlersAndRethrowLevelsSurviveParks) {
   const int iterations = static_cast<int>(Scaled(300));
   std::atomic<int> wrong{0};
   Mutex mutex;
-  std::vector<Fiber> fibers;
-  for (int f = 0; f < 8; ++f) {
-    fibers.emplace_back([&, f] {
-      const std::string outer = "outer " + std::to_string(f);
-      const std::string inner = "inner " + std::to_string(f);
-      for (int i = 0; i < iterations; ++i) {
+  OnEightFibers([&](int f) {
+    const std::string outer = "outer " + std::to_string(f);
+    const std::string inner = "inner " + std::to_string(f);
+    for (int i = 0; i < iterations; ++i) {
+      try {
+        throw std::runtime_error(outer);
+      } catch (const std::exception& first) {
         try {
-          throw std::runtime_error(outer);
-        } catch (const std::exception& first) {
-          try {
-            throw std::logic_error(inner);
-          } catch (const std::exception&) {
-            Park(i, mutex);
-            if (CurrentMessage() != inner) ++wrong;
-          }
-          Park(i + 1, mutex);
-          if (CurrentMessage() != outer) ++wrong;
-          try {
-            throw;  // the outer exception again, one level deeper
-          } catch (const std::exception& second) {
-            Park(i + 2, mutex);
-            if (&second != &first || CurrentMessage() != outer) ++wrong;
-          }
-          Park(i + 3, mutex);
-          if (CurrentMessage() != outer) ++wrong;
+          throw std::logic_error(inner);
+        } catch (const std::exception&) {
+          Park(i, mutex);
+          if (CurrentMessage() != inner) ++wrong;
         }
+        Park(i + 1, mutex);
+        if (CurrentMessage() != outer) ++wrong;
+        try {
+          throw;  // the outer exception again, one level deeper
+        } catch (const std::exception& second) {
+          Park(i + 2, mutex);
+          if (&second != &first || CurrentMessage() != outer) ++wrong;
+        }
+        Park(i + 3, mutex);
+        if (CurrentMessage() != outer) ++wrong;
       }
-    });
-  }
-  for (auto& f : fibers) f.join();
+    }
+  });
   EXPECT_EQ(wrong.load(), 0);
 }
 

@@ -47,6 +47,19 @@ TEST(LowestSetBitsTest, SixtyFourBitArithmetic) {
 // Runs a fiber just taken from a group on this plain thread until it finishes.
 void RunToCompletion(FiberEntity* fiber) { GetMasterFiberEntity()->SwitchTo(fiber); }
 
+// A FiberWorker's idle loop without stealing, as worker `index` of `group`, run on this
+// plain thread until the group stops or `done` (if given) is set.
+void RunIdleLoop(SchedulingGroup* group, std::size_t index,
+                 const std::atomic<bool>* done = nullptr) {
+  while (!group->stopping() && (done == nullptr || !done->load())) {
+    FiberEntity* fiber = group->SpinningAcquireFiber(index);
+    if (fiber == nullptr) {
+      fiber = group->WaitForFiber(index, [] { return SchedulingGroup::IdlePlan{}; });
+    }
+    if (fiber != nullptr) RunToCompletion(fiber);
+  }
+}
+
 // What the hook below does; the test sets the flags, the workers' threads read them.
 struct Script {
   std::atomic<bool> hold_worker0_spinning{false};  // worker 0 waits in kSpinning
@@ -81,17 +94,8 @@ TEST(SchedulingGroupProtocolTest, ClaimOfASpinnerHoldingAFiberIsPassedOn) {
   SetSchedulerTestHook(&FollowScript);
 
   std::atomic<bool> n_ran{false}, w_ran{false};
-  // Worker A (0): a FiberWorker's idle loop without stealing, until it has run W or
-  // the group stops.
-  std::thread a([group, &w_ran] {
-    while (!w_ran.load() && !group->stopping()) {
-      FiberEntity* fiber = group->SpinningAcquireFiber(0);
-      if (fiber == nullptr) {
-        fiber = group->WaitForFiber(0, [] { return SchedulingGroup::IdlePlan{}; });
-      }
-      if (fiber != nullptr) RunToCompletion(fiber);
-    }
-  });
+  // Worker A (0), until it has run W or the group stops.
+  std::thread a([group, &w_ran] { RunIdleLoop(group, 0, &w_ran); });
   // 1. A and B spin; A is held before its first poll, so B will pop N.
   ASSERT_TRUE(WaitFor([&] { return group->spinning_workers() == 0b01; }, 10s));
   std::thread b([group] {
@@ -144,16 +148,7 @@ TEST(SchedulingGroupProtocolTest, StalledPushDoesNotStrandTheFibersItHid) {
   g_waits[0] = 0;
   g_waits[1] = 0;
   SetSchedulerTestHook(&CountWaits);
-  auto worker = [group](std::size_t index) {
-    while (!group->stopping()) {
-      FiberEntity* fiber = group->SpinningAcquireFiber(index);
-      if (fiber == nullptr) {
-        fiber = group->WaitForFiber(index, [] { return SchedulingGroup::IdlePlan{}; });
-      }
-      if (fiber != nullptr) RunToCompletion(fiber);
-    }
-  };
-  std::thread x(worker, 0), y(worker, 1);
+  std::thread x(RunIdleLoop, group, 0, nullptr), y(RunIdleLoop, group, 1, nullptr);
   ASSERT_TRUE(WaitFor([] { return g_waits[0] >= 1 && g_waits[1] >= 1; }, 10s));
   // 1. Producer A claims a position and stalls.
   const std::uint64_t position = group->BeginStalledStartForTesting();

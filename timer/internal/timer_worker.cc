@@ -58,6 +58,16 @@ std::atomic<std::uint64_t> g_next_worker_serial{1};
 // relaxed: a test installs the hook before it starts the worker it should affect.
 std::atomic<void (*)(TimerWorker*)> g_test_hook{nullptr};
 
+// Cancels a timer the worker will not fire after all (stopping) and drops the worker's
+// reference to it.
+void CancelAndRelease(TimerEntry* entry) {
+  int expected = TimerEntry::kPending;
+  // acq_rel: as in KillTimer().
+  entry->state.compare_exchange_strong(expected, TimerEntry::kCancelled,
+                                       std::memory_order_acq_rel);
+  ReleaseTimerEntry(entry);
+}
+
 }  // namespace
 
 void SetTimerWorkerTestHook(void (*hook)(TimerWorker* worker)) {
@@ -87,13 +97,7 @@ void TimerWorker::Stop() {
   WakeUp();
   thread_.join();
   CollectNewTimers();
-  for (TimerEntry* entry : heap_) {
-    int expected = TimerEntry::kPending;
-    // acq_rel: as in KillTimer().
-    entry->state.compare_exchange_strong(expected, TimerEntry::kCancelled,
-                                         std::memory_order_acq_rel);
-    ReleaseTimerEntry(entry);
-  }
+  for (TimerEntry* entry : heap_) CancelAndRelease(entry);
   heap_.clear();
 }
 
@@ -138,11 +142,7 @@ void TimerWorker::Add(TimerEntry* entry) {
     }
   }
   if (refused) {
-    int expected = TimerEntry::kPending;
-    // acq_rel: as in KillTimer().
-    entry->state.compare_exchange_strong(expected, TimerEntry::kCancelled,
-                                         std::memory_order_acq_rel);
-    ReleaseTimerEntry(entry);
+    CancelAndRelease(entry);
     return;
   }
   StoreLoadFence();  // pairs with the worker's fence in step 3
