@@ -7,6 +7,7 @@
 
 #include "fiber/internal/fiber_entity.h"
 #include "glog/logging.h"
+#include "runtime/internal/live_fibers.h"
 #include "runtime/internal/oneshot_event.h"
 #include "runtime/internal/runtime_impl.h"
 

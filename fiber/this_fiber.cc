@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "fiber/internal/fiber_entity.h"
-#include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/ready_batch.h"
 #include "sync/internal/timed_waiter.h"
 
 namespace spindle {
@@ -23,7 +23,7 @@ void Yield() {
     std::this_thread::yield();
     return;
   }
-  static_cast<internal::SchedulingGroup*>(self->scheduling_group)->Yield(self);
+  internal::YieldFiber(self);
 }
 
 std::uint64_t GetId() {

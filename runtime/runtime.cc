@@ -7,6 +7,7 @@
 
 #include "fiber/internal/fiber_entity.h"
 #include "glog/logging.h"
+#include "runtime/internal/live_fibers.h"
 #include "runtime/internal/runtime_impl.h"
 #include "runtime/internal/runtime_options.h"
 
@@ -68,8 +69,10 @@ std::vector<SchedulingGroupStats> GetSchedulingGroupStats() {
     stats.steals_in_same_node = group.steals_in_same_node();
     stats.steals_in_cross_node = group.steals_in_cross_node();
     stats.steals_out = group.steals_out();
-    stats.wakeups = group.wakeups();
-    stats.run_queue_depth = group.UnsafeRunQueueSize();
+    const internal::StrategyStats strategy = group.strategy_stats();
+    stats.wakeups = strategy.wakeups;
+    stats.steals_in_group = strategy.steals_in_group;
+    stats.run_queue_depth = strategy.global_queue_size + strategy.local_queue_size;
     all.push_back(std::move(stats));
   }
   return all;

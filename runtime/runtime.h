@@ -67,8 +67,10 @@ struct SchedulingGroupStats {
   std::uint64_t steals_in_same_node = 0;   // fibers its workers stole on its node
   std::uint64_t steals_in_cross_node = 0;  // ... and from other nodes
   std::uint64_t steals_out = 0;            // fibers other groups stole from it
+  std::uint64_t steals_in_group = 0;       // taken from a sibling worker's queue (v2)
   std::uint64_t wakeups = 0;               // sleeping workers woken
-  std::size_t run_queue_depth = 0;         // fibers queued right now (approximate)
+  std::size_t run_queue_depth = 0;         // fibers queued right now, all its queues
+                                           // (approximate)
 };
 
 // Every group's stats, in group order. Valid while the runtime runs; thread-safe.

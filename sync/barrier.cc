@@ -14,7 +14,7 @@
 #include <mutex>
 
 #include "glog/logging.h"
-#include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/ready_batch.h"
 
 namespace spindle {
 

@@ -9,7 +9,7 @@
 
 #include "sync/condition_variable.h"
 
-#include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/ready_batch.h"
 
 namespace spindle {
 

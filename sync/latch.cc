@@ -6,7 +6,7 @@
 #include "sync/latch.h"
 
 #include "glog/logging.h"
-#include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/ready_batch.h"
 
 namespace spindle {
 

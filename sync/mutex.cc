@@ -51,7 +51,7 @@
 #include <chrono>
 
 #include "glog/logging.h"
-#include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/ready_batch.h"
 
 namespace spindle {
 namespace {

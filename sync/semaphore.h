@@ -9,7 +9,7 @@
 
 #include "fiber/internal/spinlock.h"
 #include "glog/logging.h"
-#include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/ready_batch.h"
 #include "sync/internal/wait_queue.h"
 
 namespace spindle {

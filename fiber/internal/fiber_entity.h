@@ -13,6 +13,8 @@
 
 namespace spindle::internal {
 
+class SchedulingGroup;  // runtime/internal/scheduling_group.h (a layer above)
+
 // A fiber's life cycle. Every change happens under the fiber's scheduler_lock:
 //
 //   Ready --> Running --> Dead
@@ -75,8 +77,9 @@ class FiberEntity {
   // legal (see FiberState).
   void SetState(FiberState next);
 
-  // Opaque to this layer: the scheduling group that owns the fiber and its flags.
-  void* scheduling_group = nullptr;
+  // Opaque to this layer (declared only): the scheduling group that owns the fiber, and
+  // its flags.
+  SchedulingGroup* scheduling_group = nullptr;
   bool scheduling_group_local = false;
 
   // What the fiber runs. Destroyed on the fiber right after it returns.

@@ -50,6 +50,22 @@ inline FiberEntity* DecodeFiber(std::uintptr_t entry) {
   return reinterpret_cast<FiberEntity*>(entry);
 }
 
+// For whoever just took `entry` from a queue: whether it is still to be run. A joinable
+// fiber's descriptor may have been run inline by its joiner meanwhile (FiberDesc::claim);
+// then the descriptor is freed here and false returned, and the taker takes another.
+// Exactly one of the taker and the joiner wins.
+inline bool ClaimEntry(std::uintptr_t entry) {
+  if (!IsDescEntry(entry)) return true;
+  FiberDesc* desc = DecodeDesc(entry);
+  // acq_rel: exactly one of us and a joiner running the fiber inline wins; the winner
+  // sees everything the starter published.
+  if (desc->claim == nullptr || !desc->claim->exchange(true, std::memory_order_acq_rel)) {
+    return true;
+  }
+  FreeFiberDesc(desc);
+  return false;
+}
+
 }  // namespace spindle::internal
 
 #endif  // SPINDLE_RUNTIME_INTERNAL_FIBER_DESC_H_

@@ -11,8 +11,9 @@
 // in the runtime's list (it is skipped and the scan goes on, where flare and tRPC
 // returned early and so never registered same-node victims: anchors_design.md §3.4).
 //
-// Loop:
-//   L1. Pop from our own group (AcquireFiber). Found: run it.
+// Loop (the strategy's idle path, SchedulingStrategy::FindRunnable, runs these steps
+// and asks this worker, as its IdleHooks, for L2, L4 and T2; the names below are v1's):
+//   L1. Take from our own group. Found: run it.
 //   L2. Idle round: attempt each victim whose turn it is (StealFiber).
 //   L3. Spin on our own queue (v1's S1-S3), unless we are polling victims (L4): a
 //       polling worker already looks at its queue every round.
@@ -59,6 +60,7 @@
 #include "fiber/internal/spinlock.h"
 #include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
+#include "runtime/internal/global_run_queue.h"
 
 namespace spindle::internal {
 namespace {
@@ -107,16 +109,15 @@ void FiberWorker::Run() {
   group_->BindWorkerThread(index_);
   FiberEntity* master = GetMasterFiberEntity();
   for (;;) {
-    FiberEntity* fiber = AcquireOrSteal();
-    if (fiber == nullptr) {
-      fiber = group_->WaitForFiber(index_, [this] { return PlanWhenMarkedSleeping(); });  // L5
-      fruitless_steals_ = 0;  // woken: maybe by a saturated victim (T1); look again
-    }
+    // L1-L5: the strategy's idle path, which asks us (IdleHooks) about other groups.
+    FiberEntity* fiber = group_->FindRunnable(index_, *this);
+    // We ran a fiber, or were woken (maybe by a saturated victim, T1): look again.
+    fruitless_steals_ = 0;
+    fruitless_at_last_pause_ = 0;
     if (fiber == nullptr) {
       if (group_->stopping()) break;
       continue;
     }
-    fruitless_steals_ = 0;
     master->SwitchTo(fiber);
   }
   group_->BindWorkerThread(SchedulingGroup::kNoWorker);
@@ -124,41 +125,35 @@ void FiberWorker::Run() {
   *CurrentWorkerSlot() = nullptr;
 }
 
-FiberEntity* FiberWorker::AcquireOrSteal() {
-  for (;;) {
-    if (FiberEntity* fiber = group_->AcquireFiber()) return fiber;  // L1
-    const std::uint64_t fruitless_before = fruitless_steals_;
-    if (FiberEntity* fiber = StealFiber()) return fiber;            // L2
-    if (!ShouldPollVictims()) return group_->SpinningAcquireFiber(index_);  // L3, then L5
-    if (group_->stopping()) return nullptr;
-    // L4. Rounds without an attempt are cheap, so the ratio decides how often we steal.
-    // After a failed attempt, back off, and yield now and then: on an oversubscribed
-    // machine the victim's workers need the CPU more than we need to look again.
-    if (fruitless_steals_ == fruitless_before) {
-      CpuRelax();
-    } else if ((fruitless_steals_ & 7) == 0) {
-      std::this_thread::yield();
-    } else {
-      for (int i = 0; i < 16; ++i) CpuRelax();
-    }
-  }
-}
-
-FiberEntity* FiberWorker::StealFiber() {
-  if (victims_.empty()) return nullptr;
+std::uintptr_t FiberWorker::TryOtherSources() {
+  if (victims_.empty()) return 0;
   ++idle_rounds_;
   for (Victim& victim : victims_) {
     if (victim.next_round > idle_rounds_) continue;  // not its turn; the scan goes on
     victim.next_round = idle_rounds_ + victim.every_n;
-    if (FiberEntity* fiber = group_->StealFiber(victim.group)) return fiber;
+    if (std::uintptr_t entry = group_->StealEntryFrom(victim.group)) return entry;
     // Only attempts at a queue that still looks non-empty count: the entry at its head
     // is not stealable, or another worker keeps beating us to it.
-    if (victim.group->UnsafeRunQueueSize() != 0) ++fruitless_steals_;
+    if (victim.group->MayHaveStealable()) ++fruitless_steals_;
   }
-  return nullptr;
+  return 0;
 }
 
-SchedulingGroup::IdlePlan FiberWorker::PlanWhenMarkedSleeping() const {
+void FiberWorker::PausePolling() {
+  // L4. Rounds without an attempt are cheap, so the ratio decides how often we steal.
+  // After a failed attempt, back off, and yield now and then: on an oversubscribed
+  // machine the victim's workers need the CPU more than we need to look again.
+  if (fruitless_steals_ == fruitless_at_last_pause_) {
+    CpuRelax();
+  } else if ((fruitless_steals_ & 7) == 0) {
+    std::this_thread::yield();
+  } else {
+    for (int i = 0; i < 16; ++i) CpuRelax();
+  }
+  fruitless_at_last_pause_ = fruitless_steals_;
+}
+
+IdlePlan FiberWorker::PlanWhenMarkedSleeping() {
   // Asked after W2 (T2): a victim's queue that is not empty now is either polled, or,
   // after kMaxFruitlessSteals failed attempts, looked at again within
   // kStuckVictimRecheck; an empty one cannot strand a fiber (its next push sees our
@@ -168,13 +163,13 @@ SchedulingGroup::IdlePlan FiberWorker::PlanWhenMarkedSleeping() const {
   return {false, kStuckVictimRecheck};
 }
 
-bool FiberWorker::ShouldPollVictims() const {
+bool FiberWorker::ShouldPoll() {
   return fruitless_steals_ < kMaxFruitlessSteals && VictimsHaveFibers();
 }
 
 bool FiberWorker::VictimsHaveFibers() const {
   for (const Victim& victim : victims_) {
-    if (victim.group->UnsafeRunQueueSize() != 0) return true;
+    if (victim.group->MayHaveStealable()) return true;
   }
   return false;
 }

@@ -34,7 +34,7 @@ struct FiberWorkerOptions {
 // nothing else ready), take the next. The stealing policy is described at the top of
 // fiber_worker.cc. Start()/Join() from the owning Runtime only; the rest of the state is
 // the worker thread's own.
-class FiberWorker {
+class FiberWorker final : private IdleHooks {
  public:
   FiberWorker(SchedulingGroup* group, std::size_t index, FiberWorkerOptions options = {});
   ~FiberWorker();
@@ -56,15 +56,16 @@ class FiberWorker {
   };
 
   void Run();
-  FiberEntity* AcquireOrSteal();
-  // One idle round: an attempt on each victim whose turn it is.
-  FiberEntity* StealFiber();
-  // Whether to poll again instead of sleeping: some victim has queued fibers and our
-  // recent attempts were not all fruitless.
-  bool ShouldPollVictims() const;
+  // IdleHooks, asked by the strategy's idle path (see the top of fiber_worker.cc).
+  // L2, one idle round: an attempt on each victim whose turn it is.
+  std::uintptr_t TryOtherSources() override;
+  // L4: whether to poll again instead of sleeping: some victim has queued fibers and
+  // our recent attempts were not all fruitless.
+  bool ShouldPoll() override;
+  void PausePolling() override;
   // L5's choice once marked sleeping: poll victims, or sleep (bounded while a victim's
   // queue is not empty but stealing from it keeps failing).
-  SchedulingGroup::IdlePlan PlanWhenMarkedSleeping() const;
+  IdlePlan PlanWhenMarkedSleeping() override;
   bool VictimsHaveFibers() const;  // a racy hint
 
   SchedulingGroup* const group_;
@@ -74,6 +75,7 @@ class FiberWorker {
   std::vector<Victim> victims_;
   std::uint64_t idle_rounds_ = 0;
   std::uint64_t fruitless_steals_ = 0;  // failed attempts since the last fiber we ran
+  std::uint64_t fruitless_at_last_pause_ = 0;
   std::thread thread_;
 };
 

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/live_fibers.h"
 
 namespace spindle::internal {
 namespace {

@@ -11,7 +11,7 @@
 #include <mutex>
 
 #include "runtime/internal/futex.h"
-#include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/ready_batch.h"
 
 namespace spindle::internal {
 
@@ -25,7 +25,7 @@ void OneshotEvent::Signal() {
     word = thread_waiter_;
   }
   if (fiber != nullptr) {
-    static_cast<SchedulingGroup*>(fiber->scheduling_group)->Resume(fiber);
+    ResumeFiber(fiber);
   } else if (word != nullptr) {
     // release: pairs with the acquire load in Wait(). After this store the waiter may
     // return and its word vanish; FUTEX_WAKE on a stale address only risks a spurious
@@ -43,7 +43,7 @@ void OneshotEvent::Wait() {
     std::unique_lock<Spinlock> self_lock(self->scheduler_lock);
     fiber_waiter_ = self;
     lock.unlock();
-    static_cast<SchedulingGroup*>(self->scheduling_group)->Halt(self, std::move(self_lock));
+    ParkFiber(self, std::move(self_lock));
     return;
   }
   std::atomic<int> word{0};

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "glog/logging.h"
+#include "runtime/internal/live_fibers.h"
 
 namespace spindle::internal {
 namespace {
@@ -85,6 +86,7 @@ void Runtime::BuildGroups(const RuntimeOptions& options) {
     group_options.workers = plan.workers;
     group_options.run_queue_capacity = options.run_queue_size;
     group_options.spin_time = options.spin_time;
+    group_options.strategy = options.scheduling_strategy;
     groups_.emplace_back(new (group_options.memory_node) SchedulingGroup(group_options));
     timer_workers_.push_back(std::make_unique<TimerWorker>(groups_.back().get()));
     // NearestGroup(): one entry per node, in the order the groups come.
@@ -129,6 +131,10 @@ void Runtime::BuildWorkers(const RuntimeOptions& options) {
 }
 
 Runtime::~Runtime() = default;
+
+TimerWorker* Runtime::TimerWorkerFor(const SchedulingGroup* group) const {
+  return timer_workers_[group->index()].get();
+}
 
 SchedulingGroup* Runtime::NearestGroup() {
   if (FiberWorker* worker = CurrentFiberWorker()) return worker->group();

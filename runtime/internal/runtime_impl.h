@@ -33,6 +33,8 @@ class Runtime {
   SchedulingGroup* group(std::size_t i) const { return groups_[i].get(); }
   std::size_t group_size() const { return group_size_; }
   TimerWorker* timer_worker(std::size_t i) const { return timer_workers_[i].get(); }
+  // The timer thread of `group` (a group of this runtime).
+  TimerWorker* TimerWorkerFor(const SchedulingGroup* group) const;
 
   // The group a new fiber started on this thread should go to: the current worker's
   // group, or (from other threads) the groups of the calling CPU's NUMA node in turn

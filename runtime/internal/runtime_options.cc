@@ -10,7 +10,7 @@
 
 #include "gflags/gflags.h"
 #include "runtime/internal/run_queue.h"
-#include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/scheduling_strategy.h"
 
 DEFINE_uint64(fiber_concurrency, 0,
               "Fiber worker threads in all (default 0 = the CPUs in the process's "
@@ -97,18 +97,16 @@ std::string ValidateRuntimeOptions(const RuntimeOptions& options) {
            " is invalid: expected a worker count in [0, " +
            std::to_string(kMaxConcurrency) + "] (0 = automatic)";
   }
-  if (options.scheduling_group_size > SchedulingGroup::kMaxWorkers) {
+  if (options.scheduling_group_size > kMaxWorkersPerGroup) {
     return "--fiber_scheduling_group_size=" +
            std::to_string(options.scheduling_group_size) +
            " is invalid: expected a size in [0, " +
-           std::to_string(SchedulingGroup::kMaxWorkers) + "] (0 = automatic)";
+           std::to_string(kMaxWorkersPerGroup) + "] (0 = automatic)";
   }
   std::string error = ValidateRunQueueCapacity(options.run_queue_size);
   if (!error.empty()) return error;
-  if (options.scheduling_strategy != "v1") {
-    return "--fiber_scheduling_strategy=" + options.scheduling_strategy +
-           " is invalid: expected one of: v1";
-  }
+  error = ValidateSchedulingStrategy(options.scheduling_strategy);
+  if (!error.empty()) return error;
   if (static_cast<std::size_t>(options.spin_time.count()) > kMaxSpinTimeUs) {
     return "--fiber_worker_spin_time_us=" + std::to_string(options.spin_time.count()) +
            " is invalid: expected microseconds in [0, " + std::to_string(kMaxSpinTimeUs) +

@@ -31,7 +31,7 @@
 #include "glog/logging.h"
 #include "runtime/internal/futex.h"
 #include "runtime/internal/runtime_impl.h"
-#include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/ready_batch.h"
 
 namespace spindle::internal {
 namespace {
@@ -74,7 +74,7 @@ bool TimedWaiter::WinAndWakeFiber(int to) {
       queue = true;
     }
   }
-  if (queue) static_cast<SchedulingGroup*>(fiber->scheduling_group)->QueueReady(fiber);
+  if (queue) QueueReadyFiber(fiber);
   return won;
 }
 
@@ -86,7 +86,7 @@ void TimedWaiter::OnDeadline(void* arg) {
 }
 
 TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline) {
-  auto* group = static_cast<SchedulingGroup*>(fiber_->scheduling_group);
+  SchedulingGroup* group = fiber_->scheduling_group;
   TimerEntry* timer = nullptr;
   if (deadline != TimerClock::time_point::max()) {
     timer = new TimerEntry;
@@ -95,13 +95,13 @@ TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline) {
     timer->inline_callback = &TimedWaiter::OnDeadline;
     timer->inline_arg = this;
     timer->group = group;
-    Runtime::Get().timer_worker(group->index())->Add(timer);
+    Runtime::Get().TimerWorkerFor(group)->Add(timer);
   }
   {
     std::unique_lock<Spinlock> lock(fiber_->scheduler_lock);
     // acquire: pairs with the winning flip (made under this same lock).
     if (state_.load(std::memory_order_acquire) == kWaiting) {
-      group->Halt(fiber_, std::move(lock));
+      ParkFiber(fiber_, std::move(lock));
     }
   }
   if (timer != nullptr) {

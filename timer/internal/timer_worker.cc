@@ -42,8 +42,11 @@
 #include <climits>
 #include <ctime>
 
+#include "runtime/internal/live_fibers.h"
+#include "runtime/internal/ready_batch.h"
 #include "runtime/internal/futex.h"
 #include "glog/logging.h"
+#include "runtime/internal/global_run_queue.h"
 #include "runtime/internal/scheduling_group.h"
 
 namespace spindle::internal {

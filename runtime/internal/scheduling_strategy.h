@@ -1,0 +1,197 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_SCHEDULING_STRATEGY_H_
+#define SPINDLE_RUNTIME_INTERNAL_SCHEDULING_STRATEGY_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/internal/topology.h"
+
+namespace spindle::internal {
+
+// The accepted values of --fiber_scheduling_strategy, for messages ("v1, v2").
+inline constexpr const char* kSchedulingStrategies = "v1, v2";
+// Reports what is wrong with `name` as a value of --fiber_scheduling_strategy (naming the
+// flag, the value and the accepted values); the empty string when it is valid.
+std::string ValidateSchedulingStrategy(const std::string& name);
+
+struct SchedulingGroupOptions {
+  std::size_t index = 0;                // the group's number in the runtime
+  int numa_node = kNoNumaNode;          // its node in the layout (real or fake)
+  int memory_node = kNoNumaNode;        // where its queues live (a real node)
+  std::size_t workers = 1;              // in [1, kMaxWorkersPerGroup]
+  std::size_t run_queue_capacity = 65536;  // a power of two: v1's queue, v2's global one
+  std::string strategy = "v1";          // see ValidateSchedulingStrategy()
+  // v1: how long an idle worker polls the queue before it sleeps.
+  std::chrono::nanoseconds spin_time = std::chrono::microseconds(20);
+  // v2 (see strategy_v2.cc): each worker's local queue, a power of two.
+  std::size_t local_queue_capacity = 256;
+  bool steal_half = true;    // --fiber_v2_steal: half of a sibling's queue, or one fiber
+  bool spawn_lifo = true;    // --fiber_v2_spawn: a fiber's new child runs next (runnext)
+  std::uint64_t global_check_interval = 61;  // --fiber_v2_global_check_interval, >= 1
+};
+
+inline constexpr std::size_t kMaxWorkersPerGroup = 64;
+
+// Why a fiber is being queued: strategies may place it differently (v2 runs a fiber
+// started or woken by a worker's fiber next on that worker, and sends a yielding fiber
+// to the back of the group's global queue, behind everything else that is ready).
+enum class ReadyReason {
+  kStarted,  // a new fiber
+  kWoken,    // a parked fiber made ready (mutex, event, timer, ...)
+  kYielded,  // a running fiber that yields (or dispatched a child and runs later)
+};
+
+// What an idle worker does once it has announced that it is about to sleep (and after
+// the strategy's re-check found nothing): go back to polling its other sources, or sleep
+// for at most `limit` (0: until woken).
+struct IdlePlan {
+  bool poll = false;
+  std::chrono::nanoseconds limit{0};
+};
+
+// Work an idle worker may find outside its own group, asked by the strategy's idle path
+// (SchedulingStrategy::FindRunnable) in a fixed order: after the group's own queues, and
+// again once the worker is announced as sleeping. Today that is stealing between groups
+// (FiberWorker implements it); the IO reactor plugs in here next. Called on the worker's
+// own thread only.
+class IdleHooks {
+ public:
+  virtual ~IdleHooks() = default;
+  // One non-blocking attempt: an entry (Running-to-be, ownership passes to the caller)
+  // or 0.
+  virtual std::uintptr_t TryOtherSources() = 0;
+  // Whether those sources are worth polling again instead of spinning or sleeping.
+  virtual bool ShouldPoll() = 0;
+  // Called between polling rounds: backs off (a pause, sometimes a yield of the CPU).
+  virtual void PausePolling() = 0;
+  // Asked after the worker is announced as sleeping and the strategy's own re-check
+  // found nothing (the T2 step): poll instead, or sleep with this limit.
+  virtual IdlePlan PlanWhenMarkedSleeping() = 0;
+};
+
+// Idle hooks that find nothing: a group with no other sources (tests).
+class NoIdleHooks final : public IdleHooks {
+ public:
+  std::uintptr_t TryOtherSources() override { return 0; }
+  bool ShouldPoll() override { return false; }
+  void PausePolling() override {}
+  IdlePlan PlanWhenMarkedSleeping() override { return {}; }
+};
+
+// Counters a strategy keeps (relaxed snapshots).
+struct StrategyStats {
+  std::uint64_t wakeups = 0;          // sleeping workers woken (system calls made)
+  std::uint64_t steals_in_group = 0;  // fibers taken from a sibling worker's queue
+  std::uint64_t global_queue_size = 0;
+  std::uint64_t local_queue_size = 0;  // summed over the workers (v2)
+};
+
+// How one scheduling group keeps its ready fibers and wakes its workers: the queues,
+// the idle and wake-up protocol, and the victim side of stealing between groups. The
+// SchedulingGroup in front of it turns entries into running fibers (and back), and is
+// the same for every strategy. Entries are run-queue words (fiber_desc.h: a FiberEntity
+// or a FiberDesc, tagged); the strategy never dereferences them except through
+// ClaimEntry() (dropping descriptors a joiner already ran). Each entry that goes in
+// comes out exactly once, from FindRunnable/TakeNext/Steal, or the strategy was
+// destroyed with it queued (a CHECK in the group).
+//
+// Thread-safety: Enqueue* from any thread. TakeNext/FindRunnable by worker `worker`'s
+// thread only (`worker` < the group's size). Steal/WakeOneSleeper/MayHaveStealable from
+// workers of other groups. Stop from the runtime. Allocated on the group's memory node
+// (operator new below); owned by its SchedulingGroup.
+class SchedulingStrategy {
+ public:
+  static constexpr std::size_t kNoWorker = ~std::size_t{0};
+
+  virtual ~SchedulingStrategy() = default;
+  static void* operator new(std::size_t size, int numa_node);
+  static void operator delete(void* pointer, std::size_t size);
+  static void operator delete(void* pointer, int numa_node);  // a throwing constructor
+
+  // ---- Producer side. `origin` is the calling thread's worker number in this group, or
+  // kNoWorker (another group's worker, a timer thread, a plain thread).
+  virtual void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason,
+                       std::size_t origin) = 0;
+  // `n` entries at once (all kStarted or all kWoken), waking up to `n` workers.
+  virtual void EnqueueBatch(const std::uintptr_t* entries, const bool* stealable,
+                            std::size_t n, std::size_t origin) = 0;
+
+  // ---- Worker side.
+  // The next entry without blocking or waking anyone (between two fibers, Yield, park);
+  // 0 if the worker's sources are empty.
+  virtual std::uintptr_t TakeNext(std::size_t worker) = 0;
+  // The idle path, one pass: the group's queues, then `hooks`, then the strategy's own
+  // spinning, announcing, re-checking and sleeping. Returns an entry, or 0 after a sleep
+  // or a poll plan (the caller loops), or 0 at once while stopping.
+  virtual std::uintptr_t FindRunnable(std::size_t worker, IdleHooks& hooks) = 0;
+
+  // ---- Victim side of stealing between groups (callers: other groups' workers).
+  // A stealable entry, or 0. Never blocks; never takes a scheduling_group_local entry.
+  virtual std::uintptr_t Steal() = 0;
+  // A racy hint: whether Steal() may find something.
+  virtual bool MayHaveStealable() const = 0;
+  // Wakes one sleeping worker of this group so that it polls its victims; false if none
+  // sleeps (see "T1" in strategy_v1.cc).
+  virtual bool WakeOneSleeper() = 0;
+  // Groups whose workers may steal from this one, woken when every worker of this group
+  // is busy and fibers wait. Set before any worker starts.
+  virtual void SetThieves(std::vector<SchedulingStrategy*> thieves) = 0;
+
+  // ---- Lifetime.
+  // Makes every worker's FindRunnable return 0 from now on, without sleeping.
+  virtual void Stop() = 0;
+  bool stopping() const {
+    return stopping_.load(std::memory_order_acquire);  // pairs with Stop()'s release
+  }
+  // Whether any entry is still queued (a relaxed snapshot; exact once workers stopped).
+  virtual bool UnsafeEmpty() const = 0;
+  virtual StrategyStats stats() const = 0;
+
+ protected:
+  // release in Stop() implementations, acquire in stopping().
+  std::atomic<bool> stopping_{false};
+};
+
+// Tests only: the steps of the idle and wake-up protocols (strategy_v1.cc and
+// strategy_v2.cc) at which a test may pause, yield or block the thread that reaches
+// them, to widen a race window (random pauses under oversubscription) or to force one
+// exact interleaving. The hook gets the step and the worker's number (kNoWorker on a
+// producer's thread).
+enum class SchedulerTestPoint {
+  kSpinning,          // v1: a worker that just joined the spinner set (S1), before it polls
+  kBeforeSleep,       // a worker, right before it announces that it will sleep
+  kMarkedSleeping,    // a worker, announced, before its re-check of the queues
+  kBeforeWait,        // a worker whose re-check found nothing, right before it waits
+  kSpinnerTookFiber,  // v1: a spinner that popped a fiber, before it leaves the set (S3)
+  kBeforeWakeUp,      // a producer, after its push, before its wake-up decision
+};
+using SchedulerTestHook = void (*)(SchedulerTestPoint point, std::size_t worker);
+// Installs `hook` (nullptr removes it) in every group. Costs one relaxed load of a
+// global per step while none is installed; the producer's step is on the hot path.
+void SetSchedulerTestHook(SchedulerTestHook hook);
+
+namespace strategy_internal {
+// relaxed: a test installs the hook before it starts the workload it should affect.
+extern std::atomic<SchedulerTestHook> g_test_hook;
+}  // namespace strategy_internal
+
+inline void SchedulerTestPointReached(SchedulerTestPoint point, std::size_t worker) {
+  // relaxed: see g_test_hook.
+  if (SchedulerTestHook hook =
+          strategy_internal::g_test_hook.load(std::memory_order_relaxed)) {
+    hook(point, worker);
+  }
+}
+
+// Returns the `k` lowest set bits of `mask` (all of them if it has fewer).
+std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k);
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_SCHEDULING_STRATEGY_H_
