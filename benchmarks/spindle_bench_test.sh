@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Usage: spindle_bench_test.sh SPINDLE_BENCH FLAGFILE
 # Runs every workload of spindle_bench at a tiny scale (their self-checks), parses the
-# JSON output line by line, and checks that bad options and flag values are rejected
-# with a message naming them.
+# JSON output line by line, runs a two-column worker sweep (table and JSON), and checks
+# that bad options and flag values are rejected with a message naming them.
 set -uo pipefail
 bench=$1
 flagfile=$2
@@ -66,6 +66,29 @@ echo "$table"
 grep -q '^fib  *wall' <<<"$table" || fail "the table lacks fib's row"
 grep -q '^skynet  *wall' <<<"$table" || fail "the table lacks skynet's row"
 
+# A sweep over two worker counts: one table with a column each, and JSON rows that say
+# their column.
+sweep=(--flagfile="$flagfile" --scale=0.001 --repetitions=1 --workloads=fib,yield
+       --sweep_workers=1,2)
+table=$("$bench" "${sweep[@]}")
+echo "$table"
+grep -q '^workload .* v1 w1  *v1 w2$' <<<"$table" || fail "the sweep table lacks its columns"
+grep -q '^fib  *wall  *ms  *[0-9.]*  *[0-9.]*$' <<<"$table" || fail "the sweep table lacks fib's row"
+grep -q '^yield  *per_switch  *ns  *[0-9.]*\*  *[0-9.]*\*$' <<<"$table" ||
+  fail "the sweep table does not mark yield's own shape"
+if ! "$bench" "${sweep[@]}" --format=json >"$json"; then
+  fail "spindle_bench --sweep_workers=1,2 --format=json failed"
+fi
+python3 - "$json" <<'PYTHON' || fail "the sweep's JSON output does not check out"
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+for row in rows:
+    assert row["workers"] in (1, 2) and row["strategy"] == "v1", row
+assert sorted((r["workload"], r["workers"]) for r in rows) == [
+    ("fib", 1), ("fib", 2), ("yield", 1), ("yield", 2)], rows
+print(f"sweep JSON: {len(rows)} lines")
+PYTHON
+
 # Bad options and flag values.
 expect_rejected 2 "--repetitions=0" --repetitions=0
 expect_rejected 2 "--scale=0" --scale=0
@@ -73,6 +96,13 @@ expect_rejected 2 "--scale=-1" --scale=-1
 expect_rejected 2 "--format=xml: accepted: table, json" --format=xml
 expect_rejected 2 "--workloads=fib,,skynet" --workloads=fib,,skynet
 expect_rejected 2 "fiber_run_queue_size" --workloads=fib --fiber_run_queue_size=3
+expect_rejected 2 "--sweep_workers=0: '0' is not a worker count: expected integers in [1, " \
+  --workloads=fib --sweep_workers=0
+expect_rejected 2 "'x' is not a worker count" --workloads=fib --sweep_workers=2,x
+expect_rejected 2 "--fiber_scheduling_strategy=no_such_strategy is invalid" \
+  --workloads=fib --fiber_scheduling_strategy=v1,no_such_strategy
+expect_rejected 2 "--fiber_scheduling_strategy=v1,,v1: an empty strategy name" \
+  --workloads=fib --fiber_scheduling_strategy=v1,,v1
 expect_rejected nonzero "no_such_flag" --no_such_flag=1
 expect_rejected nonzero "scale" --scale=abc
 
