@@ -66,6 +66,19 @@ inline bool ClaimEntry(std::uintptr_t entry) {
   return false;
 }
 
+// For the holder of a queued `entry`: if it is a descriptor whose joiner already ran the
+// fiber inline, frees it and returns true (the entry is gone). Otherwise leaves it
+// unclaimed and returns false. Lets a queue drop such dead entries early instead of
+// spending capacity on them. (The descriptor's exit hook keeps `claim` alive.)
+inline bool DropIfRunInline(std::uintptr_t entry) {
+  if (!IsDescEntry(entry)) return false;
+  FiberDesc* desc = DecodeDesc(entry);
+  // acquire: pairs with the joiner's acq_rel exchange; true is final.
+  if (desc->claim == nullptr || !desc->claim->load(std::memory_order_acquire)) return false;
+  FreeFiberDesc(desc);
+  return true;
+}
+
 }  // namespace spindle::internal
 
 #endif  // SPINDLE_RUNTIME_INTERNAL_FIBER_DESC_H_

@@ -23,7 +23,7 @@
 //       hundred nanoseconds at the default ratio; after a failed attempt the worker
 //       backs off (a short pause, and a yield of the CPU every eighth time).
 //   L5. Otherwise sleep (v1's W1-W4) until our group wakes us: a push to our group, or
-//       a victim whose workers are all busy (T1 in scheduling_group.cc). W3 asks L4's
+//       a victim whose workers are all busy (T1 in strategy_v1.cc). W3 asks L4's
 //       question again once we are marked sleeping (T2): that is what makes a fiber
 //       queued behind a victim's busy workers impossible to miss.
 //

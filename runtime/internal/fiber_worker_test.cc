@@ -39,6 +39,8 @@ class FlagRuntime {
  public:
   FlagRuntime(const std::string& topology, std::size_t workers, std::size_t group_size,
               std::size_t ratio = 16, std::size_t cross_ratio = 0) {
+    gflags::SetCommandLineOption("fiber_scheduling_strategy",
+                                 spindle::testing::TestStrategy().c_str());
     gflags::SetCommandLineOption("fiber_numa_topology_override", topology.c_str());
     gflags::SetCommandLineOption("fiber_numa_aware", topology.empty() ? "false" : "auto");
     gflags::SetCommandLineOption("fiber_concurrency", std::to_string(workers).c_str());

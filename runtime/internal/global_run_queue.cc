@@ -96,10 +96,13 @@ std::uintptr_t GlobalRunQueue::Steal() {
   }
 }
 
-std::size_t GlobalRunQueue::TakeBatch(std::uintptr_t* out, std::size_t max) {
+std::size_t GlobalRunQueue::TakeBatchUnclaimed(std::uintptr_t* out, std::size_t max) {
   std::size_t n = 0;
   while (n < max) {
-    const std::uintptr_t entry = Take();
+    std::uintptr_t entry = 0;
+    // relaxed: a hint, as in Take().
+    if (overflow_size_.load(std::memory_order_relaxed) != 0) entry = PopOverflow();
+    if (entry == 0) entry = ring_.Pop();
     if (entry == 0) break;
     out[n++] = entry;
   }

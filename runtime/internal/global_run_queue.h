@@ -46,8 +46,10 @@ class GlobalRunQueue {
   std::uintptr_t Take();
   // The oldest entry if it is stealable (never from the overflow list); 0 if none.
   std::uintptr_t Steal();
-  // Up to `max` of the oldest entries still to be run, into `out`; how many.
-  std::size_t TakeBatch(std::uintptr_t* out, std::size_t max);
+  // Up to `max` of the oldest entries, into `out`, NOT claimed (ClaimEntry): the caller
+  // claims the one it runs and queues the rest elsewhere, to be claimed by whoever takes
+  // them there. How many.
+  std::size_t TakeBatchUnclaimed(std::uintptr_t* out, std::size_t max);
 
   // Entries in the ring and in the overflow list: a relaxed snapshot. A strategy's
   // re-check reads it after its fence; a producer's push is in it once its Push()

@@ -87,6 +87,10 @@ void Runtime::BuildGroups(const RuntimeOptions& options) {
     group_options.run_queue_capacity = options.run_queue_size;
     group_options.spin_time = options.spin_time;
     group_options.strategy = options.scheduling_strategy;
+    group_options.local_queue_capacity = options.v2_local_queue_size;
+    group_options.steal_half = options.v2_steal == "half";
+    group_options.spawn_lifo = options.v2_spawn == "lifo";
+    group_options.global_check_interval = options.v2_global_check_interval;
     groups_.emplace_back(new (group_options.memory_node) SchedulingGroup(group_options));
     timer_workers_.push_back(std::make_unique<TimerWorker>(groups_.back().get()));
     // NearestGroup(): one entry per node, in the order the groups come.

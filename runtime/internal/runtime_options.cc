@@ -10,6 +10,7 @@
 
 #include "gflags/gflags.h"
 #include "runtime/internal/run_queue.h"
+#include "runtime/internal/local_queue.h"
 #include "runtime/internal/scheduling_strategy.h"
 
 DEFINE_uint64(fiber_concurrency, 0,
@@ -26,8 +27,26 @@ DEFINE_uint64(fiber_run_queue_size, 65536,
               "65536). A power of two in [2, 2^30]. When a queue is full, producers "
               "wait (with a warning): raise it if that happens.");
 DEFINE_string(fiber_scheduling_strategy, "v1",
-              "How workers share and wait for work (default v1: one shared queue per "
-              "group, at most two spinning workers). Accepted: v1.");
+              "How workers share and wait for work (default v1). Accepted: v1 (one "
+              "shared queue per group, at most two spinning workers), v2 (a local queue "
+              "and a runnext slot per worker, a global queue per group, stealing half "
+              "of a sibling's queue, a notifier that wakes a sleeper only when nobody "
+              "searches).");
+DEFINE_uint64(fiber_v2_local_queue_size, 256,
+              "Strategy v2: capacity of each worker's local queue, in fibers (default "
+              "256). A power of two in [2, 65536]. A full local queue moves half of "
+              "itself to the group's global queue.");
+DEFINE_string(fiber_v2_steal, "half",
+              "Strategy v2: what an idle worker takes from a sibling's local queue "
+              "(default half). Accepted: half, one.");
+DEFINE_string(fiber_v2_spawn, "lifo",
+              "Strategy v2: where a fiber started or woken by a fiber goes (default "
+              "lifo: the worker's runnext slot, run next; fifo: the tail of its local "
+              "queue). Accepted: lifo, fifo.");
+DEFINE_uint64(fiber_v2_global_check_interval, 61,
+              "Strategy v2: a worker looks at its group's global queue first once every "
+              "this many scheduling rounds, even with local work (default 61, as Go). "
+              "Range [1, 1000000].");
 DEFINE_uint64(fiber_worker_spin_time_us, 20,
               "Microseconds an idle worker polls its run queue before sleeping "
               "(default 20). Range [0, 10000]. Longer spins cut wake-up latency (a "
@@ -61,6 +80,7 @@ namespace {
 constexpr std::size_t kMaxConcurrency = 1024;
 constexpr std::size_t kMaxSpinTimeUs = 10000;
 constexpr std::size_t kMaxStealingRatio = std::size_t{1} << 20;
+constexpr std::uint64_t kMaxGlobalCheckInterval = 1000000;
 
 std::size_t CgroupCpuQuota() {
   std::ifstream in("/sys/fs/cgroup/cpu.max");
@@ -81,6 +101,10 @@ RuntimeOptions RuntimeOptionsFromFlags() {
   options.run_queue_size = FLAGS_fiber_run_queue_size;
   options.scheduling_strategy = FLAGS_fiber_scheduling_strategy;
   options.spin_time = std::chrono::microseconds(FLAGS_fiber_worker_spin_time_us);
+  options.v2_local_queue_size = FLAGS_fiber_v2_local_queue_size;
+  options.v2_steal = FLAGS_fiber_v2_steal;
+  options.v2_spawn = FLAGS_fiber_v2_spawn;
+  options.v2_global_check_interval = FLAGS_fiber_v2_global_check_interval;
   options.stacks = StackAllocatorOptionsFromFlags();
   options.numa_aware = FLAGS_fiber_numa_aware;
   options.accessible_cpus = FLAGS_fiber_worker_accessible_cpus;
@@ -107,6 +131,21 @@ std::string ValidateRuntimeOptions(const RuntimeOptions& options) {
   if (!error.empty()) return error;
   error = ValidateSchedulingStrategy(options.scheduling_strategy);
   if (!error.empty()) return error;
+  error = ValidateLocalQueueCapacity(options.v2_local_queue_size);
+  if (!error.empty()) return error;
+  if (options.v2_steal != "half" && options.v2_steal != "one") {
+    return "--fiber_v2_steal=" + options.v2_steal + " is invalid: expected one of: half, one";
+  }
+  if (options.v2_spawn != "lifo" && options.v2_spawn != "fifo") {
+    return "--fiber_v2_spawn=" + options.v2_spawn + " is invalid: expected one of: lifo, fifo";
+  }
+  if (options.v2_global_check_interval < 1 ||
+      options.v2_global_check_interval > kMaxGlobalCheckInterval) {
+    return "--fiber_v2_global_check_interval=" +
+           std::to_string(options.v2_global_check_interval) +
+           " is invalid: expected rounds in [1, " + std::to_string(kMaxGlobalCheckInterval) +
+           "]";
+  }
   if (static_cast<std::size_t>(options.spin_time.count()) > kMaxSpinTimeUs) {
     return "--fiber_worker_spin_time_us=" + std::to_string(options.spin_time.count()) +
            " is invalid: expected microseconds in [0, " + std::to_string(kMaxSpinTimeUs) +

@@ -94,8 +94,16 @@ inline std::string WorkerCountName(const ::testing::TestParamInfo<std::size_t>& 
   return std::to_string(info.param) + "Workers";
 }
 
+// The scheduling strategy tests run under: SPINDLE_TEST_STRATEGY in the environment
+// (v1 or v2; each test target has a twin that sets it to v2, see bazel/testing.bzl),
+// else the flag's value.
+inline std::string TestStrategy() {
+  const char* env = std::getenv("SPINDLE_TEST_STRATEGY");
+  return env != nullptr && *env != '\0' ? std::string(env) : FLAGS_fiber_scheduling_strategy;
+}
+
 // Starts a runtime of `workers` workers (one group unless `group_size` says otherwise)
-// for the lifetime of the object, restoring the flags afterwards. On the real machine
+// under TestStrategy() for the lifetime of the object, restoring the flags afterwards. On the real machine
 // the layout is not NUMA-aware (unless a test set --fiber_numa_aware), so the shape
 // does not depend on how many nodes the test machine has; a fake topology
 // (--fiber_numa_topology_override) keeps the flags as they are.
@@ -103,7 +111,8 @@ class ScopedRuntime {
  public:
   explicit ScopedRuntime(std::size_t workers, std::size_t group_size = 0,
                          std::size_t run_queue_size = 65536)
-      : numa_aware_(FLAGS_fiber_numa_aware) {
+      : numa_aware_(FLAGS_fiber_numa_aware), strategy_(FLAGS_fiber_scheduling_strategy) {
+    FLAGS_fiber_scheduling_strategy = TestStrategy();
     FLAGS_fiber_concurrency = workers;
     FLAGS_fiber_scheduling_group_size = group_size;
     FLAGS_fiber_run_queue_size = run_queue_size;
@@ -118,12 +127,14 @@ class ScopedRuntime {
     FLAGS_fiber_scheduling_group_size = 0;
     FLAGS_fiber_run_queue_size = 65536;
     FLAGS_fiber_numa_aware = numa_aware_;
+    FLAGS_fiber_scheduling_strategy = strategy_;
   }
   ScopedRuntime(const ScopedRuntime&) = delete;
   ScopedRuntime& operator=(const ScopedRuntime&) = delete;
 
  private:
   const std::string numa_aware_;
+  const std::string strategy_;
 };
 
 }  // namespace spindle::testing

@@ -34,6 +34,7 @@
 #include "runtime/internal/live_fibers.h"
 #include "runtime/internal/ready_batch.h"
 #include "runtime/internal/strategy_v1.h"
+#include "runtime/internal/strategy_v2.h"
 
 namespace spindle::internal {
 namespace {
@@ -59,6 +60,10 @@ void ReclaimFiber(FiberEntity* dead) {
 std::unique_ptr<SchedulingStrategy> MakeStrategy(const SchedulingGroupOptions& options) {
   const std::string error = ValidateSchedulingStrategy(options.strategy);
   CHECK(error.empty()) << error;
+  if (options.strategy == "v2") {
+    return std::unique_ptr<SchedulingStrategy>(new (options.memory_node)
+                                                   StrategyV2(options));
+  }
   return std::unique_ptr<SchedulingStrategy>(new (options.memory_node)
                                                  StrategyV1(options));
 }

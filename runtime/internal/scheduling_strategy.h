@@ -40,7 +40,7 @@ inline constexpr std::size_t kMaxWorkersPerGroup = 64;
 
 // Why a fiber is being queued: strategies may place it differently (v2 runs a fiber
 // started or woken by a worker's fiber next on that worker, and sends a yielding fiber
-// to the back of the group's global queue, behind everything else that is ready).
+// to the back of its worker's local queue, behind everything else ready there).
 enum class ReadyReason {
   kStarted,  // a new fiber
   kWoken,    // a parked fiber made ready (mutex, event, timer, ...)

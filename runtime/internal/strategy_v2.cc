@@ -1,0 +1,559 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Scheduling strategy v2: per-worker queues, a global queue, and a notifier. Designs
+// studied (../shared/reference/io_and_v2.md §1-2): Go's runq/runnext/findRunnable and
+// its spinning-M rule, Taskflow's notifier (announce, re-check, commit or cancel), and
+// tRPC-Cpp v2's routing. This is our own implementation; where it departs, it says why.
+//
+// Queues.
+//   - Each worker owns a bounded SPMC LocalQueue (local_queue.h: the owner's push is a
+//     plain release store, its pop one CAS; thieves grab half with one CAS) and a
+//     `runnext` slot.
+//   - The group's bounded MPMC queue (GlobalRunQueue, the same as v1's, with its
+//     overflow policy) takes fibers queued from outside the group (plain threads,
+//     timers, other groups) and the overflow of a full local queue (half of it moves,
+//     in one batch).
+//   - A fiber that yields goes to the tail of its worker's local queue, behind every
+//     fiber ready there. (Go's Gosched sends it to the global queue instead; then the
+//     1-in-61 global check below lets it overtake the local queue again and again, and
+//     fiber_test's YieldingFibersGetEqualShares saw a spread of 93 turns on 1 worker.)
+//   - A fiber started or woken by a fiber of worker w goes to w's runnext (seed 002's
+//     spawn-LIFO, Go's runnext); the entry it displaces goes to w's local tail. A
+//     displaced descriptor that its joiner already ran inline is freed instead of
+//     queued (DropIfRunInline), so join() in a loop leaves no dead entries behind.
+//     --fiber_v2_spawn=fifo turns runnext off (everything goes to the local tail).
+//
+// Taking (TakeNext, the worker's own sources, no blocking):
+//   T1. Every `global_check_interval`-th round (61, as Go), the global queue first, so
+//       fibers from outside cannot starve behind a worker that keeps feeding itself.
+//   T2. runnext, unless it was picked kMaxRunnextStreak times in a row: we have no
+//       preemption, so two fibers that hand off to each other through runnext would
+//       otherwise starve the local queue forever (Go relies on sysmon; Tokio caps its
+//       LIFO slot the same way).
+//   T3. The local queue (FIFO), then runnext again.
+//   T4. A batch from the global queue (the first runs, the rest go to the local queue).
+//
+// Idle path (FindRunnable), like Go's findRunnable:
+//   I1. TakeNext.
+//   I2. Become a searcher (searching_ + 1) if fewer than max_searching_ workers search
+//       (half the group, at least one), or always when a producer woke us (N4).
+//   I3. Search: the global queue, then siblings (half a local queue, or one entry with
+//       --fiber_v2_steal=one; then a runnext), then the IdleHooks (stealing between
+//       groups; the reactor next). A searcher repeats this for up to the spin time; a
+//       non-searcher looks once. While the hooks say their sources are worth polling,
+//       poll them (fiber_worker.cc's L4).
+//   I4. Stop searching (searching_ - 1, a seq_cst RMW, then a fence). A searcher that
+//       found work and was the last one wakes another worker if any queue still holds
+//       work (Go's resetspinning/wakep): producers skipped their wake-up while it
+//       searched, and their fibers may be among those still queued.
+//   W1. Announce: set our bit in sleeping_ (seq_cst RMW).
+//   W2. seq_cst fence.
+//   W3. Re-check every source: our own queues, the global queue, every sibling's local
+//       queue and runnext (stealing), the stop flag, then the hooks' plan (T2 of
+//       fiber_worker.cc). Found something: cancel (clear our bit) and, if more is
+//       queued, wake another ("more work", as in v1). A poll plan: cancel, return.
+//   W4. Commit: wait on our WaitSlot (counted, so a Wake() after W3 is not lost). On
+//       wake-up, clear our bit; if a producer had cleared it (N4) we are its searcher:
+//       searching_ + 1, wake_pending_ = false, and back to I3.
+//
+// Producer (Notify, after every push, local or global):
+//   N1. seq_cst fence (pairs with W2 and with I4's fence).
+//   N2. searching_ != 0: return. A searcher will find the fiber, or leaves through I4
+//       and W1-W3, whose re-check sees it.
+//   N3. wake_pending_ set: return (the worker being woken searches, I2). Else set it.
+//   N4. Claim the lowest sleeping bit (fetch_and) and Wake() its slot. The claimed
+//       worker clears wake_pending_ when it wakes (W4) or, if it had already cancelled
+//       with work (W3), when it finds its bit gone.
+//   N5. Nobody sleeps: clear wake_pending_, fence, and read sleeping_ again; a worker
+//       that announced itself meanwhile may have re-checked before the pushes of
+//       producers that skipped at N3 while we held the token, so go round (N2-N4) for
+//       it. Still nobody: every worker is busy or will re-check after those pushes. If
+//       a backlog is queued, wake a sleeping thief of another group (v1's T1).
+//       (The first version cleared the token and returned: timer_test's yield storm
+//       under v2 hung with both workers asleep and a fiber queued.)
+// Pushing to one's own local queue costs N1 and two loads while anyone searches or
+// nobody sleeps: "notifies nobody unless idle workers exist and no one is looking".
+//
+// No lost wake-up. Take a fiber F pushed by producer P, and any worker X that goes to
+// sleep without running it.
+//   - P's (push; N1; read searching_, wake_pending_, sleeping_) against X's (I4
+//     decrement; fence; ...; W1; W2; re-check) are store-buffering pairs with a seq_cst
+//     fence on each side. If P read searching_ != 0 because of X, X's re-check after
+//     its decrement sees F. If P read X's sleeping bit as clear, X's re-check sees F.
+//   - If P skipped at N3, the in-flight wake-up's worker Y clears wake_pending_ only
+//     after it counts itself as searching (W4) or after it holds a fiber and checks for
+//     more (W3 cancel): in both cases Y's later steps (I4 or "more work") see F.
+//     If the token's holder found nobody to wake, it gives the token back and reads
+//     sleeping_ again after a fence (N5): a worker announced after that read re-checks
+//     after F's push; one announced before it is woken.
+//   - A searcher that finds some other fiber and was the last one wakes another while
+//     anything is queued (I4), so F is not left behind a busy searcher.
+// Every decision to wake nobody is thus backed by a worker whose later re-check, after
+// a fence, must see F; the WaitSlot counts wake-ups, so a Wake() between W3 and W4 is
+// kept. DisableRecheckForTesting() removes W3; scheduling_group_test's hammer then
+// fails (the note of issue 13 shows it).
+//
+// Stealing between groups (Steal, for thieves): the global queue's oldest stealable
+// entry, else one entry grabbed from a sibling's local queue. Local entries carry no
+// stealable bit, so a thief that grabs a scheduling_group_local fiber gives it back
+// through the victim's global queue (with a Notify) and tries the next queue: such a
+// fiber never leaves its group and never hides what is behind it.
+//
+// Rejected: Taskflow <= 3.4's "a thief stays awake while any worker is active" rule
+// (burns a core per blocked fiber; removed upstream); waking on every push (a futex per
+// spawn); a lock around the global queue (Go's sched.lock): the lock-free ring exists.
+
+#include "runtime/internal/strategy_v2.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "fiber/internal/spinlock.h"
+#include "glog/logging.h"
+#include "runtime/internal/fiber_desc.h"
+#include "runtime/internal/futex.h"
+
+namespace spindle::internal {
+namespace {
+
+constexpr unsigned kMaxRunnextStreak = 3;
+
+// relaxed: set by a test before it starts the workload.
+std::atomic<bool> g_recheck_disabled{false};
+
+void TestPoint(SchedulerTestPoint point, std::size_t worker) {
+  SchedulerTestPointReached(point, worker);
+}
+
+std::uint64_t NextRandom(std::uint64_t& state) {
+  // xorshift64*: victim choice only.
+  state ^= state >> 12;
+  state ^= state << 25;
+  state ^= state >> 27;
+  return state * 0x2545F4914F6CDD1DULL;
+}
+
+bool IsStealable(std::uintptr_t entry) {
+  // The caller owns the entry (it grabbed it), so reading its flag is safe.
+  return IsDescEntry(entry) ? !DecodeDesc(entry)->scheduling_group_local
+                            : !DecodeFiber(entry)->scheduling_group_local;
+}
+
+}  // namespace
+
+StrategyV2::StrategyV2(const SchedulingGroupOptions& options)
+    : options_(options),
+      max_searching_(std::max<std::size_t>(1, (options.workers + 1) / 2)),
+      global_(options.index, options.run_queue_capacity, options.memory_node) {
+  CHECK_GE(options.global_check_interval, 1u)
+      << "--fiber_v2_global_check_interval must be >= 1";
+  workers_ = new std::unique_ptr<Worker>[options.workers];
+  for (std::size_t i = 0; i < options.workers; ++i) {
+    workers_[i] = std::make_unique<Worker>(options.local_queue_capacity,
+                                           options.memory_node);
+    workers_[i]->random = 0x9E3779B97F4A7C15ULL * (i + 1) + options.index;
+  }
+}
+
+StrategyV2::~StrategyV2() { delete[] workers_; }
+
+void StrategyV2::DisableRecheckForTesting(bool disabled) {
+  g_recheck_disabled.store(disabled, std::memory_order_relaxed);
+}
+
+void StrategyV2::SetThieves(std::vector<SchedulingStrategy*> thieves) {
+  thieves_ = std::move(thieves);
+}
+
+// ---- Producer side.
+
+void StrategyV2::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason,
+                         std::size_t origin) {
+  if (origin == kNoWorker) {
+    global_.Push(entry, stealable, [this] { Notify(); });
+  } else if (reason == ReadyReason::kYielded || !options_.spawn_lifo) {
+    PushLocal(origin, entry);
+  } else {
+    Worker& me = *workers_[origin];
+    // The owner's exchange; a sibling may CAS the slot away concurrently (acq_rel: the
+    // entry's referent is published to whoever takes it, and we see what it published).
+    const std::uintptr_t old = me.runnext.exchange(entry, std::memory_order_acq_rel);
+    if (old != 0 && !DropIfRunInline(old)) PushLocal(origin, old);
+  }
+  Notify();
+}
+
+void StrategyV2::EnqueueBatch(const std::uintptr_t* entries, const bool* stealable,
+                              std::size_t n, std::size_t origin) {
+  if (origin == kNoWorker) {
+    global_.PushMany(entries, stealable, n, [this] { Notify(); });
+  } else {
+    for (std::size_t i = 0; i < n; ++i) PushLocal(origin, entries[i]);
+  }
+  // One Notify per entry at most wakes as many workers as there are fibers; each stops
+  // early once a searcher exists (N2), and woken searchers wake more while work remains
+  // (I4), so a batch ramps the group up without a system call per fiber.
+  Notify();
+}
+
+void StrategyV2::PushLocal(std::size_t worker, std::uintptr_t entry) {
+  Worker& me = *workers_[worker];
+  if (me.local.Push(entry)) return;
+  // Full: move half of it, and the new entry, to the global queue in one batch (Go's
+  // runqputslow), so siblings and thieves see the backlog there too.
+  const std::size_t half = me.local.capacity() / 2 + 1;
+  std::vector<std::uintptr_t> moved(half + 1);
+  std::size_t n = me.local.Grab(moved.data(), half, /*half=*/true);
+  moved[n++] = entry;
+  std::unique_ptr<bool[]> stealable(new bool[n]);
+  for (std::size_t i = 0; i < n; ++i) stealable[i] = IsStealable(moved[i]);
+  global_.PushMany(moved.data(), stealable.get(), n, [this] { Notify(); });
+}
+
+void StrategyV2::Notify() {
+  TestPoint(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
+  StoreLoadFence();  // N1: pairs with W2 and with I4's fence.
+  for (;;) {
+    // N2. relaxed: ordered after the push by N1 (or by the fence below).
+    if (searching_.load(std::memory_order_relaxed) != 0) return;
+    // N3. relaxed load first (cheap while a wake-up is in flight); the exchange decides.
+    if (wake_pending_.load(std::memory_order_relaxed) ||
+        wake_pending_.exchange(true, std::memory_order_acq_rel)) {
+      return;
+    }
+    // N4. relaxed load: ordered after the push by N1; the fetch_and decides.
+    std::uint64_t sleeping = sleeping_.load(std::memory_order_relaxed);
+    while (sleeping != 0) {
+      const std::uint64_t bit = sleeping & (~sleeping + 1);
+      // release: a worker that clears its own bit without sleeping (W3's cancel)
+      // acquires it and sees our push; a sleeper gets it through the WaitSlot.
+      if (sleeping_.fetch_and(~bit, std::memory_order_release) & bit) {
+        wakeups_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+        workers_[static_cast<std::size_t>(__builtin_ctzll(bit))]->slot.Wake();
+        return;
+      }
+      sleeping = sleeping_.load(std::memory_order_relaxed);
+    }
+    // N5. Nobody to wake. Producers that skipped at N3 while we held the token count on
+    // a wake-up we could not make, and a worker may have announced itself after our read
+    // of sleeping_ but re-checked before their pushes: give the token back (seq_cst),
+    // fence, and look at sleeping_ again. Empty now: any later announcer's re-check
+    // comes after their pushes. Not empty: go round (N2-N4) for it.
+    wake_pending_.store(false, std::memory_order_seq_cst);
+    StoreLoadFence();
+    // relaxed: ordered by the fence above.
+    if (sleeping_.load(std::memory_order_relaxed) == 0) break;
+  }
+  WakeUpThief();
+}
+
+void StrategyV2::WakeUpThief() {
+  if (thieves_.empty() || !MayHaveStealable()) return;
+  // relaxed: only spreads the wake-ups over the thieves.
+  const std::size_t turn = next_thief_.fetch_add(1, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < thieves_.size(); ++i) {
+    if (thieves_[(turn + i) % thieves_.size()]->WakeOneSleeper()) return;
+  }
+}
+
+bool StrategyV2::WakeOneSleeper() {
+  // A thief's wake-up: no fiber of ours is involved, so no searcher is promised.
+  std::uint64_t sleeping = sleeping_.load(std::memory_order_relaxed);  // relaxed: a hint
+  while (sleeping != 0) {
+    const std::uint64_t bit = sleeping & (~sleeping + 1);
+    // release: as in Notify().
+    if (sleeping_.fetch_and(~bit, std::memory_order_release) & bit) {
+      wakeups_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+      // The woken worker counts itself as a searcher and clears wake_pending_ (W4);
+      // harmless when no producer set it.
+      workers_[static_cast<std::size_t>(__builtin_ctzll(bit))]->slot.Wake();
+      return true;
+    }
+    sleeping = sleeping_.load(std::memory_order_relaxed);
+  }
+  return false;
+}
+
+// ---- Worker side.
+
+std::uintptr_t StrategyV2::TakeLocal(Worker& me) {
+  for (;;) {
+    const std::uintptr_t entry = me.local.Pop();
+    if (entry == 0 || ClaimEntry(entry)) return entry;
+  }
+}
+
+std::uintptr_t StrategyV2::TakeFromGlobal(Worker& me) {
+  // T4: a share of the global queue (Go's globrunqget), the first to run now.
+  const std::size_t share = std::min<std::size_t>(
+      global_.UnsafeSize() / options_.workers + 1, me.local.capacity() / 2);
+  std::uintptr_t batch[32];
+  const std::size_t n = global_.TakeBatchUnclaimed(batch, std::min<std::size_t>(share, 32));
+  // Claim only the one we run: the others are claimed by whoever takes them from our
+  // local queue (a second claim of the same descriptor would read as "its joiner ran
+  // it" and drop the fiber: runtime_test's idle test lost fibers that way).
+  std::size_t first = 0;
+  while (first < n && !ClaimEntry(batch[first])) ++first;
+  for (std::size_t i = first + 1; i < n; ++i) {
+    if (!me.local.Push(batch[i])) {
+      // Cannot happen while our local queue was empty enough; keep it safe anyway.
+      global_.Push(batch[i], IsStealable(batch[i]), [this] { Notify(); });
+    }
+  }
+  return first < n ? batch[first] : 0;
+}
+
+std::uintptr_t StrategyV2::TakeNext(std::size_t worker) {
+  Worker& me = *workers_[worker];
+  ++me.tick;
+  if (me.tick % options_.global_check_interval == 0) {  // T1
+    if (std::uintptr_t entry = global_.Take()) return entry;
+  }
+  auto take_runnext = [&me]() -> std::uintptr_t {
+    // relaxed load: a hint; acquire exchange: pairs with the producer's exchange.
+    while (me.runnext.load(std::memory_order_relaxed) != 0) {
+      const std::uintptr_t entry = me.runnext.exchange(0, std::memory_order_acquire);
+      if (entry == 0) return 0;  // a sibling stole it
+      if (ClaimEntry(entry)) return entry;
+    }
+    return 0;
+  };
+  if (me.runnext_streak < kMaxRunnextStreak) {  // T2
+    if (std::uintptr_t entry = take_runnext()) {
+      ++me.runnext_streak;
+      return entry;
+    }
+  }
+  me.runnext_streak = 0;
+  if (std::uintptr_t entry = TakeLocal(me)) return entry;  // T3
+  if (std::uintptr_t entry = take_runnext()) return entry;
+  return TakeFromGlobal(me);  // T4
+}
+
+std::uintptr_t StrategyV2::StealFromSiblings(std::size_t worker) {
+  const std::size_t n = options_.workers;
+  if (n == 1) return 0;
+  Worker& me = *workers_[worker];
+  const std::size_t start = static_cast<std::size_t>(NextRandom(me.random) % n);
+  std::uintptr_t* grabbed = me.steal_buffer.get();
+  const std::size_t max = me.local.capacity() / 2;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t v = (start + i) % n;
+    if (v == worker) continue;
+    Worker& victim = *workers_[v];
+    std::size_t got = victim.local.Grab(grabbed, max, options_.steal_half);
+    std::size_t first = 0;
+    // Drop descriptors their joiners ran; keep the rest.
+    while (first < got && !ClaimEntry(grabbed[first])) ++first;
+    if (first < got) {
+      // relaxed: statistic.
+      steals_in_group_.fetch_add(got - first, std::memory_order_relaxed);
+      // Our local queue is empty here (we are idle), so the rest fits.
+      for (std::size_t k = first + 1; k < got; ++k) {
+        if (!me.local.Push(grabbed[k])) PushLocal(worker, grabbed[k]);
+      }
+      return grabbed[first];
+    }
+  }
+  // Then the runnext slots: a fiber started by a fiber that keeps its worker busy (it
+  // spins, or runs long) must not wait for it.
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t v = (start + i) % n;
+    if (v == worker) continue;
+    std::atomic<std::uintptr_t>& slot = workers_[v]->runnext;
+    // relaxed: a hint; the acquire CAS decides and pairs with the owner's exchange.
+    std::uintptr_t entry = slot.load(std::memory_order_relaxed);
+    if (entry != 0 &&
+        slot.compare_exchange_strong(entry, 0, std::memory_order_acquire,
+                                     std::memory_order_relaxed) &&
+        ClaimEntry(entry)) {
+      steals_in_group_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+      return entry;
+    }
+  }
+  return 0;
+}
+
+std::uintptr_t StrategyV2::SearchOnce(std::size_t worker, IdleHooks* hooks) {
+  if (std::uintptr_t entry = TakeNext(worker)) return entry;
+  if (std::uintptr_t entry = global_.Take()) return entry;
+  if (std::uintptr_t entry = StealFromSiblings(worker)) return entry;
+  if (hooks != nullptr) return hooks->TryOtherSources();
+  return 0;
+}
+
+bool StrategyV2::TryStartSearching() {
+  // relaxed load: a hint; the CAS decides. seq_cst CAS: producers that read the new
+  // count skip their wake-up (N2), and our later I4 decrement re-checks for them.
+  std::size_t searching = searching_.load(std::memory_order_relaxed);
+  do {
+    if (searching >= max_searching_) return false;
+  } while (!searching_.compare_exchange_weak(searching, searching + 1,
+                                             std::memory_order_seq_cst,
+                                             std::memory_order_relaxed));
+  return true;
+}
+
+void StrategyV2::StopSearching(bool found) {
+  // I4. seq_cst RMW, then a fence: pairs with N1 (a producer that saw us searching).
+  const std::size_t before = searching_.fetch_sub(1, std::memory_order_seq_cst);
+  StoreLoadFence();
+  if (found && before == 1) WakeAnotherIfQueued();
+}
+
+bool StrategyV2::AnyQueued() const {
+  if (!global_.UnsafeEmpty()) return true;
+  for (std::size_t i = 0; i < options_.workers; ++i) {
+    const Worker& w = *workers_[i];
+    // relaxed: a snapshot taken after the caller's fence.
+    if (!w.local.UnsafeEmpty() || w.runnext.load(std::memory_order_relaxed) != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void StrategyV2::WakeAnotherIfQueued() {
+  if (AnyQueued()) Notify();
+}
+
+bool StrategyV2::ClearSleepingBit(std::size_t worker) {
+  const std::uint64_t bit = std::uint64_t{1} << worker;
+  // acq_rel: if a producer cleared it first (N4), its push is visible to what we do
+  // next.
+  return (sleeping_.fetch_and(~bit, std::memory_order_acq_rel) & bit) == 0;
+}
+
+std::uintptr_t StrategyV2::FindRunnable(std::size_t worker, IdleHooks& hooks) {
+  if (std::uintptr_t entry = TakeNext(worker)) return entry;  // I1
+  bool searching = TryStartSearching();                         // I2
+  for (;;) {
+    // I3.
+    std::uintptr_t entry = 0;
+    const auto deadline = std::chrono::steady_clock::now() + options_.spin_time;
+    for (int round = 0;; ++round) {
+      entry = SearchOnce(worker, &hooks);
+      if (entry != 0 || !searching || stopping()) break;
+      if (hooks.ShouldPoll()) {
+        hooks.PausePolling();
+        continue;
+      }
+      if ((round & 15) == 15 && std::chrono::steady_clock::now() >= deadline) break;
+      for (int i = 0; i < 16; ++i) CpuRelax();
+    }
+    while (entry == 0 && !searching && hooks.ShouldPoll() && !stopping()) {
+      hooks.PausePolling();
+      entry = SearchOnce(worker, &hooks);
+    }
+    if (searching) {
+      StopSearching(entry != 0);  // I4
+      searching = false;
+    }
+    if (entry != 0) return entry;
+
+    const std::uint64_t bit = std::uint64_t{1} << worker;
+    TestPoint(SchedulerTestPoint::kBeforeSleep, worker);
+    sleeping_.fetch_or(bit, std::memory_order_seq_cst);  // W1
+    StoreLoadFence();                                     // W2: pairs with N1
+    TestPoint(SchedulerTestPoint::kMarkedSleeping, worker);
+    // W3. relaxed: a test switch.
+    if (!g_recheck_disabled.load(std::memory_order_relaxed)) {
+      entry = SearchOnce(worker, nullptr);
+    }
+    if (entry != 0) {
+      if (ClearSleepingBit(worker)) {
+        // A producer claimed us and skips wake-ups until we search: we hold a fiber
+        // instead, so end its wait (release: pairs with N3's acquire) and pass it on.
+        wake_pending_.store(false, std::memory_order_release);
+        StoreLoadFence();
+      }
+      WakeAnotherIfQueued();  // "more work"
+      return entry;
+    }
+    const IdlePlan plan = stopping() ? IdlePlan{true, {}} : hooks.PlanWhenMarkedSleeping();
+    if (plan.poll) {
+      if (ClearSleepingBit(worker)) {
+        // As above; the caller polls our queues first when we return.
+        wake_pending_.store(false, std::memory_order_release);
+        StoreLoadFence();
+        WakeAnotherIfQueued();
+      }
+      return 0;
+    }
+    TestPoint(SchedulerTestPoint::kBeforeWait, worker);
+    Worker& me = *workers_[worker];
+    if (plan.limit.count() == 0) {
+      me.slot.Wait();  // W4
+    } else {
+      const auto until = std::chrono::steady_clock::now() + plan.limit;
+      me.slot.WaitUntil(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(until.time_since_epoch())
+              .count());
+    }
+    const bool claimed = ClearSleepingBit(worker);
+    if (stopping()) return 0;
+    if (!claimed) return 0;  // a time limit, or a wake-up banked earlier: the caller loops
+    // Woken by a producer (N4) or a thief's victim: we are the searcher it counted on.
+    searching_.fetch_add(1, std::memory_order_seq_cst);
+    // release: pairs with N3's acquire; from here on producers see us searching.
+    wake_pending_.store(false, std::memory_order_release);
+    searching = true;
+  }
+}
+
+// ---- Victim side of stealing between groups.
+
+std::uintptr_t StrategyV2::Steal() {
+  if (std::uintptr_t entry = global_.Steal()) return entry;
+  const std::size_t n = options_.workers;
+  // relaxed: only spreads the thieves over our workers.
+  const std::size_t start = next_victim_.fetch_add(1, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < n; ++i) {
+    Worker& victim = *workers_[(start + i) % n];
+    std::uintptr_t entry = 0;
+    while (victim.local.Grab(&entry, 1, /*half=*/false) == 1) {
+      if (!IsStealable(entry)) {
+        // scheduling_group_local: it stays ours. Back to our global queue unclaimed
+        // (whoever takes it there claims it), and our workers are told, as for any push.
+        global_.Push(entry, /*stealable=*/false, [this] { Notify(); });
+        Notify();
+        break;
+      }
+      if (ClaimEntry(entry)) return entry;  // else a joiner ran it; try the next one
+    }
+  }
+  return 0;
+}
+
+bool StrategyV2::MayHaveStealable() const {
+  if (global_.UnsafeRingSize() != 0) return true;
+  for (std::size_t i = 0; i < options_.workers; ++i) {
+    if (!workers_[i]->local.UnsafeEmpty()) return true;
+  }
+  return false;
+}
+
+// ---- Lifetime and statistics.
+
+void StrategyV2::Stop() {
+  // release: pairs with the acquire load in stopping().
+  stopping_.store(true, std::memory_order_release);
+  for (std::size_t i = 0; i < options_.workers; ++i) workers_[i]->slot.WakeForever();
+}
+
+bool StrategyV2::UnsafeEmpty() const { return !AnyQueued(); }
+
+StrategyStats StrategyV2::stats() const {
+  StrategyStats stats;
+  // relaxed: statistics.
+  stats.wakeups = wakeups_.load(std::memory_order_relaxed);
+  stats.steals_in_group = steals_in_group_.load(std::memory_order_relaxed);
+  stats.global_queue_size = global_.UnsafeSize();
+  for (std::size_t i = 0; i < options_.workers; ++i) {
+    stats.local_queue_size += workers_[i]->local.UnsafeSize() +
+                              (workers_[i]->runnext.load(std::memory_order_relaxed) != 0);
+  }
+  return stats;
+}
+
+}  // namespace spindle::internal

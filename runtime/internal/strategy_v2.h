@@ -1,0 +1,104 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_STRATEGY_V2_H_
+#define SPINDLE_RUNTIME_INTERNAL_STRATEGY_V2_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/internal/global_run_queue.h"
+#include "runtime/internal/local_queue.h"
+#include "runtime/internal/scheduling_strategy.h"
+#include "runtime/internal/wait_slot.h"
+
+namespace spindle::internal {
+
+// Scheduling strategy v2: a bounded SPMC local queue and a `runnext` slot per worker,
+// the group's bounded MPMC queue as the global queue, stealing half of a sibling's
+// queue, and a notifier that wakes a sleeper only when nobody is searching for work.
+// The protocol and why it loses no wake-up are at the top of strategy_v2.cc.
+// Thread-safety as SchedulingStrategy says.
+class StrategyV2 final : public SchedulingStrategy {
+ public:
+  explicit StrategyV2(const SchedulingGroupOptions& options);
+  ~StrategyV2() override;
+
+  void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason,
+               std::size_t origin) override;
+  void EnqueueBatch(const std::uintptr_t* entries, const bool* stealable, std::size_t n,
+                    std::size_t origin) override;
+  std::uintptr_t TakeNext(std::size_t worker) override;
+  std::uintptr_t FindRunnable(std::size_t worker, IdleHooks& hooks) override;
+  std::uintptr_t Steal() override;
+  bool MayHaveStealable() const override;
+  bool WakeOneSleeper() override;
+  void SetThieves(std::vector<SchedulingStrategy*> thieves) override;
+  void Stop() override;
+  bool UnsafeEmpty() const override;
+  StrategyStats stats() const override;
+
+  // Tests only: disables the re-check before sleeping (N-W3 in the .cc), to show that
+  // the lost-wake-up hammer catches its absence.
+  static void DisableRecheckForTesting(bool disabled);
+
+ private:
+  struct alignas(64) Worker {
+    explicit Worker(std::size_t capacity, int numa_node)
+        : local(capacity, numa_node), steal_buffer(new std::uintptr_t[capacity / 2 + 1]) {}
+    // A fiber started or woken by this worker's fiber, run next here (seed 002's
+    // spawn-LIFO). Exchanged by the owner, CASed away by siblings that steal it.
+    std::atomic<std::uintptr_t> runnext{0};
+    LocalQueue local;
+    WaitSlot slot;
+    // The owner's alone.
+    std::uint64_t tick = 0;          // scheduling rounds, for the global-queue check
+    unsigned runnext_streak = 0;     // consecutive picks from runnext
+    std::uint64_t random = 0;        // victim choice
+    std::unique_ptr<std::uintptr_t[]> steal_buffer;  // half a local queue
+  };
+
+  std::uintptr_t TakeLocal(Worker& me);
+  std::uintptr_t TakeFromGlobal(Worker& me);
+  // One pass over the siblings: half of a local queue (or one entry), else a runnext.
+  std::uintptr_t StealFromSiblings(std::size_t worker);
+  // The whole search of an idle worker, once: own queues, global, siblings, hooks.
+  std::uintptr_t SearchOnce(std::size_t worker, IdleHooks* hooks);
+  void PushLocal(std::size_t worker, std::uintptr_t entry);
+  // After a push: the notifier's producer side (N1-N5).
+  void Notify();
+  // Whether any queue of the group holds an entry (a relaxed snapshot).
+  bool AnyQueued() const;
+  void WakeAnotherIfQueued();
+  bool TryStartSearching();
+  void StopSearching(bool found);
+  // Clears our sleeping bit; returns whether a producer had claimed it (N4).
+  bool ClearSleepingBit(std::size_t worker);
+  void WakeUpThief();
+
+  const SchedulingGroupOptions options_;
+  const std::size_t max_searching_;
+  GlobalRunQueue global_;
+  std::unique_ptr<Worker>* workers_ = nullptr;  // options_.workers of them
+
+  // Workers looking for work right now (Go's nmspinning): while it is not 0, producers
+  // wake nobody.
+  alignas(64) std::atomic<std::size_t> searching_{0};
+  // Bit i set: worker i announced that it sleeps (or is about to).
+  alignas(64) std::atomic<std::uint64_t> sleeping_{0};
+  // A producer claimed a sleeper and its wake-up is in flight: other producers wait for
+  // it to start searching instead of waking more.
+  alignas(64) std::atomic<bool> wake_pending_{false};
+  alignas(64) std::atomic<std::uint64_t> wakeups_{0};
+  std::atomic<std::uint64_t> steals_in_group_{0};
+
+  std::vector<SchedulingStrategy*> thieves_;  // immutable once workers run
+  std::atomic<std::size_t> next_thief_{0};
+  std::atomic<std::size_t> next_victim_{0};  // spreads cross-group steals
+};
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_STRATEGY_V2_H_
