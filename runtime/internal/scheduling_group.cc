@@ -130,32 +130,27 @@ void SchedulingGroup::StartFiber(FiberDesc* desc) {
   Enqueue(EncodeEntry(desc), !desc->scheduling_group_local, ReadyReason::kStarted);
 }
 
-void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
+template <class T>
+void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n) {
   constexpr std::size_t kChunk = 64;
   std::uintptr_t entries[kChunk];
   bool stealable[kChunk];
   for (std::size_t done = 0; done < n; done += kChunk) {
     const std::size_t count = std::min(kChunk, n - done);
     for (std::size_t i = 0; i < count; ++i) {
-      entries[i] = EncodeEntry(descs[done + i]);
-      stealable[i] = !descs[done + i]->scheduling_group_local;
+      entries[i] = EncodeEntry(items[done + i]);
+      stealable[i] = !items[done + i]->scheduling_group_local;
     }
     strategy_->EnqueueBatch(entries, stealable, count, CurrentWorker());
   }
 }
 
+void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
+  EnqueueMany(descs, n);
+}
+
 void SchedulingGroup::QueueReadyBatch(FiberEntity* const* fibers, std::size_t n) {
-  constexpr std::size_t kChunk = 64;
-  std::uintptr_t entries[kChunk];
-  bool stealable[kChunk];
-  for (std::size_t done = 0; done < n; done += kChunk) {
-    const std::size_t count = std::min(kChunk, n - done);
-    for (std::size_t i = 0; i < count; ++i) {
-      entries[i] = EncodeEntry(fibers[done + i]);
-      stealable[i] = !fibers[done + i]->scheduling_group_local;
-    }
-    strategy_->EnqueueBatch(entries, stealable, count, CurrentWorker());
-  }
+  EnqueueMany(fibers, n);
 }
 
 void SchedulingGroup::Resume(FiberEntity* fiber) {

@@ -122,6 +122,9 @@ class SchedulingGroup {
   // The calling thread's worker number in this group, or kNoWorker.
   std::size_t CurrentWorker() const;
   void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason);
+  // Queues n descriptors or Ready fibers in batches of 64 (EnqueueBatch).
+  template <class T>
+  void EnqueueMany(T* const* items, std::size_t n);
   FiberEntity* Instantiate(FiberDesc* desc);
   // Makes the fiber of a taken entry this group's and Running.
   FiberEntity* MakeRunning(std::uintptr_t entry);
