@@ -81,6 +81,9 @@ class FiberEntity {
   // its flags.
   SchedulingGroup* scheduling_group = nullptr;
   bool scheduling_group_local = false;
+  // The worker of that group the fiber runs on, set each time it is made Running (so
+  // the yield and park paths need no thread-local look-up).
+  std::uint32_t scheduling_worker = 0;
 
   // What the fiber runs. Destroyed on the fiber right after it returns.
   absl::AnyInvocable<void()> start_proc;

@@ -41,13 +41,13 @@ namespace {
 
 thread_local std::vector<FiberEntity*>* tls_ready_batch = nullptr;
 
-// Which worker of which group this thread is (none on other threads), and that
-// worker's fibers_run counter. Read through the switch-safe accessor: a fiber may
-// resume on another worker, so no read may be cached across a switch.
+// Which worker of which group this thread is (none on other threads). Read through the
+// switch-safe accessor: a fiber may resume on another worker, so no read may be cached
+// across a switch. The hot paths (yield, park, taking a fiber) do not read it: they know
+// their worker (FiberEntity::scheduling_worker, or the caller's argument).
 struct BoundWorker {
   const SchedulingGroup* group = nullptr;
   std::size_t index = SchedulingGroup::kNoWorker;
-  std::atomic<std::uint64_t>* fibers_run = nullptr;
 };
 thread_local BoundWorker tls_bound_worker;
 SPINDLE_SWITCH_SAFE_TLS_ACCESSOR(BoundWorker, tls_bound_worker, BoundWorkerSlot)
@@ -105,10 +105,7 @@ void SchedulingGroup::operator delete(void* pointer, int) {
 
 void SchedulingGroup::BindWorkerThread(std::size_t worker) {
   CHECK(worker == kNoWorker || worker < options_.workers) << "no worker " << worker;
-  *BoundWorkerSlot() =
-      worker == kNoWorker
-          ? BoundWorker{}
-          : BoundWorker{this, worker, &worker_counters_[worker].fibers_run};
+  *BoundWorkerSlot() = worker == kNoWorker ? BoundWorker{} : BoundWorker{this, worker};
 }
 
 std::size_t SchedulingGroup::CurrentWorker() const {
@@ -207,7 +204,7 @@ FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc) {
 
 FiberEntity* SchedulingGroup::FindRunnable(std::size_t worker, IdleHooks& hooks) {
   const std::uintptr_t entry = strategy_->FindRunnable(worker, hooks);
-  return entry == 0 ? nullptr : MakeRunning(entry);
+  return entry == 0 ? nullptr : MakeRunning(entry, worker);
 }
 
 std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup* victim) {
@@ -220,41 +217,45 @@ std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup* victim) {
   return entry;
 }
 
-FiberEntity* SchedulingGroup::MakeRunning(std::uintptr_t entry) {
+FiberEntity* SchedulingGroup::MakeRunning(std::uintptr_t entry, std::size_t worker) {
   FiberEntity* fiber = IsDescEntry(entry) ? Instantiate(DecodeDesc(entry))
                                           : DecodeFiber(entry);
   // A fiber may have been stolen from another group: it belongs to ours from now on.
   // Plain write: the fiber is not running and no one else holds it (we took its entry);
   // whoever reads it next is ordered after us through the scheduler lock below.
   fiber->scheduling_group = this;
-  if (std::atomic<std::uint64_t>* counter = BoundWorkerSlot()->fibers_run) {
+  fiber->scheduling_worker = static_cast<std::uint32_t>(worker);
+  if (worker != kNoWorker) {
+    std::atomic<std::uint64_t>& counter = worker_counters_[worker].fibers_run;
     // relaxed load + store, no read-modify-write: a statistic with one writer (this
-    // thread); readers take relaxed snapshots.
-    counter->store(counter->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    // worker's thread); readers take relaxed snapshots.
+    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
   fiber->SetState(FiberState::kRunning);
   return fiber;
 }
 
-FiberEntity* SchedulingGroup::TakeNextForSwitch() {
-  const std::size_t worker = CurrentWorker();
-  CHECK(worker != kNoWorker) << "a fiber of group " << index()
-                             << " is running on a thread that is not its worker";
+FiberEntity* SchedulingGroup::TakeNextForSwitch(FiberEntity* self) {
+  // self is Running here, on the worker MakeRunning() recorded.
+  const std::size_t worker = self->scheduling_worker;
   const std::uintptr_t entry = strategy_->TakeNext(worker);
-  return entry == 0 ? nullptr : MakeRunning(entry);
+  return entry == 0 ? nullptr : MakeRunning(entry, worker);
 }
 
 void SchedulingGroup::UnlockAndRequeue(void* arg) {
   auto* fiber = static_cast<FiberEntity*>(arg);
   fiber->scheduler_lock.unlock();
-  // A producer's push like any other, with its wake-up (see "Parking" at the top).
-  fiber->scheduling_group->Enqueue(EncodeEntry(fiber), !fiber->scheduling_group_local,
-                                   ReadyReason::kYielded);
+  // A producer's push like any other, with its wake-up (see "Parking" at the top). We
+  // run on the worker the fiber left, which it recorded when it was made Running.
+  fiber->scheduling_group->strategy_->Enqueue(EncodeEntry(fiber),
+                                              !fiber->scheduling_group_local,
+                                              ReadyReason::kYielded,
+                                              fiber->scheduling_worker);
 }
 
 void SchedulingGroup::Yield(FiberEntity* self) {
-  FiberEntity* next = TakeNextForSwitch();
+  FiberEntity* next = TakeNextForSwitch(self);
   if (next == nullptr) return;  // nothing else is ready: keep running
   self->scheduler_lock.lock();
   self->SetState(FiberState::kReady);
@@ -267,7 +268,7 @@ void SchedulingGroup::Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lo
       << "Halt() needs the fiber's own scheduler lock";
   self->SetState(FiberState::kWaiting);
   self_lock.release();  // unlocked by the landing hook below
-  FiberEntity* next = TakeNextForSwitch();
+  FiberEntity* next = TakeNextForSwitch(self);
   FiberEntity* target = next != nullptr ? next : GetMasterFiberEntity();
   self->SwitchTo(target, LandingHook{[](void* fiber) {
                                        static_cast<FiberEntity*>(fiber)
@@ -281,6 +282,7 @@ void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
   // the caller's own handle, which this fiber creates after we return.
   if (desc->claim != nullptr) desc->claim->store(true, std::memory_order_relaxed);
   FiberEntity* next = Instantiate(desc);
+  next->scheduling_worker = self->scheduling_worker;  // runs on self's worker
   {
     std::lock_guard<Spinlock> lock(next->scheduler_lock);
     next->SetState(FiberState::kRunning);

@@ -95,7 +95,9 @@ class SchedulingGroup {
   void Dispatch(FiberEntity* self, FiberDesc* desc);
 
   // ---- Tests only: what FindRunnable does with an entry a test took from the strategy.
-  FiberEntity* MakeRunningForTesting(std::uintptr_t entry) { return MakeRunning(entry); }
+  FiberEntity* MakeRunningForTesting(std::uintptr_t entry) {
+    return MakeRunning(entry, kNoWorker);
+  }
 
   // ---- Lifetime.
 
@@ -126,11 +128,12 @@ class SchedulingGroup {
   template <class T>
   void EnqueueMany(T* const* items, std::size_t n);
   FiberEntity* Instantiate(FiberDesc* desc);
-  // Makes the fiber of a taken entry this group's and Running.
-  FiberEntity* MakeRunning(std::uintptr_t entry);
-  // The next Ready fiber for a fiber that leaves its worker (Yield, Halt), made
+  // Makes the fiber of a taken entry this group's and Running on worker `worker` (whose
+  // thread calls this; kNoWorker in tests).
+  FiberEntity* MakeRunning(std::uintptr_t entry, std::size_t worker);
+  // The next Ready fiber for `self`, which leaves its worker (Yield, Halt), made
   // Running; nullptr if none.
-  FiberEntity* TakeNextForSwitch();
+  FiberEntity* TakeNextForSwitch(FiberEntity* self);
   static void UnlockAndRequeue(void* fiber);
 
   const SchedulingGroupOptions options_;
