@@ -37,8 +37,9 @@
 //   I1. TakeNext.
 //   I2. Become a searcher (searching_ + 1) if fewer than max_searching_ workers search
 //       (half the group, at least one), or always when a producer woke us (N4).
-//   I3. Search: the global queue, then siblings (half a local queue, or one entry with
-//       --fiber_v2_steal=one; then a runnext), then the IdleHooks (stealing between
+//   I3. Search: our own queues and the global queue (TakeNext), then siblings (half a
+//       local queue, or one entry with --fiber_v2_steal=one; then a runnext), then the
+//       IdleHooks (stealing between
 //       groups; the reactor next). A searcher repeats this for up to the spin time; a
 //       non-searcher looks once. While the hooks say their sources are worth polling,
 //       poll them (fiber_worker.cc's L4).
@@ -221,19 +222,7 @@ void StrategyV2::Notify() {
         wake_pending_.exchange(true, std::memory_order_acq_rel)) {
       return;
     }
-    // N4. relaxed load: ordered after the push by N1; the fetch_and decides.
-    std::uint64_t sleeping = sleeping_.load(std::memory_order_relaxed);
-    while (sleeping != 0) {
-      const std::uint64_t bit = sleeping & (~sleeping + 1);
-      // release: a worker that clears its own bit without sleeping (W3's cancel)
-      // acquires it and sees our push; a sleeper gets it through the WaitSlot.
-      if (sleeping_.fetch_and(~bit, std::memory_order_release) & bit) {
-        wakeups_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
-        workers_[static_cast<std::size_t>(__builtin_ctzll(bit))]->slot.Wake();
-        return;
-      }
-      sleeping = sleeping_.load(std::memory_order_relaxed);
-    }
+    if (WakeOneSleeper()) return;  // N4
     // N5. Nobody to wake. Producers that skipped at N3 while we held the token count on
     // a wake-up we could not make, and a worker may have announced itself after our read
     // of sleeping_ but re-checked before their pushes: give the token back (seq_cst),
@@ -257,15 +246,17 @@ void StrategyV2::WakeUpThief() {
 }
 
 bool StrategyV2::WakeOneSleeper() {
-  // A thief's wake-up: no fiber of ours is involved, so no searcher is promised.
-  std::uint64_t sleeping = sleeping_.load(std::memory_order_relaxed);  // relaxed: a hint
+  // N4 for a producer, and a thief's victim's wake-up (no fiber of ours involved). The
+  // woken worker counts itself as a searcher and clears wake_pending_ (W4), harmless
+  // when no producer set it. relaxed load: a producer's N1 orders it after the push;
+  // the fetch_and decides.
+  std::uint64_t sleeping = sleeping_.load(std::memory_order_relaxed);
   while (sleeping != 0) {
     const std::uint64_t bit = sleeping & (~sleeping + 1);
-    // release: as in Notify().
+    // release: a worker that clears its own bit without sleeping (W3's cancel) acquires
+    // it and sees the push; a sleeper gets it through the WaitSlot.
     if (sleeping_.fetch_and(~bit, std::memory_order_release) & bit) {
       wakeups_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
-      // The woken worker counts itself as a searcher and clears wake_pending_ (W4);
-      // harmless when no producer set it.
       workers_[static_cast<std::size_t>(__builtin_ctzll(bit))]->slot.Wake();
       return true;
     }
@@ -288,19 +279,27 @@ std::uintptr_t StrategyV2::TakeFromGlobal(Worker& me) {
   const std::size_t share = std::min<std::size_t>(
       global_.UnsafeSize() / options_.workers + 1, me.local.capacity() / 2);
   std::uintptr_t batch[32];
-  const std::size_t n = global_.TakeBatchUnclaimed(batch, std::min<std::size_t>(share, 32));
-  // Claim only the one we run: the others are claimed by whoever takes them from our
-  // local queue (a second claim of the same descriptor would read as "its joiner ran
-  // it" and drop the fiber: runtime_test's idle test lost fibers that way).
-  std::size_t first = 0;
-  while (first < n && !ClaimEntry(batch[first])) ++first;
-  for (std::size_t i = first + 1; i < n; ++i) {
-    if (!me.local.Push(batch[i])) {
-      // Cannot happen while our local queue was empty enough; keep it safe anyway.
-      global_.Push(batch[i], IsStealable(batch[i]), [this] { Notify(); });
+  for (;;) {
+    const std::size_t n =
+        global_.TakeBatchUnclaimed(batch, std::min<std::size_t>(share, 32));
+    if (n == 0) return 0;
+    // Claim only the one we run: the others are claimed by whoever takes them from our
+    // local queue (a second claim of the same descriptor would read as "its joiner ran
+    // it" and drop the fiber: runtime_test's idle test lost fibers that way).
+    std::size_t first = 0;
+    while (first < n && !ClaimEntry(batch[first])) ++first;
+    // A batch of descriptors that their joiners all ran says nothing about what is
+    // behind it: take the next batch (returning 0 here once left fibers queued while
+    // their worker went to sleep).
+    if (first == n) continue;
+    for (std::size_t i = first + 1; i < n; ++i) {
+      if (!me.local.Push(batch[i])) {
+        // Cannot happen while our local queue was empty enough; keep it safe anyway.
+        global_.Push(batch[i], IsStealable(batch[i]), [this] { Notify(); });
+      }
     }
+    return batch[first];
   }
-  return first < n ? batch[first] : 0;
 }
 
 std::uintptr_t StrategyV2::TakeNext(std::size_t worker) {
@@ -350,7 +349,7 @@ std::uintptr_t StrategyV2::StealFromSiblings(std::size_t worker) {
       steals_in_group_.fetch_add(got - first, std::memory_order_relaxed);
       // Our local queue is empty here (we are idle), so the rest fits.
       for (std::size_t k = first + 1; k < got; ++k) {
-        if (!me.local.Push(grabbed[k])) PushLocal(worker, grabbed[k]);
+        PushLocal(worker, grabbed[k]);
       }
       return grabbed[first];
     }
@@ -375,8 +374,8 @@ std::uintptr_t StrategyV2::StealFromSiblings(std::size_t worker) {
 }
 
 std::uintptr_t StrategyV2::SearchOnce(std::size_t worker, IdleHooks* hooks) {
+  // TakeNext ends with the global queue (T4), so it is not polled a second time here.
   if (std::uintptr_t entry = TakeNext(worker)) return entry;
-  if (std::uintptr_t entry = global_.Take()) return entry;
   if (std::uintptr_t entry = StealFromSiblings(worker)) return entry;
   if (hooks != nullptr) return hooks->TryOtherSources();
   return 0;
