@@ -20,6 +20,9 @@ class JoinState : public OneshotEvent {
  public:
   std::atomic<bool> claimed{false};
   absl::AnyInvocable<void()> start_proc;
+  // Where the fiber was queued: what join() takes back after running it inline.
+  FiberDesc* desc = nullptr;
+  SchedulingGroup* group = nullptr;
 };
 
 }  // namespace internal
@@ -45,8 +48,9 @@ internal::SchedulingGroup* ChooseGroup(const Fiber::Attributes& attributes) {
   return runtime.group(attributes.scheduling_group);
 }
 
-// Queues or dispatches `desc` as the attributes say.
-void LaunchFiber(const Fiber::Attributes& attributes, internal::FiberDesc* desc) {
+// Queues or dispatches `desc` as the attributes say; returns its group.
+internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
+                                       internal::FiberDesc* desc) {
   desc->scheduling_group_local = attributes.scheduling_group_local;
   internal::SchedulingGroup* group = ChooseGroup(attributes);
   internal::FiberEntity* self = internal::GetCurrentFiberEntity();
@@ -54,9 +58,10 @@ void LaunchFiber(const Fiber::Attributes& attributes, internal::FiberDesc* desc)
   if (attributes.launch_policy == spindle::Launch::kDispatch && in_fiber &&
       self->scheduling_group == group) {
     group->Dispatch(self, desc);
-    return;
+    return group;
   }
   group->StartFiber(desc);
+  return group;
 }
 
 }  // namespace
@@ -76,7 +81,10 @@ Fiber::Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc
   desc->exit_hook = [barrier = barrier_] { barrier->Signal(); };
   desc->claim = &barrier_->claimed;
   id_ = desc->id;
-  LaunchFiber(attributes, desc);
+  barrier_->desc = desc;
+  // The descriptor may be run and freed before LaunchFiber returns; join() touches
+  // `desc` only after winning the claim, which proves it is still queued.
+  barrier_->group = LaunchFiber(attributes, desc);
 }
 
 Fiber::~Fiber() {
@@ -121,6 +129,10 @@ void Fiber::join() {
                  << " (run inline by join())";
     }
     internal::CountFiberFinished();
+    // The descriptor is still queued somewhere; take it back (this hands over our
+    // reference to it). `self` may be on another worker by now: the group reads
+    // where it runs.
+    barrier_->group->TakeBackRunInline(self, barrier_->desc);
   } else {
     barrier_->Wait();
   }

@@ -58,6 +58,8 @@ void FreeFiberDesc(FiberDesc* desc) {
   desc->scheduling_group_local = false;
   desc->id = 0;
   desc->claim = nullptr;
+  // relaxed: the descriptor is ours alone until it is handed out again.
+  desc->run_inline_refs.store(2, std::memory_order_relaxed);
   std::vector<FiberDesc*>& cache = ThisThreadDescs();
   cache.push_back(desc);
   DescPool().SpillIfFull(&cache);

@@ -27,12 +27,27 @@ struct FiberDesc {
   // this descriptor or a joiner that runs the fiber inline (Fiber::join()). A worker
   // that finds it already set drops the descriptor. Null for detached fibers.
   std::atomic<bool>* claim = nullptr;
+  // Meaningful only once a joiner has won `claim`: the descriptor then has two owners,
+  // the queue entry (whoever takes it drops it, ClaimEntry/DropIfRunInline) and the
+  // joiner (which may take the entry back itself, SchedulingGroup::TakeBackRunInline).
+  // The joiner's reference keeps the address from being reused while it compares queue
+  // entries with it. The last of the two frees the descriptor (ReleaseRunInlineDesc).
+  std::atomic<int> run_inline_refs{2};
 };
 
 // A descriptor from the calling thread's cache (or new); all fields at their defaults.
 FiberDesc* AllocateFiberDesc();
 // Returns a descriptor whose fields have been moved from (any thread).
 void FreeFiberDesc(FiberDesc* desc);
+
+// Drops one owner of a descriptor whose fiber a joiner ran inline (see
+// FiberDesc::run_inline_refs); the last owner frees it.
+inline void ReleaseRunInlineDesc(FiberDesc* desc) {
+  // acq_rel: the last owner sees the other's accesses before freeing.
+  if (desc->run_inline_refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    FreeFiberDesc(desc);
+  }
+}
 
 // Run-queue entries are tagged pointers: a FiberEntity (64-byte aligned) or, with the
 // low bit set, a FiberDesc.
@@ -52,7 +67,7 @@ inline FiberEntity* DecodeFiber(std::uintptr_t entry) {
 
 // For whoever just took `entry` from a queue: whether it is still to be run. A joinable
 // fiber's descriptor may have been run inline by its joiner meanwhile (FiberDesc::claim);
-// then the descriptor is freed here and false returned, and the taker takes another.
+// then the queue's reference is dropped here and false returned, and the taker takes another.
 // Exactly one of the taker and the joiner wins.
 inline bool ClaimEntry(std::uintptr_t entry) {
   if (!IsDescEntry(entry)) return true;
@@ -62,12 +77,12 @@ inline bool ClaimEntry(std::uintptr_t entry) {
   if (desc->claim == nullptr || !desc->claim->exchange(true, std::memory_order_acq_rel)) {
     return true;
   }
-  FreeFiberDesc(desc);
+  ReleaseRunInlineDesc(desc);  // the joiner may still hold it
   return false;
 }
 
 // For the holder of a queued `entry`: if it is a descriptor whose joiner already ran the
-// fiber inline, frees it and returns true (the entry is gone). Otherwise leaves it
+// fiber inline, drops the queue's reference and returns true (the entry is gone). Otherwise leaves it
 // unclaimed and returns false. Lets a queue drop such dead entries early instead of
 // spending capacity on them. (The descriptor's exit hook keeps `claim` alive.)
 inline bool DropIfRunInline(std::uintptr_t entry) {
@@ -75,7 +90,7 @@ inline bool DropIfRunInline(std::uintptr_t entry) {
   FiberDesc* desc = DecodeDesc(entry);
   // acquire: pairs with the joiner's acq_rel exchange; true is final.
   if (desc->claim == nullptr || !desc->claim->load(std::memory_order_acquire)) return false;
-  FreeFiberDesc(desc);
+  ReleaseRunInlineDesc(desc);
   return true;
 }
 

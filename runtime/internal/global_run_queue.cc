@@ -43,9 +43,52 @@ void GlobalRunQueue::PushMany(const std::uintptr_t* entries, const bool* stealab
   }
 }
 
+std::size_t GlobalRunQueue::Compact(bool sweep_overflow) {
+  // Entries we pop are ours until we put them back, so looking inside them (whether a
+  // joiner ran the fiber inline) is safe here, unlike at the head of a live queue.
+  constexpr std::size_t kBatch = 256;
+  std::uintptr_t live[kBatch];
+  std::size_t kept = 0;
+  std::size_t dropped = 0;
+  const std::size_t limit = std::min(kBatch, ring_.capacity());
+  for (std::size_t i = 0; i < limit; ++i) {
+    const std::uintptr_t entry = ring_.Pop();
+    if (entry == 0) break;
+    if (DropIfRunInline(entry)) {
+      ++dropped;
+    } else {
+      live[kept++] = entry;
+    }
+  }
+  if (kept == 0 && !sweep_overflow) return dropped;
+  std::lock_guard<std::mutex> lock(overflow_lock_);
+  if (sweep_overflow) {
+    const auto gone = std::remove_if(overflow_.begin(), overflow_.end(),
+                                     [](std::uintptr_t entry) { return DropIfRunInline(entry); });
+    const auto swept = static_cast<std::size_t>(overflow_.end() - gone);
+    overflow_.erase(gone, overflow_.end());
+    // relaxed: see PushSlow().
+    overflow_size_.fetch_sub(swept, std::memory_order_relaxed);
+    dropped += swept;
+  }
+  // The oldest entries of the ring are older than anything spilled: they go in front, in
+  // their order, and keep their turn (consumers take the overflow list first). They were
+  // out of every count for a moment; the producer's wake-up decision, after its push,
+  // covers them as it covers the push.
+  overflow_.insert(overflow_.begin(), live, live + kept);
+  overflow_size_.fetch_add(kept, std::memory_order_relaxed);  // relaxed: see PushSlow()
+  return dropped;
+}
+
 void GlobalRunQueue::PushSlow(std::uintptr_t entry, bool stealable,
                               absl::FunctionRef<void()> make_room) {
+  // The ring is full. Descriptors that joiners ran inline but could not take back
+  // (another fiber was in front of them; SchedulingGroup::TakeBackRunInline) may be
+  // what fills it: Compact() drops them, and moves the live entries it passed to the
+  // overflow list, so dead entries never cost capacity or hold up a producer.
   if (tls_is_runtime_thread) {
+    Compact(/*sweep_overflow=*/false);
+    if (ring_.Push(entry, stealable)) return;
     LOG_EVERY_T(WARNING, 1) << "Run queue of scheduling group " << group_index_
                             << " is full (" << ring_.capacity()
                             << " fibers); spilling new fibers to an overflow list. Raise "
@@ -59,7 +102,11 @@ void GlobalRunQueue::PushSlow(std::uintptr_t entry, bool stealable,
     (void)stealable;  // overflow entries are taken by this group's workers only
     return;
   }
-  while (!ring_.Push(entry, stealable)) {
+  // Back-pressure counts live entries wherever they are: what Compact() moved to the
+  // overflow list still waits for a consumer.
+  for (;;) {
+    Compact(/*sweep_overflow=*/true);
+    if (UnsafeSize() < ring_.capacity() && ring_.Push(entry, stealable)) return;
     LOG_EVERY_T(WARNING, 1) << "Run queue of scheduling group " << group_index_
                             << " is full (" << ring_.capacity()
                             << " fibers); the producer waits for room. Raise "

@@ -23,7 +23,9 @@ namespace spindle::internal {
 // hold up every later timer. Such a producer spills to an overflow list instead, which
 // consumers drain first. Both paths log a rate-limited warning naming
 // --fiber_run_queue_size. UnsafeSize() counts the overflow list too, so a strategy's
-// re-check before sleeping covers spilled entries.
+// re-check before sleeping covers spilled entries. Before either, a full ring is
+// compacted: descriptors that joiners ran inline are dropped (see Compact()), so they
+// never cost capacity.
 //
 // Take() skips descriptors a joiner already ran (ClaimEntry). Thread-safe: every method
 // from any thread; must outlive them.
@@ -51,6 +53,23 @@ class GlobalRunQueue {
   // them there. How many.
   std::size_t TakeBatchUnclaimed(std::uintptr_t* out, std::size_t max);
 
+  // The ring's oldest entry and its conditional take (RunQueue::Oldest/TakeIfOldest);
+  // the overflow list is not looked at.
+  std::uintptr_t Oldest() const { return ring_.Oldest(); }
+  bool TakeIfOldest(std::uintptr_t entry) { return ring_.TakeIfOldest(entry); }
+  // SchedulingStrategy::TakeBack on the ring: while its oldest entry is `wanted`, takes
+  // it and passes it to `taken`. How many were taken.
+  std::size_t TakeBack(absl::FunctionRef<bool(std::uintptr_t)> wanted,
+                       absl::FunctionRef<void(std::uintptr_t)> taken) {
+    std::size_t n = 0;
+    for (;;) {
+      const std::uintptr_t entry = ring_.Oldest();
+      if (entry == 0 || !wanted(entry) || !ring_.TakeIfOldest(entry)) return n;
+      taken(entry);
+      ++n;
+    }
+  }
+
   // Entries in the ring and in the overflow list: a relaxed snapshot. A strategy's
   // re-check reads it after its fence; a producer's push is in it once its Push()
   // returned (the ring's tail and the overflow count are updated before that).
@@ -71,6 +90,10 @@ class GlobalRunQueue {
 
  private:
   void PushSlow(std::uintptr_t entry, bool stealable, absl::FunctionRef<void()> make_room);
+  // With the ring full: pops a batch of its oldest entries, drops those a joiner already
+  // ran inline, and moves the others, in order, to the front of the overflow list; with
+  // `sweep_overflow`, drops such entries from the overflow list too. How many dropped.
+  std::size_t Compact(bool sweep_overflow);
   std::uintptr_t PopOverflow();
 
   const std::size_t group_index_;

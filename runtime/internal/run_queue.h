@@ -111,6 +111,16 @@ class RunQueue {
   // waits for a producer, and never looks past the oldest entry.
   std::uintptr_t Steal() { return TakeSlow(/*steal=*/true); }
 
+  // The oldest entry's value without taking it, or 0 if the queue is empty (or its
+  // oldest position is not published yet). A racy snapshot: by the time the caller looks
+  // at it, a consumer may have taken the entry and its referent may be gone, so callers
+  // compare it with values they own and never dereference it.
+  std::uintptr_t Oldest() const;
+  // Removes the oldest entry if it is `entry` (whose referent the caller keeps alive, so
+  // the value cannot be reused meanwhile); false, changing nothing, otherwise. For a
+  // joiner taking back a fiber it already ran inline (SchedulingStrategy::TakeBack).
+  bool TakeIfOldest(std::uintptr_t entry);
+
   // Entries pushed and not yet taken, from two relaxed loads: a racy snapshot in
   // [0, capacity()], for heuristics and statistics only.
   std::size_t UnsafeSize() const;

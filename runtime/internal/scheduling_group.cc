@@ -22,6 +22,23 @@
 // PartnerThatYieldsAlwaysGetsAWorkerBack, failed in 2 runs of 2 that way). A runnable
 // fiber must never wait while a worker of its group is idle; the price is P1's fence
 // per yield.
+//
+// Dead entries. join() on a child that has not started runs it inline (Fiber::join()
+// wins FiberDesc::claim), but the child's descriptor is still queued; whoever takes it
+// drops it (ClaimEntry). A fiber that fans out and joins in a loop without parking left
+// one such entry per child: on one worker nobody took them, and they filled the queue
+// (65,536 entries within a second), after which plain-thread producers waited for room
+// that never came. Now the joiner takes its child back (TakeBackRunInline): where the
+// entry is the next to leave a queue the joiner may take from, it removes it (a value
+// compare and one CAS; SchedulingStrategy::TakeBack). Children are queued in start
+// order and usually joined in that order, so the child is usually at the front. If not
+// (joined out of order, or behind another fiber), the worker keeps it in a short list
+// and retries on its next inline join, when earlier entries may have left the front;
+// the joiner's reference on the descriptor (run_inline_refs) keeps its address from
+// being reused meanwhile, which is what makes the bare value compare safe. An entry a
+// consumer takes first is dropped by that consumer. v2 also drops dead entries when a
+// full local queue moves half of itself to the global queue, so what the list cannot
+// reach costs at most one local queue.
 
 #include "runtime/internal/scheduling_group.h"
 
@@ -87,6 +104,12 @@ SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
 }
 
 SchedulingGroup::~SchedulingGroup() {
+  // Every queue is empty (checked below), so each pending descriptor has lost its queue
+  // reference: ours is the last.
+  for (WorkerCounters& counters : worker_counters_) {
+    for (auto& [group, desc] : counters.pending_take_backs) ReleaseRunInlineDesc(desc);
+    counters.pending_take_backs.clear();
+  }
   CHECK(strategy_->UnsafeEmpty())
       << "scheduling group " << index() << " destroyed with fibers still queued";
 }
@@ -290,6 +313,77 @@ void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
   self->scheduler_lock.lock();
   self->SetState(FiberState::kReady);
   self->SwitchTo(next, LandingHook{&UnlockAndRequeue, self});
+}
+
+void SchedulingGroup::TakeBackRunInline(FiberEntity* joiner, FiberDesc* desc) {
+  SchedulingGroup* home = joiner->scheduling_group;
+  const std::size_t worker = joiner->scheduling_worker;
+  if (worker >= home->options_.workers) {  // a test's fiber, not on a worker: try once
+    std::vector<std::pair<SchedulingGroup*, FiberDesc*>> one{{this, desc}};
+    TakeBackPending(one, joiner);
+    for (auto& [group, left] : one) ReleaseRunInlineDesc(left);
+    return;
+  }
+  // Only this worker's thread touches its list: the joiner runs on it, and does not
+  // switch while it is in here.
+  auto& pending = home->worker_counters_[worker].pending_take_backs;
+  pending.emplace_back(this, desc);
+  TakeBackPending(pending, joiner);
+  // A bound on what the list holds (and on each call's scan): entries a consumer took
+  // meanwhile are freed, and if it is still long the oldest are given up (their queue
+  // reference frees them; v2's overflow drops them).
+  constexpr std::size_t kMaxPending = 128;
+  if (pending.size() < kMaxPending) return;
+  auto gone = std::remove_if(pending.begin(), pending.end(), [](const auto& item) {
+    // acquire: pairs with the consumer's release (acq_rel fetch_sub) of its reference.
+    if (item.second->run_inline_refs.load(std::memory_order_acquire) != 1) return false;
+    FreeFiberDesc(item.second);
+    return true;
+  });
+  pending.erase(gone, pending.end());
+  if (pending.size() >= kMaxPending / 2) {
+    const std::size_t drop = pending.size() - kMaxPending / 2;
+    for (std::size_t i = 0; i < drop; ++i) ReleaseRunInlineDesc(pending[i].second);
+    pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(drop));
+  }
+}
+
+void SchedulingGroup::TakeBackPending(
+    std::vector<std::pair<SchedulingGroup*, FiberDesc*>>& pending,
+    const FiberEntity* joiner) {
+  // Usually one group; each group's strategy looks for all of its entries at once.
+  bool any_taken = false;
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    SchedulingGroup* const group = pending[i].first;
+    bool seen = false;  // an earlier entry of the same group: done already
+    for (std::size_t j = 0; j < i && !seen; ++j) seen = pending[j].first == group;
+    if (seen) continue;
+    const std::size_t worker =
+        group == joiner->scheduling_group ? joiner->scheduling_worker : kNoWorker;
+    group->strategy_->TakeBack(
+        worker,
+        [&](std::uintptr_t entry) {
+          if (!IsDescEntry(entry)) return false;
+          const FiberDesc* desc = DecodeDesc(entry);
+          for (const auto& item : pending) {
+            if (item.second == desc && item.first == group) return true;
+          }
+          return false;
+        },
+        [&](std::uintptr_t entry) {
+          FiberDesc* desc = DecodeDesc(entry);
+          for (auto& item : pending) {
+            if (item.second == desc) item.second = nullptr;
+          }
+          FreeFiberDesc(desc);  // both references were ours now
+          any_taken = true;
+        });
+  }
+  if (any_taken) {
+    pending.erase(std::remove_if(pending.begin(), pending.end(),
+                                 [](const auto& item) { return item.second == nullptr; }),
+                  pending.end());
+  }
 }
 
 // relaxed: statistics, read as snapshots.

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
@@ -93,6 +94,13 @@ class SchedulingGroup {
   void Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lock);
   // Runs the new fiber `desc` right now on this worker; `self` is queued and runs later.
   void Dispatch(FiberEntity* self, FiberDesc* desc);
+  // Called on this group (the one `desc` was started in) by the fiber `joiner`, which
+  // has just run `desc`'s fiber inline after winning desc->claim (Fiber::join()). Takes
+  // the dead entry back out of the queues, and any earlier one of this joiner's worker
+  // that has meanwhile come to the front, so that joining in a loop leaves nothing
+  // behind (see "Dead entries" in scheduling_group.cc). Takes over the joiner's
+  // reference to `desc` (FiberDesc::run_inline_refs).
+  void TakeBackRunInline(FiberEntity* joiner, FiberDesc* desc);
 
   // ---- Tests only: what FindRunnable does with an entry a test took from the strategy.
   FiberEntity* MakeRunningForTesting(std::uintptr_t entry) {
@@ -143,7 +151,15 @@ class SchedulingGroup {
   // fiber is a plain store on a line no other thread writes.
   struct alignas(64) WorkerCounters {
     std::atomic<std::uint64_t> fibers_run{0};
+    // Descriptors that fibers on this worker ran inline and could not take back yet,
+    // each with the joiner's reference (TakeBackRunInline). This worker's thread only.
+    std::vector<std::pair<SchedulingGroup*, FiberDesc*>> pending_take_backs;
   };
+  // Tries to take back every entry of `pending` (worker `worker`'s list); frees those
+  // taken and those whose queue reference is gone.
+  static void TakeBackPending(
+      std::vector<std::pair<SchedulingGroup*, FiberDesc*>>& pending,
+      const FiberEntity* joiner);
   WorkerCounters worker_counters_[kMaxWorkers];
   alignas(64) std::atomic<std::uint64_t> steals_in_same_node_{0};
   std::atomic<std::uint64_t> steals_in_cross_node_{0};

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "runtime/internal/topology.h"
 
 namespace spindle::internal {
@@ -98,7 +99,7 @@ struct StrategyStats {
 // the same for every strategy. Entries are run-queue words (fiber_desc.h: a FiberEntity
 // or a FiberDesc, tagged); the strategy never dereferences them except through
 // ClaimEntry() (dropping descriptors a joiner already ran). Each entry that goes in
-// comes out exactly once, from FindRunnable/TakeNext/Steal, or the strategy was
+// comes out exactly once, from FindRunnable/TakeNext/Steal/TakeBack, or the strategy was
 // destroyed with it queued (a CHECK in the group).
 //
 // Thread-safety: Enqueue* from any thread. TakeNext/FindRunnable by worker `worker`'s
@@ -130,6 +131,17 @@ class SchedulingStrategy {
   // spinning, announcing, re-checking and sleeping. Returns an entry, or 0 after a sleep
   // or a poll plan (the caller loops), or 0 at once while stopping.
   virtual std::uintptr_t FindRunnable(std::size_t worker, IdleHooks& hooks) = 0;
+
+  // ---- Running fiber side: a joiner taking back fibers it already ran inline (so that
+  // join() in a loop leaves no dead entries behind; SchedulingGroup::TakeBackRunInline).
+  // `worker` is the joiner's worker in this group, or kNoWorker. Wherever the next entry
+  // to leave a queue the joiner may take from (under v2: its runnext and local queue,
+  // when `worker` is ours; the group's shared queue) is one that `wanted` accepts, it is
+  // removed and passed to `taken`; repeated while that brings another wanted entry to the
+  // front. Values are only compared: nothing is dereferenced, so `wanted` must accept
+  // only values whose referents the caller keeps alive.
+  virtual void TakeBack(std::size_t worker, absl::FunctionRef<bool(std::uintptr_t)> wanted,
+                        absl::FunctionRef<void(std::uintptr_t)> taken) = 0;
 
   // ---- Victim side of stealing between groups (callers: other groups' workers).
   // A stealable entry, or 0. Never blocks; never takes a scheduling_group_local entry.

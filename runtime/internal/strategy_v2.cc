@@ -204,7 +204,13 @@ void StrategyV2::PushLocal(std::size_t worker, std::uintptr_t entry) {
   // runqputslow), so siblings and thieves see the backlog there too.
   const std::size_t half = me.local.capacity() / 2 + 1;
   std::vector<std::uintptr_t> moved(half + 1);
-  std::size_t n = me.local.Grab(moved.data(), half, /*half=*/true);
+  const std::size_t grabbed = me.local.Grab(moved.data(), half, /*half=*/true);
+  // Descriptors whose joiners ran them inline (and could not take them back) end here
+  // rather than costing the global queue capacity.
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < grabbed; ++i) {
+    if (!DropIfRunInline(moved[i])) moved[n++] = moved[i];
+  }
   moved[n++] = entry;
   std::unique_ptr<bool[]> stealable(new bool[n]);
   for (std::size_t i = 0; i < n; ++i) stealable[i] = IsStealable(moved[i]);
@@ -538,6 +544,36 @@ void StrategyV2::Stop() {
   // release: pairs with the acquire load in stopping().
   stopping_.store(true, std::memory_order_release);
   for (std::size_t i = 0; i < options_.workers; ++i) workers_[i]->slot.WakeForever();
+}
+
+void StrategyV2::TakeBack(std::size_t worker,
+                          absl::FunctionRef<bool(std::uintptr_t)> wanted,
+                          absl::FunctionRef<void(std::uintptr_t)> taken) {
+  // A joiner's children sit in its own runnext and at the head of its own local queue
+  // (in start order), or at the global queue's head when they came from elsewhere or
+  // overflowed. Owner operations on our own queues, so one CAS each; a thief that
+  // copied an entry first loses its CAS (or we lose ours and leave the entry to it).
+  for (bool progress = true; progress;) {
+    progress = false;
+    if (worker != kNoWorker) {
+      Worker& me = *workers_[worker];
+      // relaxed: a value to compare; the CAS decides (acquire: we take over the entry).
+      std::uintptr_t next = me.runnext.load(std::memory_order_relaxed);
+      if (next != 0 && wanted(next) &&
+          me.runnext.compare_exchange_strong(next, 0, std::memory_order_acquire,
+                                             std::memory_order_relaxed)) {
+        taken(next);
+        progress = true;
+      }
+      for (std::uintptr_t oldest = me.local.Oldest();
+           oldest != 0 && wanted(oldest) && me.local.TakeIfOldest(oldest);
+           oldest = me.local.Oldest()) {
+        taken(oldest);
+        progress = true;
+      }
+    }
+    if (global_.TakeBack(wanted, taken) != 0) progress = true;
+  }
 }
 
 bool StrategyV2::UnsafeEmpty() const { return !AnyQueued(); }

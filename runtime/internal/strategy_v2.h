@@ -37,6 +37,8 @@ class StrategyV2 final : public SchedulingStrategy {
   bool WakeOneSleeper() override;
   void SetThieves(std::vector<SchedulingStrategy*> thieves) override;
   void Stop() override;
+  void TakeBack(std::size_t worker, absl::FunctionRef<bool(std::uintptr_t)> wanted,
+                absl::FunctionRef<void(std::uintptr_t)> taken) override;
   bool UnsafeEmpty() const override;
   StrategyStats stats() const override;
 
