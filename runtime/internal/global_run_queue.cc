@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "glog/logging.h"
 #include "runtime/internal/fiber_desc.h"
@@ -43,12 +44,19 @@ void GlobalRunQueue::PushMany(const std::uintptr_t* entries, const bool* stealab
   }
 }
 
-std::size_t GlobalRunQueue::Compact(bool sweep_overflow) {
+std::size_t GlobalRunQueue::Compact() {
+  // Only when a joiner noted dead entries, so a ring full of live fibers keeps its
+  // order, stays stealable and costs nothing extra. relaxed: a hint (see
+  // NoteDeadEntries()); cleared first, so entries noted meanwhile trigger the next one.
+  if (!dead_entries_.load(std::memory_order_relaxed) ||
+      !dead_entries_.exchange(false, std::memory_order_relaxed)) {
+    return 0;
+  }
   // Entries we pop are ours until we put them back, so looking inside them (whether a
   // joiner ran the fiber inline) is safe here, unlike at the head of a live queue.
   constexpr std::size_t kBatch = 256;
-  std::uintptr_t live[kBatch];
-  std::size_t kept = 0;
+  std::vector<std::uintptr_t> live;
+  live.reserve(std::min(kBatch, ring_.capacity()));
   std::size_t dropped = 0;
   const std::size_t limit = std::min(kBatch, ring_.capacity());
   for (std::size_t i = 0; i < limit; ++i) {
@@ -57,26 +65,16 @@ std::size_t GlobalRunQueue::Compact(bool sweep_overflow) {
     if (DropIfRunInline(entry)) {
       ++dropped;
     } else {
-      live[kept++] = entry;
+      live.push_back(entry);
     }
   }
-  if (kept == 0 && !sweep_overflow) return dropped;
+  if (live.empty()) return dropped;
+  // Appended, in their order: consumers take the overflow list first, so they do not
+  // fall behind what is still in the ring. They were out of every count for a moment;
+  // the producer's wake-up decision, after its push, covers them as it covers the push.
   std::lock_guard<std::mutex> lock(overflow_lock_);
-  if (sweep_overflow) {
-    const auto gone = std::remove_if(overflow_.begin(), overflow_.end(),
-                                     [](std::uintptr_t entry) { return DropIfRunInline(entry); });
-    const auto swept = static_cast<std::size_t>(overflow_.end() - gone);
-    overflow_.erase(gone, overflow_.end());
-    // relaxed: see PushSlow().
-    overflow_size_.fetch_sub(swept, std::memory_order_relaxed);
-    dropped += swept;
-  }
-  // The oldest entries of the ring are older than anything spilled: they go in front, in
-  // their order, and keep their turn (consumers take the overflow list first). They were
-  // out of every count for a moment; the producer's wake-up decision, after its push,
-  // covers them as it covers the push.
-  overflow_.insert(overflow_.begin(), live, live + kept);
-  overflow_size_.fetch_add(kept, std::memory_order_relaxed);  // relaxed: see PushSlow()
+  overflow_.insert(overflow_.end(), live.begin(), live.end());
+  overflow_size_.fetch_add(live.size(), std::memory_order_relaxed);  // relaxed: see PushSlow()
   return dropped;
 }
 
@@ -84,10 +82,10 @@ void GlobalRunQueue::PushSlow(std::uintptr_t entry, bool stealable,
                               absl::FunctionRef<void()> make_room) {
   // The ring is full. Descriptors that joiners ran inline but could not take back
   // (another fiber was in front of them; SchedulingGroup::TakeBackRunInline) may be
-  // what fills it: Compact() drops them, and moves the live entries it passed to the
-  // overflow list, so dead entries never cost capacity or hold up a producer.
+  // what fills it: Compact() drops them when some were noted, so they do not hold up
+  // this producer or make it spill.
+  Compact();
   if (tls_is_runtime_thread) {
-    Compact(/*sweep_overflow=*/false);
     if (ring_.Push(entry, stealable)) return;
     LOG_EVERY_T(WARNING, 1) << "Run queue of scheduling group " << group_index_
                             << " is full (" << ring_.capacity()
@@ -102,17 +100,14 @@ void GlobalRunQueue::PushSlow(std::uintptr_t entry, bool stealable,
     (void)stealable;  // overflow entries are taken by this group's workers only
     return;
   }
-  // Back-pressure counts live entries wherever they are: what Compact() moved to the
-  // overflow list still waits for a consumer.
-  for (;;) {
-    Compact(/*sweep_overflow=*/true);
-    if (UnsafeSize() < ring_.capacity() && ring_.Push(entry, stealable)) return;
+  while (!ring_.Push(entry, stealable)) {
     LOG_EVERY_T(WARNING, 1) << "Run queue of scheduling group " << group_index_
                             << " is full (" << ring_.capacity()
                             << " fibers); the producer waits for room. Raise "
                                "--fiber_run_queue_size if this persists.";
     make_room();
     std::this_thread::sleep_for(std::chrono::microseconds(100));
+    Compact();
   }
 }
 

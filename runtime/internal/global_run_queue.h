@@ -23,9 +23,9 @@ namespace spindle::internal {
 // hold up every later timer. Such a producer spills to an overflow list instead, which
 // consumers drain first. Both paths log a rate-limited warning naming
 // --fiber_run_queue_size. UnsafeSize() counts the overflow list too, so a strategy's
-// re-check before sleeping covers spilled entries. Before either, a full ring is
-// compacted: descriptors that joiners ran inline are dropped (see Compact()), so they
-// never cost capacity.
+// re-check before sleeping covers spilled entries. Before either, a full ring that may
+// hold descriptors their joiners ran inline (NoteDeadEntries()) is compacted, so such
+// entries never hold up a producer (see Compact()).
 //
 // Take() skips descriptors a joiner already ran (ClaimEntry). Thread-safe: every method
 // from any thread; must outlive them.
@@ -58,15 +58,24 @@ class GlobalRunQueue {
   std::uintptr_t Oldest() const { return ring_.Oldest(); }
   bool TakeIfOldest(std::uintptr_t entry) { return ring_.TakeIfOldest(entry); }
   // SchedulingStrategy::TakeBack on the ring: while its oldest entry is `wanted`, takes
-  // it and passes it to `taken`. How many were taken.
-  std::size_t TakeBack(absl::FunctionRef<bool(std::uintptr_t)> wanted,
-                       absl::FunctionRef<void(std::uintptr_t)> taken) {
-    std::size_t n = 0;
+  // it and passes it to `taken` (which returns whether more are wanted).
+  void TakeBack(absl::FunctionRef<bool(std::uintptr_t)> wanted,
+                absl::FunctionRef<bool(std::uintptr_t)> taken) {
     for (;;) {
       const std::uintptr_t entry = ring_.Oldest();
-      if (entry == 0 || !wanted(entry) || !ring_.TakeIfOldest(entry)) return n;
-      taken(entry);
-      ++n;
+      if (entry == 0 || !wanted(entry) || !ring_.TakeIfOldest(entry) || !taken(entry)) {
+        return;
+      }
+    }
+  }
+  // Some descriptor that a joiner ran inline may be queued here where it could not take
+  // it back (SchedulingStrategy::NoteDeadEntries): the next time the ring is full, it is
+  // compacted before anything else (see PushSlow()).
+  void NoteDeadEntries() {
+    // relaxed load first: the flag is usually set already. relaxed store: a hint; a
+    // compaction that misses it only leaves the entries to their consumers.
+    if (!dead_entries_.load(std::memory_order_relaxed)) {
+      dead_entries_.store(true, std::memory_order_relaxed);
     }
   }
 
@@ -90,10 +99,10 @@ class GlobalRunQueue {
 
  private:
   void PushSlow(std::uintptr_t entry, bool stealable, absl::FunctionRef<void()> make_room);
-  // With the ring full: pops a batch of its oldest entries, drops those a joiner already
-  // ran inline, and moves the others, in order, to the front of the overflow list; with
-  // `sweep_overflow`, drops such entries from the overflow list too. How many dropped.
-  std::size_t Compact(bool sweep_overflow);
+  // With the ring full and dead entries noted: pops a batch of its oldest entries, drops
+  // those a joiner already ran inline, and moves the others, in order, to the back of
+  // the overflow list. How many were dropped.
+  std::size_t Compact();
   std::uintptr_t PopOverflow();
 
   const std::size_t group_index_;
@@ -101,6 +110,7 @@ class GlobalRunQueue {
   // Touched only when the ring is full; consumers look here first while
   // `overflow_size_` is not 0.
   alignas(64) std::atomic<std::size_t> overflow_size_{0};
+  std::atomic<bool> dead_entries_{false};  // see NoteDeadEntries()
   std::mutex overflow_lock_;
   std::deque<std::uintptr_t> overflow_;  // guarded by overflow_lock_
 };

@@ -316,26 +316,45 @@ void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
 }
 
 void SchedulingGroup::TakeBackRunInline(FiberEntity* joiner, FiberDesc* desc) {
+  // acquire: pairs with a consumer's release of its reference (acq_rel fetch_sub). A
+  // consumer already dropped the entry (v2 does when runnext is taken over): ours is the
+  // last reference.
+  const bool dropped = desc->run_inline_refs.load(std::memory_order_acquire) == 1;
   SchedulingGroup* home = joiner->scheduling_group;
   const std::size_t worker = joiner->scheduling_worker;
   if (worker >= home->options_.workers) {  // a test's fiber, not on a worker: try once
+    if (dropped) {
+      FreeFiberDesc(desc);
+      return;
+    }
     std::vector<std::pair<SchedulingGroup*, FiberDesc*>> one{{this, desc}};
     TakeBackPending(one, joiner);
-    for (auto& [group, left] : one) ReleaseRunInlineDesc(left);
+    for (auto& [group, left] : one) {
+      group->strategy_->NoteDeadEntries();
+      ReleaseRunInlineDesc(left);
+    }
     return;
   }
   // Only this worker's thread touches its list: the joiner runs on it, and does not
   // switch while it is in here.
   auto& pending = home->worker_counters_[worker].pending_take_backs;
-  pending.emplace_back(this, desc);
+  if (dropped) {
+    FreeFiberDesc(desc);
+    if (pending.empty()) return;
+  } else {
+    pending.emplace_back(this, desc);
+  }
   TakeBackPending(pending, joiner);
+  if (!dropped && !pending.empty() && pending.back().second == desc) {
+    strategy_->NoteDeadEntries();  // left behind, for now at least
+  }
   // A bound on what the list holds (and on each call's scan): entries a consumer took
-  // meanwhile are freed, and if it is still long the oldest are given up (their queue
-  // reference frees them; v2's overflow drops them).
+  // meanwhile are freed, and if it is still long the oldest are given up (a full queue
+  // drops them, GlobalRunQueue::Compact(); v2's local overflow too).
   constexpr std::size_t kMaxPending = 128;
   if (pending.size() < kMaxPending) return;
   auto gone = std::remove_if(pending.begin(), pending.end(), [](const auto& item) {
-    // acquire: pairs with the consumer's release (acq_rel fetch_sub) of its reference.
+    // acquire: as above.
     if (item.second->run_inline_refs.load(std::memory_order_acquire) != 1) return false;
     FreeFiberDesc(item.second);
     return true;
@@ -351,17 +370,17 @@ void SchedulingGroup::TakeBackRunInline(FiberEntity* joiner, FiberDesc* desc) {
 void SchedulingGroup::TakeBackPending(
     std::vector<std::pair<SchedulingGroup*, FiberDesc*>>& pending,
     const FiberEntity* joiner) {
+  std::size_t left = pending.size();
   // Usually one group; each group's strategy looks for all of its entries at once.
-  bool any_taken = false;
-  for (std::size_t i = 0; i < pending.size(); ++i) {
+  for (std::size_t i = 0; i < pending.size() && left != 0; ++i) {
     SchedulingGroup* const group = pending[i].first;
     bool seen = false;  // an earlier entry of the same group: done already
     for (std::size_t j = 0; j < i && !seen; ++j) seen = pending[j].first == group;
     if (seen) continue;
-    const std::size_t worker =
-        group == joiner->scheduling_group ? joiner->scheduling_worker : kNoWorker;
+    const bool ours = group == joiner->scheduling_group &&
+                      joiner->scheduling_worker < group->options_.workers;
     group->strategy_->TakeBack(
-        worker,
+        ours ? joiner->scheduling_worker : kNoWorker,
         [&](std::uintptr_t entry) {
           if (!IsDescEntry(entry)) return false;
           const FiberDesc* desc = DecodeDesc(entry);
@@ -376,10 +395,10 @@ void SchedulingGroup::TakeBackPending(
             if (item.second == desc) item.second = nullptr;
           }
           FreeFiberDesc(desc);  // both references were ours now
-          any_taken = true;
+          return --left != 0;
         });
   }
-  if (any_taken) {
+  if (left != pending.size()) {
     pending.erase(std::remove_if(pending.begin(), pending.end(),
                                  [](const auto& item) { return item.second == nullptr; }),
                   pending.end());

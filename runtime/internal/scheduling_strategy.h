@@ -137,11 +137,15 @@ class SchedulingStrategy {
   // `worker` is the joiner's worker in this group, or kNoWorker. Wherever the next entry
   // to leave a queue the joiner may take from (under v2: its runnext and local queue,
   // when `worker` is ours; the group's shared queue) is one that `wanted` accepts, it is
-  // removed and passed to `taken`; repeated while that brings another wanted entry to the
-  // front. Values are only compared: nothing is dereferenced, so `wanted` must accept
-  // only values whose referents the caller keeps alive.
+  // removed and passed to `taken`, which returns whether more are wanted; repeated while
+  // that brings another wanted entry to the front. Values are only compared: nothing is
+  // dereferenced, so `wanted` must accept only values whose referents the caller keeps
+  // alive. Entries it could not reach: see NoteDeadEntries().
   virtual void TakeBack(std::size_t worker, absl::FunctionRef<bool(std::uintptr_t)> wanted,
-                        absl::FunctionRef<void(std::uintptr_t)> taken) = 0;
+                        absl::FunctionRef<bool(std::uintptr_t)> taken) = 0;
+  // A joiner left a dead entry it could not take back in this group's queues: a full
+  // shared queue is worth compacting (GlobalRunQueue::NoteDeadEntries()).
+  virtual void NoteDeadEntries() = 0;
 
   // ---- Victim side of stealing between groups (callers: other groups' workers).
   // A stealable entry, or 0. Never blocks; never takes a scheduling_group_local entry.

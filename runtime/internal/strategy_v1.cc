@@ -205,12 +205,13 @@ bool StrategyV1::MayHaveStealable() const { return queue_.UnsafeRingSize() != 0;
 
 void StrategyV1::TakeBack(std::size_t /*worker*/,
                           absl::FunctionRef<bool(std::uintptr_t)> wanted,
-                          absl::FunctionRef<void(std::uintptr_t)> taken) {
-  // The shared queue's head only: taking an entry out frees its slot at once, so dead
-  // entries cost no capacity and hold up no producer. Nothing to wake: the queue only
-  // shrank.
+                          absl::FunctionRef<bool(std::uintptr_t)> taken) {
+  // The shared queue's head only: taking an entry out frees its slot at once. Nothing to
+  // wake: the queue only shrank.
   queue_.TakeBack(wanted, taken);
 }
+
+void StrategyV1::NoteDeadEntries() { queue_.NoteDeadEntries(); }
 
 bool StrategyV1::UnsafeEmpty() const { return queue_.UnsafeEmpty(); }
 

@@ -34,7 +34,8 @@ class StrategyV1 final : public SchedulingStrategy {
   void SetThieves(std::vector<SchedulingStrategy*> thieves) override;
   void Stop() override;
   void TakeBack(std::size_t worker, absl::FunctionRef<bool(std::uintptr_t)> wanted,
-                absl::FunctionRef<void(std::uintptr_t)> taken) override;
+                absl::FunctionRef<bool(std::uintptr_t)> taken) override;
+  void NoteDeadEntries() override;
   bool UnsafeEmpty() const override;
   StrategyStats stats() const override;
 

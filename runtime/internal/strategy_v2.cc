@@ -548,33 +548,32 @@ void StrategyV2::Stop() {
 
 void StrategyV2::TakeBack(std::size_t worker,
                           absl::FunctionRef<bool(std::uintptr_t)> wanted,
-                          absl::FunctionRef<void(std::uintptr_t)> taken) {
+                          absl::FunctionRef<bool(std::uintptr_t)> taken) {
   // A joiner's children sit in its own runnext and at the head of its own local queue
   // (in start order), or at the global queue's head when they came from elsewhere or
-  // overflowed. Owner operations on our own queues, so one CAS each; a thief that
-  // copied an entry first loses its CAS (or we lose ours and leave the entry to it).
-  for (bool progress = true; progress;) {
-    progress = false;
-    if (worker != kNoWorker) {
-      Worker& me = *workers_[worker];
-      // relaxed: a value to compare; the CAS decides (acquire: we take over the entry).
-      std::uintptr_t next = me.runnext.load(std::memory_order_relaxed);
-      if (next != 0 && wanted(next) &&
-          me.runnext.compare_exchange_strong(next, 0, std::memory_order_acquire,
-                                             std::memory_order_relaxed)) {
-        taken(next);
-        progress = true;
-      }
-      for (std::uintptr_t oldest = me.local.Oldest();
-           oldest != 0 && wanted(oldest) && me.local.TakeIfOldest(oldest);
-           oldest = me.local.Oldest()) {
-        taken(oldest);
-        progress = true;
-      }
+  // overflowed. Owner operations on our own queues, one CAS each; a thief that copied an
+  // entry first loses its CAS (or we lose ours and leave the entry to it). Taking one
+  // brings nothing new to the front of another queue, so one pass does.
+  if (worker != kNoWorker) {
+    Worker& me = *workers_[worker];
+    // relaxed: a value to compare; the CAS decides (acquire: we take over the entry).
+    std::uintptr_t next = me.runnext.load(std::memory_order_relaxed);
+    if (next != 0 && wanted(next) &&
+        me.runnext.compare_exchange_strong(next, 0, std::memory_order_acquire,
+                                           std::memory_order_relaxed) &&
+        !taken(next)) {
+      return;
     }
-    if (global_.TakeBack(wanted, taken) != 0) progress = true;
+    for (std::uintptr_t oldest = me.local.Oldest();
+         oldest != 0 && wanted(oldest) && me.local.TakeIfOldest(oldest);
+         oldest = me.local.Oldest()) {
+      if (!taken(oldest)) return;
+    }
   }
+  global_.TakeBack(wanted, taken);
 }
+
+void StrategyV2::NoteDeadEntries() { global_.NoteDeadEntries(); }
 
 bool StrategyV2::UnsafeEmpty() const { return !AnyQueued(); }
 
