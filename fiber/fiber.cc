@@ -8,21 +8,52 @@
 #include "fiber/internal/fiber_entity.h"
 #include "glog/logging.h"
 #include "runtime/internal/live_fibers.h"
-#include "runtime/internal/oneshot_event.h"
 #include "runtime/internal/runtime_impl.h"
+#include "sync/internal/timed_waiter.h"
 
 namespace spindle {
 namespace internal {
 
 // What a Fiber handle shares with its fiber: the function, until somebody claims it,
-// and the event the fiber's exit signals. See Fiber::join() and FiberDesc::claim.
-class JoinState : public OneshotEvent {
+// and the hand-off of its exit to a joiner. See Fiber::join() and FiberDesc::claim.
+//
+// Why join() cannot miss the exit: `waiter_` goes from kRunning to either kExited
+// (Signal() first) or the joiner's TimedWaiter (Wait() first), by one exchange or CAS
+// each, so exactly one side sees the other. If the joiner registered first, Signal()
+// finds its waiter and notifies it; TimedWaiter keeps a Notify() that arrives before
+// WaitUntil(), and the joiner's frame (where the waiter lives) outlasts the Notify()
+// (see timed_waiter.h). If Signal() came first, the CAS fails and join() returns.
+class JoinState {
  public:
+  // Called once, by the fiber's exit hook.
+  void Signal() {
+    // acq_rel: publishes the fiber's effects to the joiner, and acquires its waiter.
+    const std::uintptr_t old = waiter_.exchange(kExited, std::memory_order_acq_rel);
+    if (old != kRunning) reinterpret_cast<TimedWaiter*>(old)->Notify();
+  }
+  // Called at most once, by join(); returns after Signal().
+  void Wait() {
+    // acquire: pairs with Signal()'s exchange; spares the waiter once it has exited.
+    if (waiter_.load(std::memory_order_acquire) == kExited) return;
+    TimedWaiter waiter;
+    std::uintptr_t expected = kRunning;
+    // acq_rel: publishes the waiter to Signal(); on failure, acquires the exit.
+    if (waiter_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(&waiter),
+                                        std::memory_order_acq_rel)) {
+      waiter.WaitUntil(TimerClock::time_point::max());
+    }
+  }
+
   std::atomic<bool> claimed{false};
   absl::AnyInvocable<void()> start_proc;
   // Where the fiber was queued: what join() takes back after running it inline.
   FiberDesc* desc = nullptr;
   SchedulingGroup* group = nullptr;
+
+ private:
+  static constexpr std::uintptr_t kRunning = 0;
+  static constexpr std::uintptr_t kExited = 1;
+  std::atomic<std::uintptr_t> waiter_{kRunning};  // or the joiner's TimedWaiter*
 };
 
 }  // namespace internal

@@ -28,9 +28,9 @@
 #include "fiber/this_fiber.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
-#include "runtime/internal/oneshot_event.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/runtime.h"
+#include "sync/event.h"
 
 namespace spindle {
 namespace {
@@ -78,10 +78,10 @@ void BM_SpawnJoinDetached(benchmark::State& state) {
   for (auto _ : state) {
     RunAsFiber([] {
       std::atomic<int> left{kSpawnCount};
-      internal::OneshotEvent all_done;
+      Event all_done;
       for (int i = 0; i < kSpawnCount; ++i) {
         StartFiberDetached([&] {
-          if (left.fetch_sub(1, std::memory_order_acq_rel) == 1) all_done.Signal();
+          if (left.fetch_sub(1, std::memory_order_acq_rel) == 1) all_done.Set();
         });
       }
       all_done.Wait();
@@ -137,7 +137,7 @@ void BM_PingPong(benchmark::State& state) {
   BenchRuntime runtime(2, 1);
   double cpu = 0;
   for (auto _ : state) {
-    std::vector<internal::OneshotEvent> to_b(kRounds), to_a(kRounds);
+    std::vector<Event> to_b(kRounds), to_a(kRounds);
     const double cpu_before = ProcessCpuSeconds();
     Fiber::Attributes on_a, on_b;
     on_a.scheduling_group = 0;
@@ -147,12 +147,12 @@ void BM_PingPong(benchmark::State& state) {
     Fiber b(on_b, [&] {
       for (int i = 0; i < kRounds; ++i) {
         to_b[i].Wait();
-        to_a[i].Signal();
+        to_a[i].Set();
       }
     });
     Fiber a(on_a, [&] {
       for (int i = 0; i < kRounds; ++i) {
-        to_b[i].Signal();
+        to_b[i].Set();
         to_a[i].Wait();
       }
     });

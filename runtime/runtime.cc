@@ -2,14 +2,17 @@
 
 #include "runtime/runtime.h"
 
-#include <condition_variable>
-#include <mutex>
+#include <vector>
 
 #include "fiber/internal/fiber_entity.h"
 #include "glog/logging.h"
+#include "runtime/internal/fiber_worker.h"
 #include "runtime/internal/live_fibers.h"
 #include "runtime/internal/runtime_impl.h"
 #include "runtime/internal/runtime_options.h"
+#include "runtime/internal/scheduling_group.h"
+#include "sync/internal/timed_waiter.h"
+#include "timer/internal/timer_worker.h"
 
 namespace spindle {
 
@@ -17,7 +20,13 @@ std::string TryStartRuntime() {
   const internal::RuntimeOptions options = internal::RuntimeOptionsFromFlags();
   std::string error = internal::ValidateRuntimeOptions(options);
   if (!error.empty()) return error;
+  // The composition root: the scheduler (groups and workers), then the timer thread of
+  // each group. No fiber can start before we return, so nothing needs a timer earlier.
   internal::Runtime::Start(options);
+  internal::Runtime& runtime = internal::Runtime::Get();
+  std::vector<internal::SchedulingGroup*> groups;
+  for (std::size_t g = 0; g < runtime.group_count(); ++g) groups.push_back(runtime.group(g));
+  internal::StartTimerWorkers(groups);
   return "";
 }
 
@@ -26,7 +35,20 @@ void StartRuntime() {
   if (!error.empty()) LOG(FATAL) << "StartRuntime: " << error;
 }
 
-void TerminateRuntime() { internal::Runtime::Terminate(); }
+void TerminateRuntime() {
+  CHECK(internal::Runtime::IsRunning())
+      << "TerminateRuntime() called without a running runtime";
+  CHECK(internal::CurrentFiberWorker() == nullptr)
+      << "TerminateRuntime() must be called from outside the runtime (not from a fiber)";
+  // Drain while timers still fire (sleeping fibers need them); stop the timer threads
+  // (pending timers are cancelled; no callback starts after this); the scheduler then
+  // drains the fibers their last firings started and stops. The timer objects outlive
+  // the groups' last fibers, so a late look-up still finds one.
+  internal::WaitUntilNoLiveFibers();
+  internal::StopTimerWorkers();
+  internal::Runtime::Terminate();
+  internal::DestroyTimerWorkers();
+}
 
 void RunAsFiber(absl::AnyInvocable<void()> f) {
   internal::FiberEntity* current = internal::GetCurrentFiberEntity();
@@ -34,19 +56,16 @@ void RunAsFiber(absl::AnyInvocable<void()> f) {
     f();
     return;
   }
-  std::mutex lock;
-  std::condition_variable cv;
-  bool done = false;
+  // One wait for one wake-up (the runtime's one waiter primitive): the fiber notifies
+  // this thread's waiter after `f` returns. A Notify() that beats WaitUntil() is kept in
+  // the waiter's state, so it cannot be lost.
+  internal::TimedWaiter done;
   internal::FiberDesc* desc = internal::NewFiberDesc([&] {
     f();
-    // The lock is held for a few instructions only; no fiber switch happens under it.
-    std::lock_guard<std::mutex> guard(lock);
-    done = true;
-    cv.notify_one();
+    done.Notify();  // our last access to this frame
   });
   internal::Runtime::Get().NearestGroup()->StartFiber(desc);
-  std::unique_lock<std::mutex> guard(lock);
-  cv.wait(guard, [&] { return done; });
+  done.WaitUntil(internal::TimerClock::time_point::max());
 }
 
 std::size_t GetSchedulingGroupCount() { return internal::Runtime::Get().group_count(); }

@@ -21,7 +21,7 @@ std::uint64_t Arm(TimerClock::time_point at, TimerClock::duration interval,
   entry->interval = interval;
   entry->callback = std::move(callback);
   entry->group = group;
-  runtime.timer_worker(group->index())->Add(entry);
+  internal::TimerWorkerFor(group)->Add(entry);
   return reinterpret_cast<std::uint64_t>(entry);
 }
 

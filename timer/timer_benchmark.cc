@@ -21,9 +21,9 @@
 #include "fiber/this_fiber.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
-#include "runtime/internal/oneshot_event.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/runtime.h"
+#include "sync/event.h"
 #include "timer/timer.h"
 
 namespace spindle {
@@ -49,7 +49,7 @@ void BM_SleepFibers(benchmark::State& state) {
   for (auto _ : state) {
     std::atomic<int> left{kFibers};
     std::atomic<std::int64_t> oversleep_ns{0};
-    internal::OneshotEvent all_done;
+    Event all_done;
     RunAsFiber([&] {
       for (int i = 0; i < kFibers; ++i) {
         StartFiberDetached([&] {
@@ -60,7 +60,7 @@ void BM_SleepFibers(benchmark::State& state) {
                                                                    deadline)
                   .count(),
               std::memory_order_relaxed);
-          if (left.fetch_sub(1, std::memory_order_acq_rel) == 1) all_done.Signal();
+          if (left.fetch_sub(1, std::memory_order_acq_rel) == 1) all_done.Set();
         });
       }
       all_done.Wait();
@@ -100,7 +100,7 @@ void BM_PeriodicDrift(benchmark::State& state) {
     const auto first = TimerClock::now() + 1ms;
     std::atomic<int> calls{0};
     std::atomic<std::int64_t> last_lateness_ns{0};
-    internal::OneshotEvent done;
+    Event done;
     const std::uint64_t id = SetTimer(first, 1ms, [&] {
       const int k = calls.load(std::memory_order_relaxed);  // calls never overlap
       if (k >= kCalls) return;
@@ -110,7 +110,7 @@ void BM_PeriodicDrift(benchmark::State& state) {
       const auto busy_until = TimerClock::now() + 500us;
       while (TimerClock::now() < busy_until) {
       }
-      if (calls.fetch_add(1) + 1 == kCalls) done.Signal();
+      if (calls.fetch_add(1) + 1 == kCalls) done.Set();
     });
     done.Wait();
     KillTimer(id);

@@ -24,7 +24,6 @@ void Runtime::Start(const RuntimeOptions& options) {
   auto* runtime = new Runtime(options);
   g_runtime.store(runtime, std::memory_order_release);
   for (auto& worker : runtime->workers_) worker->Start();
-  for (auto& timer_worker : runtime->timer_workers_) timer_worker->Start();
 }
 
 void Runtime::Terminate() {
@@ -32,11 +31,8 @@ void Runtime::Terminate() {
   CHECK(runtime != nullptr) << "TerminateRuntime() called without a running runtime";
   CHECK(CurrentFiberWorker() == nullptr)
       << "TerminateRuntime() must be called from outside the runtime (not from a fiber)";
-  // Drain while timers still fire (sleeping fibers need them), then stop the timer
-  // workers (pending timers are cancelled; no callback starts after this), then drain
-  // the fibers their last firings started, then stop the groups.
-  WaitUntilNoLiveFibers();
-  for (auto& timer_worker : runtime->timer_workers_) timer_worker->Stop();
+  // The timer threads are stopped (no firing starts a fiber any more): drain what is
+  // left, then stop the groups.
   WaitUntilNoLiveFibers();
   for (auto& group : runtime->groups_) group->Stop();
   for (auto& worker : runtime->workers_) worker->Join();
@@ -92,7 +88,6 @@ void Runtime::BuildGroups(const RuntimeOptions& options) {
     group_options.spawn_lifo = options.v2_spawn == "lifo";
     group_options.global_check_interval = options.v2_global_check_interval;
     groups_.emplace_back(new (group_options.memory_node) SchedulingGroup(group_options));
-    timer_workers_.push_back(std::make_unique<TimerWorker>(groups_.back().get()));
     // NearestGroup(): one entry per node, in the order the groups come.
     if (g == 0 || plan.node != layout_.groups[g - 1].node) {
       node_groups_.push_back(std::make_unique<NodeGroups>());
@@ -135,10 +130,6 @@ void Runtime::BuildWorkers(const RuntimeOptions& options) {
 }
 
 Runtime::~Runtime() = default;
-
-TimerWorker* Runtime::TimerWorkerFor(const SchedulingGroup* group) const {
-  return timer_workers_[group->index()].get();
-}
 
 SchedulingGroup* Runtime::NearestGroup() {
   if (FiberWorker* worker = CurrentFiberWorker()) return worker->group();

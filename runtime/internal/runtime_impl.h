@@ -12,18 +12,20 @@
 #include "runtime/internal/fiber_worker.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/scheduling_group.h"
-#include "timer/internal/timer_worker.h"
 
 namespace spindle::internal {
 
-// The running runtime: its scheduling groups and their workers. One at a time per
-// process, between StartRuntime() and TerminateRuntime(). Get() is thread-safe while a
-// runtime runs; Start() and Terminate() must not race with each other.
+// The running scheduler: its scheduling groups and their workers. One at a time per
+// process, between StartRuntime() and TerminateRuntime(). The composition root
+// (runtime/runtime.cc) builds it and then the layers above it (timer threads), and
+// takes them down in the reverse order. Get() is thread-safe while a runtime runs;
+// Start() and Terminate() must not race with each other.
 class Runtime {
  public:
   // Starts groups and workers as `options` say (already validated).
   static void Start(const RuntimeOptions& options);
   // Waits until every started fiber has finished, then stops and joins the workers.
+  // Called from outside the runtime, after the timer threads stopped.
   static void Terminate();
   // The running runtime; CHECK-fails with a clear message if there is none.
   static Runtime& Get();
@@ -32,9 +34,6 @@ class Runtime {
   std::size_t group_count() const { return groups_.size(); }
   SchedulingGroup* group(std::size_t i) const { return groups_[i].get(); }
   std::size_t group_size() const { return group_size_; }
-  TimerWorker* timer_worker(std::size_t i) const { return timer_workers_[i].get(); }
-  // The timer thread of `group` (a group of this runtime).
-  TimerWorker* TimerWorkerFor(const SchedulingGroup* group) const;
 
   // The group a new fiber started on this thread should go to: the current worker's
   // group, or (from other threads) the groups of the calling CPU's NUMA node in turn
@@ -58,7 +57,6 @@ class Runtime {
 
   std::vector<std::unique_ptr<SchedulingGroup>> groups_;
   std::vector<std::unique_ptr<FiberWorker>> workers_;
-  std::vector<std::unique_ptr<TimerWorker>> timer_workers_;  // one per group
   std::size_t group_size_ = 0;
   std::atomic<std::size_t> next_group_{0};
   RuntimeLayout layout_;

@@ -30,7 +30,6 @@
 
 #include "glog/logging.h"
 #include "runtime/internal/futex.h"
-#include "runtime/internal/runtime_impl.h"
 #include "runtime/internal/ready_batch.h"
 
 namespace spindle::internal {
@@ -95,7 +94,7 @@ TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline) {
     timer->inline_callback = &TimedWaiter::OnDeadline;
     timer->inline_arg = this;
     timer->group = group;
-    Runtime::Get().TimerWorkerFor(group)->Add(timer);
+    TimerWorkerFor(group)->Add(timer);
   }
   {
     std::unique_lock<Spinlock> lock(fiber_->scheduler_lock);

@@ -82,6 +82,44 @@ void ReleaseTimerEntry(TimerEntry* entry) {
   if (entry->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete entry;
 }
 
+namespace {
+
+// The running runtime's timer threads, indexed like its groups. acquire/release: Start
+// publishes the vector fully built; readers acquire it.
+std::atomic<std::vector<std::unique_ptr<TimerWorker>>*> g_timer_workers{nullptr};
+
+}  // namespace
+
+void StartTimerWorkers(const std::vector<SchedulingGroup*>& groups) {
+  CHECK(g_timer_workers.load(std::memory_order_acquire) == nullptr)
+      << "timer workers started twice";
+  auto* workers = new std::vector<std::unique_ptr<TimerWorker>>;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    CHECK_EQ(groups[g]->index(), g) << "groups must come in index order";
+    workers->push_back(std::make_unique<TimerWorker>(groups[g]));
+  }
+  for (auto& worker : *workers) worker->Start();
+  g_timer_workers.store(workers, std::memory_order_release);
+}
+
+void StopTimerWorkers() {
+  auto* workers = g_timer_workers.load(std::memory_order_acquire);
+  CHECK(workers != nullptr) << "no timer workers to stop";
+  for (auto& worker : *workers) worker->Stop();
+}
+
+void DestroyTimerWorkers() {
+  delete g_timer_workers.exchange(nullptr, std::memory_order_acq_rel);
+}
+
+TimerWorker* TimerWorkerFor(const SchedulingGroup* group) {
+  auto* workers = g_timer_workers.load(std::memory_order_acquire);
+  CHECK(workers != nullptr)
+      << "no timer workers: the Spindle runtime is not running (call "
+         "spindle::StartRuntime() first)";
+  return (*workers)[group->index()].get();
+}
+
 TimerWorker::TimerWorker(SchedulingGroup* group)
     : group_(group),
       // relaxed: only uniqueness matters.

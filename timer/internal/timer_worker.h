@@ -48,7 +48,7 @@ void ReleaseTimerEntry(TimerEntry* entry);
 // of their own; the worker collects them into a min-heap ordered by expiry, fires the
 // expired ones and sleeps until the next expiry, woken early when an earlier timer
 // arrives. See timer_worker.cc for why that wake-up cannot be lost.
-// Thread-safe: Add() from any thread; Start()/Stop() by the Runtime.
+// Thread-safe: Add() from any thread; Start()/Stop() by the composition root.
 class TimerWorker {
  public:
   explicit TimerWorker(SchedulingGroup* group);
@@ -115,6 +115,21 @@ class TimerWorker {
 // timer_worker.cc) and checking for Stop(), the window in which a Stop() must not be
 // lost. Costs one relaxed load of a global per round while none is installed.
 void SetTimerWorkerTestHook(void (*hook)(TimerWorker* worker));
+
+// The running runtime's timer threads, one per scheduling group. The composition root
+// (runtime/runtime.cc) creates them after the groups and destroys them after the groups
+// stopped; the scheduler below knows nothing of them.
+//
+// StartTimerWorkers() creates and starts one TimerWorker per group (`groups` in index
+// order) and publishes them; StopTimerWorkers() stops their threads (pending timers are
+// cancelled; no callback starts afterwards) and keeps the objects, so a late Add() still
+// finds one; DestroyTimerWorkers() frees them. Called in that order, by one thread.
+void StartTimerWorkers(const std::vector<SchedulingGroup*>& groups);
+void StopTimerWorkers();
+void DestroyTimerWorkers();
+// The timer thread of `group`, a group of the running runtime (CHECK-fails, naming the
+// problem, when no runtime runs). Thread-safe while the runtime runs.
+TimerWorker* TimerWorkerFor(const SchedulingGroup* group);
 
 }  // namespace spindle::internal
 

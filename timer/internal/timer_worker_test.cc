@@ -37,7 +37,7 @@ void Record(void* arg) {
 // timers that were in its heap together fire in expiry order, and none fires early.
 TEST(TimerWorkerTest, FiresInExpiryOrderAndNeverEarly) {
   ScopedRuntime runtime(1);
-  TimerWorker* worker = Runtime::Get().timer_worker(0);
+  TimerWorker* worker = TimerWorkerFor(Runtime::Get().group(0));
   constexpr int kTimers = 500;
   std::vector<Probe> probes(kTimers);
   std::vector<TimerClock::time_point> due(kTimers), armed(kTimers);
