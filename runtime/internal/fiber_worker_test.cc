@@ -198,10 +198,9 @@ TEST(CrossNodeStealTest, HappensWhenEnabled) {
 
 // scheduling_group_local fibers are queued among stealable ones into a busy group
 // while three other groups on the node steal at every idle round; each local fiber
-// checks its group at start, after yields and after a timed sleep. (Runs of stealable
-// fibers come first in each batch: a thief only ever looks at the oldest entry, so a
-// local one at the head hides the rest from it; and the first run is queued behind a
-// fiber that holds the group's only worker until one of them has been stolen.)
+// checks its group at start, after yields and after a timed sleep. (The first run of
+// stealable fibers is queued behind a fiber that holds the group's only worker until
+// one of them has been stolen.)
 TEST(GroupLocalTest, LocalFibersNeverRunOutsideTheirGroup) {
   FlagRuntime runtime("0:0-1", 4, 1, /*ratio=*/1);
   ASSERT_EQ(GetSchedulingGroupCount(), 4u);
@@ -243,6 +242,43 @@ TEST(GroupLocalTest, LocalFibersNeverRunOutsideTheirGroup) {
   ASSERT_TRUE(WaitFor([&] { return done.load() == 1 + n + stealable; }));
   EXPECT_EQ(escaped.load(), 0);
   EXPECT_GT(stolen.load(), 0);
+}
+
+// A scheduling_group_local fiber at the head of a busy group's queue must not hide the
+// stealable fibers behind it from thieves (a thief used to look at the oldest entry
+// only, and gave up there). Group 0's only worker is held until every stealable fiber
+// has run, so only group 1's worker can run them; the local fibers run afterwards, in
+// group 0.
+TEST(GroupLocalTest, ALocalFiberAtTheHeadDoesNotHideStealableOnes) {
+  FlagRuntime runtime("0:0-1", 2, 1, /*ratio=*/1);
+  ASSERT_EQ(GetSchedulingGroupCount(), 2u);
+  constexpr int kStealable = 20;
+  std::atomic<bool> holding{false};
+  std::atomic<int> stolen{0};
+  std::atomic<int> local_ran{0};
+  std::atomic<int> escaped{0};
+  StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
+    holding.store(true);
+    EXPECT_TRUE(WaitFor([&] { return stolen.load() == kStealable; }, std::chrono::seconds(20)))
+        << "stealable fibers stayed hidden behind local ones: " << stolen.load() << " of "
+        << kStealable << " stolen";
+  });
+  ASSERT_TRUE(WaitFor([&] { return holding.load(); }));
+  for (int i = 0; i < kStealable; ++i) {
+    // Each stealable fiber behind two local ones.
+    for (int j = 0; j < 2; ++j) {
+      StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
+        if (CurrentGroup() != 0) escaped.fetch_add(1);
+        local_ran.fetch_add(1);
+      });
+    }
+    StartFiberDetached(OnGroup(0), [&] {
+      if (CurrentGroup() == 1) stolen.fetch_add(1);
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] { return stolen.load() == kStealable; }, std::chrono::seconds(30)));
+  ASSERT_TRUE(WaitFor([&] { return local_ran.load() == 2 * kStealable; }));
+  EXPECT_EQ(escaped.load(), 0);
 }
 
 // Torture: fibers started from fibers of every group, yielding and sleeping, over one

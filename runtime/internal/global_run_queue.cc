@@ -131,10 +131,28 @@ std::uintptr_t GlobalRunQueue::Take() {
   }
 }
 
-std::uintptr_t GlobalRunQueue::Steal() {
+std::uintptr_t GlobalRunQueue::Steal(bool* moved_pinned) {
+  constexpr std::size_t kMaxMoved = 8;  // bounds one thief's work for its victim
+  std::size_t moved = 0;
   for (;;) {
-    const std::uintptr_t entry = ring_.Steal();  // thieves leave the overflow list alone
-    if (entry == 0 || ClaimEntry(entry)) return entry;
+    // The cheap refusal first: most heads are stealable, or the ring is empty.
+    std::uintptr_t entry = ring_.Steal();  // thieves leave the overflow list alone
+    if (entry == 0) {
+      if (moved == kMaxMoved || ring_.UnsafeEmpty()) return 0;
+      bool pinned = false;
+      entry = ring_.PopReportingPin(&pinned);
+      if (entry == 0) return 0;
+      if (pinned) {
+        std::lock_guard<std::mutex> lock(overflow_lock_);
+        overflow_.push_back(entry);
+        overflow_size_.fetch_add(1, std::memory_order_relaxed);  // relaxed: see PushSlow()
+        *moved_pinned = true;
+        ++moved;
+        continue;
+      }
+      // The head turned stealable meanwhile (another consumer took the pinned one).
+    }
+    if (ClaimEntry(entry)) return entry;
   }
 }
 

@@ -46,8 +46,13 @@ class GlobalRunQueue {
                 absl::FunctionRef<void()> make_room);
   // The oldest entry still to be run (the overflow list first); 0 if none.
   std::uintptr_t Take();
-  // The oldest entry if it is stealable (never from the overflow list); 0 if none.
-  std::uintptr_t Steal();
+  // For a worker of another group: the oldest stealable entry (never from the overflow
+  // list); 0 if none. A scheduling_group_local entry at the head does not hide the
+  // stealable ones behind it: it is moved to the overflow list, which only this group's
+  // workers take from (and first), and `*moved_pinned` is set; the caller then makes
+  // the wake-up decision a producer makes, since the entry was out of every queue for
+  // a moment. At most a few are moved per call.
+  std::uintptr_t Steal(bool* moved_pinned);
   // Up to `max` of the oldest entries, into `out`, NOT claimed (ClaimEntry): the caller
   // claims the one it runs and queues the rest elsewhere, to be claimed by whoever takes
   // them there. How many.

@@ -232,7 +232,7 @@ bool RunQueue::BatchPush(const std::uintptr_t* entries, std::size_t n, bool stea
   }
 }
 
-std::uintptr_t RunQueue::TakeSlow(bool steal) {
+std::uintptr_t RunQueue::TakeSlow(bool steal, bool* pinned) {
   // relaxed: a guess, as in Pop().
   std::uint64_t pos = head_.load(std::memory_order_relaxed);
   for (;;) {
@@ -247,6 +247,7 @@ std::uintptr_t RunQueue::TakeSlow(bool steal) {
       if (steal && (state & kPinnedBit) != 0) return 0;
       // relaxed CAS: the acquire above ordered the entry. On failure it reloads pos.
       if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+        if (pinned != nullptr) *pinned = (state & kPinnedBit) != 0;
         return FinishTake(slot, pos);
       }
     } else if (distance < 0) {

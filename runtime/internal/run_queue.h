@@ -110,6 +110,11 @@ class RunQueue {
   // Pop(), returns 0 when the oldest position is claimed but not yet published: it never
   // waits for a producer, and never looks past the oldest entry.
   std::uintptr_t Steal() { return TakeSlow(/*steal=*/true); }
+  // Like Pop(), and also says whether the entry was pushed with `stealable == false`:
+  // for a thief that moves such an entry out of the way of the stealable ones behind it.
+  std::uintptr_t PopReportingPin(bool* pinned) {
+    return TakeSlow(/*steal=*/false, pinned);
+  }
 
   // The oldest entry's value without taking it, or 0 if the queue is empty (or its
   // oldest position is not published yet). A racy snapshot: by the time the caller looks
@@ -200,7 +205,9 @@ class RunQueue {
   bool PushSlow(std::uintptr_t entry, bool stealable);
   // Claims the next position for a push; false if the queue is full.
   bool Claim(std::uint64_t* position);
-  std::uintptr_t TakeSlow(bool steal);
+  // Takes the oldest entry: refusing a pinned one when `steal`; reporting its pin in
+  // `*pinned` when that is given.
+  std::uintptr_t TakeSlow(bool steal, bool* pinned = nullptr);
 
   // Read-only after construction; shared by every thread, so kept off the lines the
   // threads write.

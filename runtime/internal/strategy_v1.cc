@@ -199,7 +199,13 @@ void StrategyV1::FinishStalledPushForTesting(std::uint64_t position, std::uintpt
 
 std::uintptr_t StrategyV1::TakeNext(std::size_t) { return queue_.Take(); }
 
-std::uintptr_t StrategyV1::Steal() { return queue_.Steal(); }
+std::uintptr_t StrategyV1::Steal() {
+  bool moved_pinned = false;
+  const std::uintptr_t entry = queue_.Steal(&moved_pinned);
+  // A moved entry was out of the queue for a moment, as if pushed again: P1-P4.
+  if (moved_pinned) WakeUpOneWorker();
+  return entry;
+}
 
 bool StrategyV1::MayHaveStealable() const { return queue_.UnsafeRingSize() != 0; }
 

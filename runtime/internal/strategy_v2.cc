@@ -89,6 +89,14 @@
 //     after F's push; one announced before it is woken.
 //   - A searcher that finds some other fiber and was the last one wakes another while
 //     anything is queued (I4), so F is not left behind a busy searcher.
+//   - M1. A worker that moves entries into its local queue (the rest of a global batch,
+//     the rest of a stolen half) notifies after the move, like any producer: while the
+//     entries sat in its private buffer, a searcher X's re-check could miss them, and
+//     their producers had skipped their wake-up because X searched; if the mover is
+//     not a searcher, nobody else would run them while it runs a long fiber. (Found by
+//     timed_waiter_test under TSan with 2 workers: the second of two fibers that spin
+//     for each other sat in the first one's local queue for 10 s while the other
+//     worker slept.)
 // Every decision to wake nobody is thus backed by a worker whose later re-check, after
 // a fence, must see F; the WaitSlot counts wake-ups, so a Wake() between W3 and W4 is
 // kept. DisableRecheckForTesting() removes W3; scheduling_group_test's hammer then
@@ -304,6 +312,9 @@ std::uintptr_t StrategyV2::TakeFromGlobal(Worker& me) {
         global_.Push(batch[i], IsStealable(batch[i]), [this] { Notify(); });
       }
     }
+    // M1: the rest of the batch was in no queue for a moment, so a worker's re-check
+    // may have missed it; moving it is a push, with the producer's wake-up decision.
+    if (first + 1 < n) Notify();
     return batch[first];
   }
 }
@@ -357,6 +368,7 @@ std::uintptr_t StrategyV2::StealFromSiblings(std::size_t worker) {
       for (std::size_t k = first + 1; k < got; ++k) {
         PushLocal(worker, grabbed[k]);
       }
+      if (first + 1 < got) Notify();  // M1, as in TakeFromGlobal()
       return grabbed[first];
     }
   }
@@ -509,7 +521,11 @@ std::uintptr_t StrategyV2::FindRunnable(std::size_t worker, IdleHooks& hooks) {
 // ---- Victim side of stealing between groups.
 
 std::uintptr_t StrategyV2::Steal() {
-  if (std::uintptr_t entry = global_.Steal()) return entry;
+  bool moved_pinned = false;
+  const std::uintptr_t stolen = global_.Steal(&moved_pinned);
+  // A moved entry was out of the queue for a moment, as if pushed again: N1-N5.
+  if (moved_pinned) Notify();
+  if (stolen != 0) return stolen;
   const std::size_t n = options_.workers;
   // relaxed: only spreads the thieves over our workers.
   const std::size_t start = next_victim_.fetch_add(1, std::memory_order_relaxed);
