@@ -4,8 +4,11 @@
 
 #include <atomic>
 #include <exception>
+#include <vector>
 
+#include "fiber/internal/batch_pool.h"
 #include "fiber/internal/fiber_entity.h"
+#include "fiber/internal/sanitizers.h"
 #include "glog/logging.h"
 #include "runtime/internal/live_fibers.h"
 #include "runtime/internal/runtime_impl.h"
@@ -44,6 +47,17 @@ class JoinState {
     }
   }
 
+  // Two owners: the handle (until join() or detach()) and the fiber's exit hook (a
+  // JoinRef, released when the hook is destroyed: after it ran, or unrun when a joiner
+  // ran the fiber inline and the descriptor was dropped). Allocated from a per-thread
+  // cache, like descriptors: the fiber usually releases on a worker, the handle on the
+  // spawning thread, and malloc pays dearly for such cross-thread frees.
+  static JoinState* New();
+  void Release() {
+    // acq_rel: the last owner sees the other's accesses before it recycles the state.
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) Recycle(this);
+  }
+
   std::atomic<bool> claimed{false};
   absl::AnyInvocable<void()> start_proc;
   // Where the fiber was queued: what join() takes back after running it inline.
@@ -51,10 +65,80 @@ class JoinState {
   SchedulingGroup* group = nullptr;
 
  private:
+  static void Recycle(JoinState* state);
+
   static constexpr std::uintptr_t kRunning = 0;
   static constexpr std::uintptr_t kExited = 1;
   std::atomic<std::uintptr_t> waiter_{kRunning};  // or the joiner's TimedWaiter*
+  std::atomic<int> refs_{2};
 };
+
+namespace {
+
+constexpr std::size_t kJoinStateBatch = 64;
+
+BatchPool<JoinState*>& JoinStatePool() {
+  static auto* pool = new BatchPool<JoinState*>(kJoinStateBatch);
+  return *pool;
+}
+
+struct JoinStateCache {
+  std::vector<JoinState*> free;
+  ~JoinStateCache() {
+    if (!free.empty()) JoinStatePool().GiveBatch(&free);
+  }
+};
+
+// Not cached across a fiber switch: called only from functions that do not switch.
+std::vector<JoinState*>& ThisThreadJoinStates() {
+  thread_local JoinStateCache cache;
+  return cache.free;
+}
+
+// The fiber's reference to its JoinState, held by its exit hook (see JoinState).
+class JoinRef {
+ public:
+  explicit JoinRef(JoinState* state) : state_(state) {}
+  JoinRef(JoinRef&& other) noexcept : state_(other.state_) { other.state_ = nullptr; }
+  JoinRef& operator=(JoinRef&&) = delete;
+  ~JoinRef() {
+    if (state_ != nullptr) state_->Release();
+  }
+  JoinState* get() const { return state_; }
+
+ private:
+  JoinState* state_;
+};
+
+}  // namespace
+
+JoinState* JoinState::New() {
+  if (kUnderSanitizer) return new JoinState;  // ASan sees each lifetime
+  std::vector<JoinState*>& cache = ThisThreadJoinStates();
+  if (cache.empty() && !JoinStatePool().TakeBatch(&cache)) return new JoinState;
+  JoinState* state = cache.back();
+  cache.pop_back();
+  return state;
+}
+
+void JoinState::Recycle(JoinState* state) {
+  if (kUnderSanitizer) {
+    delete state;
+    return;
+  }
+  // Both owners are done with it: plain resets (relaxed for the atomics) before it is
+  // handed out again, which publishes them (a later New() on this thread, or a batch
+  // passed through the pool's lock).
+  state->claimed.store(false, std::memory_order_relaxed);
+  state->start_proc = nullptr;
+  state->desc = nullptr;
+  state->group = nullptr;
+  state->waiter_.store(kRunning, std::memory_order_relaxed);
+  state->refs_.store(2, std::memory_order_relaxed);
+  std::vector<JoinState*>& cache = ThisThreadJoinStates();
+  cache.push_back(state);
+  JoinStatePool().SpillIfFull(&cache);
+}
 
 }  // namespace internal
 
@@ -101,21 +185,22 @@ Fiber::Fiber(absl::AnyInvocable<void()> start_proc)
     : Fiber(Attributes(), std::move(start_proc)) {}
 
 Fiber::Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc) {
-  barrier_ = std::make_shared<internal::JoinState>();
-  barrier_->start_proc = std::move(start_proc);
+  internal::JoinState* state = internal::JoinState::New();
+  join_state_ = state;
+  state->start_proc = std::move(start_proc);
   // The queued descriptor runs the function only if its worker wins the claim (it
   // checks before taking a stack); otherwise the joiner has run it inline.
-  internal::FiberDesc* desc = internal::NewFiberDesc([state = barrier_.get()] {
+  internal::FiberDesc* desc = internal::NewFiberDesc([state] {
     auto proc = std::move(state->start_proc);
     proc();
   });
-  desc->exit_hook = [barrier = barrier_] { barrier->Signal(); };
-  desc->claim = &barrier_->claimed;
+  desc->exit_hook = [ref = internal::JoinRef(state)] { ref.get()->Signal(); };
+  desc->claim = &state->claimed;
   id_ = desc->id;
-  barrier_->desc = desc;
+  state->desc = desc;
   // The descriptor may be run and freed before LaunchFiber returns; join() touches
   // `desc` only after winning the claim, which proves it is still queued.
-  barrier_->group = LaunchFiber(attributes, desc);
+  state->group = LaunchFiber(attributes, desc);
 }
 
 Fiber::~Fiber() {
@@ -125,8 +210,8 @@ Fiber::~Fiber() {
   }
 }
 
-Fiber::Fiber(Fiber&& other) noexcept
-    : barrier_(std::move(other.barrier_)), id_(other.id_) {
+Fiber::Fiber(Fiber&& other) noexcept : join_state_(other.join_state_), id_(other.id_) {
+  other.join_state_ = nullptr;
   other.id_ = 0;
 }
 
@@ -135,21 +220,23 @@ Fiber& Fiber::operator=(Fiber&& other) noexcept {
     LOG(FATAL) << "spindle::Fiber for fiber " << id_
                << " assigned to while joinable: call join() or detach() first";
   }
-  barrier_ = std::move(other.barrier_);
+  join_state_ = other.join_state_;
   id_ = other.id_;
+  other.join_state_ = nullptr;
   other.id_ = 0;
   return *this;
 }
 
 void Fiber::join() {
   CHECK(joinable()) << "join() on a Fiber that is not joinable";
+  internal::JoinState* state = join_state_;
   internal::FiberEntity* self = internal::GetCurrentFiberEntity();
   // relaxed pre-check: a hint that spares the locked exchange once the fiber started.
   if (self != nullptr && !self->is_master() &&
-      !barrier_->claimed.load(std::memory_order_relaxed) && HasStackToSpare(self) &&
+      !state->claimed.load(std::memory_order_relaxed) && HasStackToSpare(self) &&
       // acq_rel: pairs with the worker's claim in AcquireFiber(); the winner runs it.
-      !barrier_->claimed.exchange(true, std::memory_order_acq_rel)) {
-    auto proc = std::move(barrier_->start_proc);
+      !state->claimed.exchange(true, std::memory_order_acq_rel)) {
+    auto proc = std::move(state->start_proc);
     try {
       proc();
     } catch (const std::exception& e) {
@@ -163,17 +250,19 @@ void Fiber::join() {
     // The descriptor is still queued somewhere; take it back (this hands over our
     // reference to it). `self` may be on another worker by now: the group reads
     // where it runs.
-    barrier_->group->TakeBackRunInline(self, barrier_->desc);
+    state->group->TakeBackRunInline(self, state->desc);
   } else {
-    barrier_->Wait();
+    state->Wait();
   }
-  barrier_.reset();
+  state->Release();
+  join_state_ = nullptr;
   id_ = 0;
 }
 
 void Fiber::detach() {
   CHECK(joinable()) << "detach() on a Fiber that is not joinable";
-  barrier_.reset();
+  join_state_->Release();
+  join_state_ = nullptr;
   id_ = 0;
 }
 

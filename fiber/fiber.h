@@ -66,12 +66,13 @@ class Fiber {
   void join();
   // Lets the fiber run on its own; the handle no longer refers to it.
   void detach();
-  bool joinable() const { return barrier_ != nullptr; }
+  bool joinable() const { return join_state_ != nullptr; }
   // The fiber's id (0 for a handle that names no fiber).
   std::uint64_t get_id() const { return id_; }
 
  private:
-  std::shared_ptr<internal::JoinState> barrier_;
+  // Shared with the fiber (reference-counted inside); null when not joinable.
+  internal::JoinState* join_state_ = nullptr;
   std::uint64_t id_ = 0;
 };
 
