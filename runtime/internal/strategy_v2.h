@@ -57,7 +57,7 @@ class StrategyV2 final : public SchedulingStrategy {
     LocalQueue local;
     WaitSlot slot;
     // The owner's alone.
-    std::uint64_t tick = 0;          // scheduling rounds, for the global-queue check
+    std::uint64_t rounds_to_global_check = 1;  // T1's count-down (set after each check)
     unsigned runnext_streak = 0;     // consecutive picks from runnext
     std::uint64_t random = 0;        // victim choice
     std::unique_ptr<std::uintptr_t[]> steal_buffer;  // half a local queue
