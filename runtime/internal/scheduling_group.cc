@@ -319,52 +319,61 @@ void SchedulingGroup::TakeBackRunInline(FiberEntity* joiner, FiberDesc* desc) {
   // acquire: pairs with a consumer's release of its reference (acq_rel fetch_sub). A
   // consumer already dropped the entry (v2 does when runnext is taken over): ours is the
   // last reference.
-  const bool dropped = desc->run_inline_refs.load(std::memory_order_acquire) == 1;
+  if (desc->run_inline_refs.load(std::memory_order_acquire) == 1) {
+    FreeFiberDesc(desc);
+    return;
+  }
   SchedulingGroup* home = joiner->scheduling_group;
-  const std::size_t worker = joiner->scheduling_worker;
-  if (worker >= home->options_.workers) {  // a test's fiber, not on a worker: try once
-    if (dropped) {
-      FreeFiberDesc(desc);
-      return;
-    }
-    std::vector<std::pair<SchedulingGroup*, FiberDesc*>> one{{this, desc}};
-    TakeBackPending(one, joiner);
-    for (auto& [group, left] : one) {
-      group->strategy_->NoteDeadEntries();
-      ReleaseRunInlineDesc(left);
+  const bool on_worker = joiner->scheduling_worker < home->options_.workers;
+  // The child alone first: usually it is at the front (fan-out joined in start order).
+  const std::uintptr_t entry = EncodeEntry(desc);
+  bool taken = false;
+  strategy_->TakeBack(
+      home == this && on_worker ? joiner->scheduling_worker : kNoWorker,
+      [entry](std::uintptr_t queued) { return queued == entry; },
+      [&taken](std::uintptr_t) {
+        taken = true;
+        return false;
+      });
+  if (!on_worker) {  // a test's fiber, not on a worker: no list to keep it in
+    if (taken) {
+      FreeFiberDesc(desc);  // both references were ours now
+    } else {
+      strategy_->NoteDeadEntries();
+      ReleaseRunInlineDesc(desc);
     }
     return;
   }
   // Only this worker's thread touches its list: the joiner runs on it, and does not
   // switch while it is in here.
-  auto& pending = home->worker_counters_[worker].pending_take_backs;
-  if (dropped) {
+  auto& pending = home->worker_counters_[joiner->scheduling_worker].pending_take_backs;
+  if (taken) {
     FreeFiberDesc(desc);
-    if (pending.empty()) return;
-  } else {
-    pending.emplace_back(this, desc);
+    // Taking it may have brought an earlier one of ours to the front.
+    if (!pending.empty()) TakeBackPending(pending, joiner);
+    return;
   }
-  TakeBackPending(pending, joiner);
-  if (!dropped && !pending.empty() && pending.back().second == desc) {
-    strategy_->NoteDeadEntries();  // left behind, for now at least
+  strategy_->NoteDeadEntries();  // left behind, for now at least
+  // A short list: joined in reverse order, a small fan-out drains once its first child
+  // is joined. Nested fork-join leaves entries in the middle of the queue, where no
+  // retry reaches them, so a long list would only cost every inline join a long scan
+  // (skynet spent half its time there with 128); what it cannot hold, a full queue
+  // drops (GlobalRunQueue::Compact(), v2's local overflow).
+  constexpr std::size_t kMaxPending = 8;
+  if (pending.size() >= kMaxPending) {
+    auto gone = std::remove_if(pending.begin(), pending.end(), [](const auto& item) {
+      // acquire: as above.
+      if (item.second->run_inline_refs.load(std::memory_order_acquire) != 1) return false;
+      FreeFiberDesc(item.second);
+      return true;
+    });
+    pending.erase(gone, pending.end());
+    if (pending.size() >= kMaxPending) {
+      ReleaseRunInlineDesc(pending.front().second);  // given up: the queue's ref frees it
+      pending.erase(pending.begin());
+    }
   }
-  // A bound on what the list holds (and on each call's scan): entries a consumer took
-  // meanwhile are freed, and if it is still long the oldest are given up (a full queue
-  // drops them, GlobalRunQueue::Compact(); v2's local overflow too).
-  constexpr std::size_t kMaxPending = 128;
-  if (pending.size() < kMaxPending) return;
-  auto gone = std::remove_if(pending.begin(), pending.end(), [](const auto& item) {
-    // acquire: as above.
-    if (item.second->run_inline_refs.load(std::memory_order_acquire) != 1) return false;
-    FreeFiberDesc(item.second);
-    return true;
-  });
-  pending.erase(gone, pending.end());
-  if (pending.size() >= kMaxPending / 2) {
-    const std::size_t drop = pending.size() - kMaxPending / 2;
-    for (std::size_t i = 0; i < drop; ++i) ReleaseRunInlineDesc(pending[i].second);
-    pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(drop));
-  }
+  pending.emplace_back(this, desc);
 }
 
 void SchedulingGroup::TakeBackPending(
