@@ -130,7 +130,7 @@ void JoinState::Recycle(JoinState* state) {
   // handed out again, which publishes them (a later New() on this thread, or a batch
   // passed through the pool's lock).
   state->claimed.store(false, std::memory_order_relaxed);
-  state->start_proc = nullptr;
+  if (state->start_proc) state->start_proc = nullptr;  // usually moved-from already
   state->desc = nullptr;
   state->group = nullptr;
   state->waiter_.store(kRunning, std::memory_order_relaxed);

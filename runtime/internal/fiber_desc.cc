@@ -53,8 +53,10 @@ void FreeFiberDesc(FiberDesc* desc) {
     delete desc;
     return;
   }
-  desc->start_proc = nullptr;
-  desc->exit_hook = nullptr;
+  // Usually moved-from already; assigning to an empty AnyInvocable still costs an
+  // indirect call into its manager (9% of skynet's samples went to EmptyManager).
+  if (desc->start_proc) desc->start_proc = nullptr;
+  if (desc->exit_hook) desc->exit_hook = nullptr;
   desc->scheduling_group_local = false;
   desc->id = 0;
   desc->claim = nullptr;
