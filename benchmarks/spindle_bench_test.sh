@@ -72,7 +72,7 @@ sweep=(--flagfile="$flagfile" --scale=0.001 --repetitions=1 --workloads=fib,yiel
        --sweep_workers=1,2)
 table=$("$bench" "${sweep[@]}")
 echo "$table"
-grep -q '^workload .* v1 w1  *v1 w2$' <<<"$table" || fail "the sweep table lacks its columns"
+grep -q '^workload .* v2 w1  *v2 w2$' <<<"$table" || fail "the sweep table lacks its columns"
 grep -q '^fib  *wall  *ms  *[0-9.]*  *[0-9.]*$' <<<"$table" || fail "the sweep table lacks fib's row"
 grep -q '^yield  *per_switch  *ns  *[0-9.]*\*  *[0-9.]*\*$' <<<"$table" ||
   fail "the sweep table does not mark yield's own shape"
@@ -83,7 +83,7 @@ python3 - "$json" <<'PYTHON' || fail "the sweep's JSON output does not check out
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 for row in rows:
-    assert row["workers"] in (1, 2) and row["strategy"] == "v1", row
+    assert row["workers"] in (1, 2) and row["strategy"] == "v2", row
 assert sorted((r["workload"], r["workers"]) for r in rows) == [
     ("fib", 1), ("fib", 2), ("yield", 1), ("yield", 2)], rows
 print(f"sweep JSON: {len(rows)} lines")

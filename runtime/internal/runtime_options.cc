@@ -26,8 +26,8 @@ DEFINE_uint64(fiber_run_queue_size, 65536,
               "Capacity of each scheduling group's run queue, in ready fibers (default "
               "65536). A power of two in [2, 2^30]. When a queue is full, producers "
               "wait (with a warning): raise it if that happens.");
-DEFINE_string(fiber_scheduling_strategy, "v1",
-              "How workers share and wait for work (default v1). Accepted: v1 (one "
+DEFINE_string(fiber_scheduling_strategy, "v2",
+              "How workers share and wait for work (default v2). Accepted: v1 (one "
               "shared queue per group, at most two spinning workers), v2 (a local queue "
               "and a runnext slot per worker, a global queue per group, stealing half "
               "of a sibling's queue, a notifier that wakes a sleeper only when nobody "
