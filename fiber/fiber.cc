@@ -8,7 +8,6 @@
 
 #include "fiber/internal/batch_pool.h"
 #include "fiber/internal/fiber_entity.h"
-#include "fiber/internal/sanitizers.h"
 #include "glog/logging.h"
 #include "runtime/internal/live_fibers.h"
 #include "runtime/internal/runtime_impl.h"
@@ -49,9 +48,8 @@ class JoinState {
 
   // Two owners: the handle (until join() or detach()) and the fiber's exit hook (a
   // JoinRef, released when the hook is destroyed: after it ran, or unrun when a joiner
-  // ran the fiber inline and the descriptor was dropped). Allocated from a per-thread
-  // cache, like descriptors: the fiber usually releases on a worker, the handle on the
-  // spawning thread, and malloc pays dearly for such cross-thread frees.
+  // ran the fiber inline and the descriptor was dropped). From PooledObjects, like
+  // descriptors: the fiber usually releases on a worker, the handle on the spawner.
   static JoinState* New();
   void Release() {
     // acq_rel: the last owner sees the other's accesses before it recycles the state.
@@ -75,26 +73,6 @@ class JoinState {
 
 namespace {
 
-constexpr std::size_t kJoinStateBatch = 64;
-
-BatchPool<JoinState*>& JoinStatePool() {
-  static auto* pool = new BatchPool<JoinState*>(kJoinStateBatch);
-  return *pool;
-}
-
-struct JoinStateCache {
-  std::vector<JoinState*> free;
-  ~JoinStateCache() {
-    if (!free.empty()) JoinStatePool().GiveBatch(&free);
-  }
-};
-
-// Not cached across a fiber switch: called only from functions that do not switch.
-std::vector<JoinState*>& ThisThreadJoinStates() {
-  thread_local JoinStateCache cache;
-  return cache.free;
-}
-
 // The fiber's reference to its JoinState, held by its exit hook (see JoinState).
 class JoinRef {
  public:
@@ -112,20 +90,9 @@ class JoinRef {
 
 }  // namespace
 
-JoinState* JoinState::New() {
-  if (kUnderSanitizer) return new JoinState;  // ASan sees each lifetime
-  std::vector<JoinState*>& cache = ThisThreadJoinStates();
-  if (cache.empty() && !JoinStatePool().TakeBatch(&cache)) return new JoinState;
-  JoinState* state = cache.back();
-  cache.pop_back();
-  return state;
-}
+JoinState* JoinState::New() { return PooledObjects<JoinState>::New(); }
 
 void JoinState::Recycle(JoinState* state) {
-  if (kUnderSanitizer) {
-    delete state;
-    return;
-  }
   // Both owners are done with it: plain resets (relaxed for the atomics) before it is
   // handed out again, which publishes them (a later New() on this thread, or a batch
   // passed through the pool's lock).
@@ -135,9 +102,7 @@ void JoinState::Recycle(JoinState* state) {
   state->group = nullptr;
   state->waiter_.store(kRunning, std::memory_order_relaxed);
   state->refs_.store(2, std::memory_order_relaxed);
-  std::vector<JoinState*>& cache = ThisThreadJoinStates();
-  cache.push_back(state);
-  JoinStatePool().SpillIfFull(&cache);
+  PooledObjects<JoinState>::Delete(state);
 }
 
 }  // namespace internal

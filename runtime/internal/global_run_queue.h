@@ -58,19 +58,13 @@ class GlobalRunQueue {
   // them there. How many.
   std::size_t TakeBatchUnclaimed(std::uintptr_t* out, std::size_t max);
 
-  // The ring's oldest entry and its conditional take (RunQueue::Oldest/TakeIfOldest);
-  // the overflow list is not looked at.
-  std::uintptr_t Oldest() const { return ring_.Oldest(); }
-  bool TakeIfOldest(std::uintptr_t entry) { return ring_.TakeIfOldest(entry); }
-  // SchedulingStrategy::TakeBack on the ring: while its oldest entry is `wanted`, takes
-  // it and passes it to `taken` (which returns whether more are wanted).
+  // SchedulingStrategy::TakeBack on the ring (not the overflow list): while its oldest
+  // entry is `wanted`, takes it and passes it to `taken` (which returns whether more are
+  // wanted).
   void TakeBack(absl::FunctionRef<bool(std::uintptr_t)> wanted,
                 absl::FunctionRef<bool(std::uintptr_t)> taken) {
-    for (;;) {
-      const std::uintptr_t entry = ring_.Oldest();
-      if (entry == 0 || !wanted(entry) || !ring_.TakeIfOldest(entry) || !taken(entry)) {
-        return;
-      }
+    while (const std::uintptr_t entry = ring_.TakeOldestIf(wanted)) {
+      if (!taken(entry)) return;
     }
   }
   // Some descriptor that a joiner ran inline may be queued here where it could not take

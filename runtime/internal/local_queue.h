@@ -95,30 +95,27 @@ class LocalQueue {
     }
   }
 
-  // Owner thread only. The oldest entry's value without taking it, or 0 if the queue is
-  // empty. Racy against Grab(): the entry may be gone by the time the caller looks at
-  // it, so callers compare it with values they own and never dereference it.
-  std::uintptr_t Oldest() const {
-    // relaxed: a guess (see TakeIfOldest()); only this thread writes tail_ and slots.
-    const std::uint64_t head = head_.load(std::memory_order_relaxed);
-    const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
-    return head == tail ? 0 : SlotAt(head).load(std::memory_order_relaxed);
-  }
-
-  // Owner thread only. Removes the oldest entry if it is `entry` (whose referent the
-  // caller keeps alive, so the value is queued at most once); false, changing nothing,
-  // otherwise: a joiner taking back a fiber it already ran inline.
-  bool TakeIfOldest(std::uintptr_t entry) {
+  // Owner thread only. Removes and returns the oldest entry if `wanted(entry)` says so;
+  // 0, changing nothing, if not (or if the queue is empty). As RunQueue::TakeOldestIf:
+  // `wanted` may only compare the value with ones whose referents the caller keeps
+  // alive, since a Grab() may take the entry at any moment.
+  template <class Wanted>
+  std::uintptr_t TakeOldestIf(Wanted&& wanted) {
     // relaxed: a guess decided by the CAS. If a Grab() moved head_ past it, the slot may
-    // hold a newer entry, never `entry` again, and the CAS fails anyway.
+    // hold a newer entry (never a wanted one again) and the CAS fails anyway.
     std::uint64_t head = head_.load(std::memory_order_relaxed);
     // relaxed: only this thread writes tail_ and the slots.
     const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
-    if (head == tail || SlotAt(head).load(std::memory_order_relaxed) != entry) return false;
+    if (head == tail) return 0;
+    const std::uintptr_t entry = SlotAt(head).load(std::memory_order_relaxed);
     // release on success: as in Pop() (pairs with the acquire loads of head_ in Push()
     // and Grab()). A Grab() that copied this slot then fails its CAS.
-    return head_.compare_exchange_strong(head, head + 1, std::memory_order_release,
-                                         std::memory_order_relaxed);
+    if (!wanted(entry) ||
+        !head_.compare_exchange_strong(head, head + 1, std::memory_order_release,
+                                       std::memory_order_relaxed)) {
+      return 0;
+    }
+    return entry;
   }
 
   // Any thread, the owner included. Takes the oldest ceil(size / 2) entries when `half`,

@@ -260,37 +260,6 @@ std::uintptr_t RunQueue::TakeSlow(bool steal, bool* pinned) {
   }
 }
 
-std::uintptr_t RunQueue::Oldest() const {
-  // relaxed: a guess, checked by the slot's sequence.
-  const std::uint64_t pos = head_.load(std::memory_order_relaxed);
-  const Slot& slot = SlotAt(pos);
-  // acquire: pairs with Publish(), so the entry read below is the one published at pos
-  // (or a later lap's, if consumers moved on meanwhile: still only a value).
-  const std::uint64_t state = slot.state.load(std::memory_order_acquire);
-  if (SeqDistance(state, pos + 1) != 0) return 0;
-  // relaxed: ordered by the acquire above.
-  return slot.entry.load(std::memory_order_relaxed);
-}
-
-bool RunQueue::TakeIfOldest(std::uintptr_t entry) {
-  // relaxed: a guess decided by the CAS on head_, as in Pop().
-  std::uint64_t pos = head_.load(std::memory_order_relaxed);
-  Slot& slot = SlotAt(pos);
-  // acquire: pairs with the release store in Publish().
-  const std::uint64_t state = slot.state.load(std::memory_order_acquire);
-  // relaxed: ordered by the acquire above. The caller keeps `entry`'s referent alive, so
-  // no other position holds the value; if the CAS below wins, nobody took `pos` since we
-  // read its slot, so the slot still holds what we compared.
-  if (SeqDistance(state, pos + 1) != 0 ||
-      slot.entry.load(std::memory_order_relaxed) != entry) {
-    return false;
-  }
-  // relaxed CAS: as in Pop(); the acquire above ordered the entry.
-  if (!head_.compare_exchange_strong(pos, pos + 1, std::memory_order_relaxed)) return false;
-  FinishTake(slot, pos);
-  return true;
-}
-
 std::size_t RunQueue::UnsafeSize() const {
   // relaxed (both): a statistic. head_ is read first: it never passes tail_, so tail_
   // read afterwards is usually not behind it; the clamps cover the snapshots that are.

@@ -116,15 +116,29 @@ class RunQueue {
     return TakeSlow(/*steal=*/false, pinned);
   }
 
-  // The oldest entry's value without taking it, or 0 if the queue is empty (or its
-  // oldest position is not published yet). A racy snapshot: by the time the caller looks
-  // at it, a consumer may have taken the entry and its referent may be gone, so callers
-  // compare it with values they own and never dereference it.
-  std::uintptr_t Oldest() const;
-  // Removes the oldest entry if it is `entry` (whose referent the caller keeps alive, so
-  // the value cannot be reused meanwhile); false, changing nothing, otherwise. For a
-  // joiner taking back a fiber it already ran inline (SchedulingStrategy::TakeBack).
-  bool TakeIfOldest(std::uintptr_t entry);
+  // Removes and returns the oldest entry if `wanted(entry)` says so; 0, changing
+  // nothing, if not (or if the queue is empty). `wanted` sees a value that may be taken
+  // by another consumer at any moment, its referent gone: it must only compare it with
+  // values whose referents the caller keeps alive (then no other position holds the
+  // value, and a won CAS proves nobody took it meanwhile). For a joiner taking back a
+  // fiber it already ran inline (SchedulingStrategy::TakeBack).
+  template <class Wanted>
+  std::uintptr_t TakeOldestIf(Wanted&& wanted) {
+    // relaxed: a guess decided by the CAS on head_, as in Pop().
+    std::uint64_t pos = head_.load(std::memory_order_relaxed);
+    Slot& slot = SlotAt(pos);
+    // acquire: pairs with the release store in Publish().
+    const std::uint64_t state = slot.state.load(std::memory_order_acquire);
+    if (SeqDistance(state, pos + 1) != 0) return 0;
+    // relaxed: ordered by the acquire above.
+    const std::uintptr_t entry = slot.entry.load(std::memory_order_relaxed);
+    // relaxed CAS: as in Pop(). If it wins, nobody took `pos` since we read its slot.
+    if (!wanted(entry) ||
+        !head_.compare_exchange_strong(pos, pos + 1, std::memory_order_relaxed)) {
+      return 0;
+    }
+    return FinishTake(slot, pos);
+  }
 
   // Entries pushed and not yet taken, from two relaxed loads: a racy snapshot in
   // [0, capacity()], for heuristics and statistics only.

@@ -582,9 +582,7 @@ void StrategyV2::TakeBack(std::size_t worker,
         !taken(next)) {
       return;
     }
-    for (std::uintptr_t oldest = me.local.Oldest();
-         oldest != 0 && wanted(oldest) && me.local.TakeIfOldest(oldest);
-         oldest = me.local.Oldest()) {
+    while (const std::uintptr_t oldest = me.local.TakeOldestIf(wanted)) {
       if (!taken(oldest)) return;
     }
   }
