@@ -14,8 +14,10 @@
 #include <string>
 #include <thread>
 
+#include <condition_variable>
+#include <mutex>
+
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "gflags/gflags.h"
 #include "sync/event.h"
 
@@ -58,8 +60,12 @@ class BlockingPool {
 
   void Run(Call* call) {
     {
-      absl::MutexLock lock(&mutex_);
+      // Held briefly, never across a park: a plain mutex is fine in a fiber. (Not
+      // absl::Mutex: Debian's abseil is not built for ThreadSanitizer, which would
+      // then miss this lock's ordering.)
+      std::lock_guard<std::mutex> lock(mutex_);
       queue_.push_back(call);
+      if (idle_ > 0) wake_.notify_one();
       // Every queued call needs a thread that is idle or starting.
       if (queue_.size() > idle_ + starting_ && threads_ < FLAGS_io_blocking_threads) {
         ++threads_;
@@ -71,28 +77,28 @@ class BlockingPool {
   }
 
  private:
-  void Loop() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    mutex_.Lock();
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
     --starting_;
     for (;;) {
       ++idle_;
-      mutex_.Await(absl::Condition(
-          +[](std::deque<Call*>* queue) { return !queue->empty(); }, &queue_));
+      wake_.wait(lock, [this] { return !queue_.empty(); });
       --idle_;
       Call* call = queue_.front();
       queue_.pop_front();
-      mutex_.Unlock();
+      lock.unlock();
       try {
         call->function();
       } catch (...) {
         call->exception = std::current_exception();
       }
       call->done.Set();  // the caller may free `call` from here on
-      mutex_.Lock();
+      lock.lock();
     }
   }
 
-  absl::Mutex mutex_;
+  std::mutex mutex_;
+  std::condition_variable wake_;  // an idle thread waits for a queued call
   std::deque<Call*> queue_ ABSL_GUARDED_BY(mutex_);
   std::uint64_t threads_ ABSL_GUARDED_BY(mutex_) = 0;
   std::uint64_t idle_ ABSL_GUARDED_BY(mutex_) = 0;
