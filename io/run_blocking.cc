@@ -12,6 +12,7 @@
 #include <deque>
 #include <exception>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include <condition_variable>
@@ -19,6 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "gflags/gflags.h"
+#include "glog/logging.h"
 #include "sync/event.h"
 
 namespace {
@@ -68,9 +70,21 @@ class BlockingPool {
       if (idle_ > 0) wake_.notify_one();
       // Every queued call needs a thread that is idle or starting.
       if (queue_.size() > idle_ + starting_ && threads_ < FLAGS_io_blocking_threads) {
-        ++threads_;
-        ++starting_;
-        std::thread([this] { Loop(); }).detach();
+        try {
+          std::thread([this] { Loop(); }).detach();
+          ++threads_;
+          ++starting_;
+        } catch (const std::system_error& error) {
+          // No thread (a process or cgroup limit): the call waits for a running one;
+          // with none at all, it is not queued and the caller gets the error.
+          if (threads_ == 0) {
+            queue_.pop_back();
+            throw;
+          }
+          LOG_FIRST_N(WARNING, 1) << "RunBlocking: cannot start a pool thread ("
+                                  << error.what() << "); calls wait for the "
+                                  << threads_ << " running";
+        }
       }
     }
     call->done.Wait();

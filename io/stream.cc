@@ -36,7 +36,7 @@ absl::Status OsError(int error, const char* operation, const char* preposition,
 absl::Status ClosedError(const char* operation, const char* preposition,
                          const Address& address) {
   return absl::FailedPreconditionError(
-      absl::StrCat(Context(operation, preposition, address), ": the stream is closed"));
+      absl::StrCat(Context(operation, preposition, address), ": closed"));
 }
 
 absl::Status DeadlineError(const char* operation, const char* preposition,
@@ -71,7 +71,7 @@ class Operation {
       status_ = absl::FailedPreconditionError(absl::StrCat(
           Context(name, preposition, address), ": another ",
           direction_ == Descriptor::kRead ? "reader" : "writer",
-          " is already using this stream (one at a time per direction)"));
+          " is already using it (one at a time per direction)"));
       descriptor_->Release();
       descriptor_ = nullptr;
     }
@@ -156,6 +156,7 @@ absl::StatusOr<Stream> Stream::Adopt(int fd, Address peer) {
   const int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
     const int error = errno;
+    close(fd);  // ours either way, as documented
     return OsError(error, "Adopt", "of", peer);
   }
   Descriptor* descriptor = Descriptor::Create(fd);
@@ -174,12 +175,11 @@ absl::StatusOr<Stream> Stream::Connect(const Address& address, Deadline deadline
   SetNoDelay(fd, address.family());
   Descriptor* descriptor = Descriptor::Create(fd);
   Stream stream(descriptor, descriptor->generation(), address);
-  int result;
-  do {
-    result = connect(fd, address.sockaddr_ptr(), address.length());
-  } while (result != 0 && errno == EINTR);
-  if (result == 0) return stream;
-  if (errno != EINPROGRESS && errno != EAGAIN) {
+  // Non-blocking: EINPROGRESS (and EINTR, after which the connection goes on
+  // asynchronously) mean "wait until writable". A Unix socket whose listener's backlog
+  // is full says EAGAIN and is not connecting at all: that is an error (as in Go).
+  if (connect(fd, address.sockaddr_ptr(), address.length()) == 0) return stream;
+  if (errno != EINPROGRESS && errno != EINTR) {
     const int error = errno;
     return OsError(error, "Connect", "to", address);
   }
@@ -212,27 +212,31 @@ bool Stream::is_open() const {
   return descriptor_ != nullptr && descriptor_->IsOpen(generation_);
 }
 
-int Stream::fd() const { return descriptor_ == nullptr ? -1 : descriptor_->fd(); }
+int Stream::fd() const { return is_open() ? descriptor_->fd() : -1; }
 
 absl::StatusOr<std::size_t> Stream::Read(void* buffer, std::size_t size, Deadline deadline) {
   Operation op(descriptor_, generation_, Descriptor::kRead, "Read", "from", peer_);
   if (!op.ok()) return op.status();
-  bool& likely_blocked = op.descriptor()->likely_blocked(Descriptor::kRead);
+  if (size == 0) return 0;  // documented: returns at once
+  Descriptor* descriptor = op.descriptor();
+  bool& likely_blocked = descriptor->likely_blocked(Descriptor::kRead);
+  if (likely_blocked && !descriptor->SkipBlockedGuess(Descriptor::kRead)) {
+    // The last read drained the socket: wait for an edge (or the ready flag an edge
+    // left) instead of a read that would say EAGAIN. Only a guess: the read below
+    // decides, and after EAGAIN we always wait.
+    likely_blocked = false;
+    if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
+  }
   for (;;) {
-    if (likely_blocked && !op.descriptor()->SkipBlockedGuess()) {
-      // The last read drained the socket: wait for an edge (or a ready flag an edge
-      // left) instead of a read that would say EAGAIN.
-      likely_blocked = false;
-      if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
-    }
     const ssize_t n = read(op.fd(), buffer, size);
     if (n >= 0) {
-      likely_blocked = static_cast<std::size_t>(n) < size && n > 0;
+      likely_blocked = n > 0 && static_cast<std::size_t>(n) < size;
       return static_cast<std::size_t>(n);
     }
     if (errno == EINTR) continue;
     if (errno != EAGAIN) return op.Error(errno);
-    likely_blocked = true;
+    likely_blocked = false;
+    if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
   }
 }
 
@@ -257,12 +261,13 @@ absl::StatusOr<std::size_t> Stream::Write(const void* data, std::size_t size,
   Operation op(descriptor_, generation_, Descriptor::kWrite, "Write", "to", peer_);
   if (!op.ok()) return op.status();
   if (size == 0) return 0;
-  bool& likely_blocked = op.descriptor()->likely_blocked(Descriptor::kWrite);
+  Descriptor* descriptor = op.descriptor();
+  bool& likely_blocked = descriptor->likely_blocked(Descriptor::kWrite);
+  if (likely_blocked && !descriptor->SkipBlockedGuess(Descriptor::kWrite)) {
+    likely_blocked = false;  // as in Read()
+    if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
+  }
   for (;;) {
-    if (likely_blocked && !op.descriptor()->SkipBlockedGuess()) {
-      likely_blocked = false;
-      if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
-    }
     // MSG_NOSIGNAL: a peer that went away is an EPIPE error, not a SIGPIPE.
     const ssize_t n = send(op.fd(), data, size, MSG_NOSIGNAL);
     if (n >= 0) {
@@ -270,16 +275,9 @@ absl::StatusOr<std::size_t> Stream::Write(const void* data, std::size_t size,
       return static_cast<std::size_t>(n);
     }
     if (errno == EINTR) continue;
-    if (errno == ENOTSOCK) {
-      // Not a socket (a pipe adopted by a test or a user): plain write().
-      const ssize_t w = write(op.fd(), data, size);
-      if (w >= 0) return static_cast<std::size_t>(w);
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN) return op.Error(errno);
-    } else if (errno != EAGAIN) {
-      return op.Error(errno);
-    }
-    likely_blocked = true;
+    if (errno != EAGAIN) return op.Error(errno);  // ENOTSOCK too: sockets only
+    likely_blocked = false;
+    if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
   }
 }
 
@@ -301,9 +299,13 @@ absl::Status Stream::WaitReadable(Deadline deadline) {
   for (;;) {
     char byte;
     const ssize_t n = recv(op.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n >= 0) return absl::OkStatus();
+    // Readable now (data, end of stream, or a pending error): the next Read() must not
+    // wait for an edge that this wait may have consumed.
+    if (n >= 0 || (errno != EINTR && errno != EAGAIN)) {
+      op.descriptor()->likely_blocked(Descriptor::kRead) = false;
+      return absl::OkStatus();
+    }
     if (errno == EINTR) continue;
-    if (errno != EAGAIN) return absl::OkStatus();  // the error is pending: readable
     if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
   }
 }

@@ -48,11 +48,13 @@ class Stream {
   // Connects to `address` (TCP_NODELAY on for TCP).
   static absl::StatusOr<Stream> Connect(const Address& address,
                                         Deadline deadline = kNoDeadline);
-  // Takes ownership of a connected stream socket `fd` (made non-blocking); `peer` is
-  // used in messages.
+  // Takes ownership of a connected stream socket `fd` (made non-blocking; closed on
+  // failure too); `peer` is used in messages. Sockets only: other descriptors (pipes)
+  // get errors such as ENOTSOCK from Write().
   static absl::StatusOr<Stream> Adopt(int fd, Address peer);
 
-  // Reads up to `size` bytes; 0 means the peer closed its side (end of stream).
+  // Reads up to `size` bytes; 0 means the peer closed its side (end of stream), or
+  // that `size` was 0 (then it returns at once).
   absl::StatusOr<std::size_t> Read(void* buffer, std::size_t size,
                                    Deadline deadline = kNoDeadline);
   // Reads exactly `size` bytes; an end of stream first gives OutOfRange with how many

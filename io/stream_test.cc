@@ -252,6 +252,78 @@ TEST_F(IoTest, ConnectHonoursItsDeadline) {
   });
 }
 
+// A writer blocked on a peer that half-closed its side (EPOLLRDHUP seen) still parks
+// and honours its deadline (the guess that skips a wait must not turn into a spin).
+TEST_F(IoTest, WritingToAHalfClosedPeerThatDoesNotReadParksUntilTheDeadline) {
+  ScopedRuntime runtime(2);
+  RunAsFiber([] {
+    Listener listener = ListenLoopback();
+    absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
+    ASSERT_TRUE(client.ok());
+    absl::StatusOr<Stream> server = listener.Accept(TestDeadline());
+    ASSERT_TRUE(server.ok());
+    ASSERT_TRUE(client->ShutdownWrite().ok());
+    char byte;
+    absl::StatusOr<std::size_t> end = server->Read(&byte, 1, TestDeadline());
+    ASSERT_TRUE(end.ok());
+    EXPECT_EQ(*end, 0u);
+    const std::string chunk(1 << 20, 'x');
+    absl::Status status;
+    for (int i = 0; i < 256 && status.ok(); ++i) {
+      status = server->WriteAll(chunk.data(), chunk.size(), In(milliseconds(50)));
+    }
+    EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  });
+}
+
+// A Read after WaitReadable finds the data WaitReadable saw, even when the Read before
+// was short (the edge went to WaitReadable).
+TEST_F(IoTest, ReadAfterWaitReadableGetsTheData) {
+  ScopedRuntime runtime(2);
+  RunAsFiber([] {
+    Listener listener = ListenLoopback();
+    absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
+    ASSERT_TRUE(client.ok());
+    absl::StatusOr<Stream> server = listener.Accept(TestDeadline());
+    ASSERT_TRUE(server.ok());
+    char buffer[64];
+    for (int round = 0; round < 50; ++round) {
+      ASSERT_TRUE(client->WriteAll("ab", 2, TestDeadline()).ok());
+      absl::StatusOr<std::size_t> n = server->Read(buffer, sizeof(buffer), TestDeadline());
+      ASSERT_TRUE(n.ok());  // short: 2 of 64
+      Fiber writer([&] { EXPECT_TRUE(client->WriteAll("cd", 2, TestDeadline()).ok()); });
+      ASSERT_TRUE(server->WaitReadable(TestDeadline()).ok());
+      n = server->Read(buffer, sizeof(buffer), In(std::chrono::seconds(5)));
+      ASSERT_TRUE(n.ok()) << n.status();
+      writer.join();
+      if (*n < 2) {
+        ASSERT_TRUE(server->ReadFull(buffer, 2 - *n, TestDeadline()).ok());
+      }
+    }
+  });
+}
+
+TEST_F(IoTest, ConnectingToAFullUnixBacklogIsAnErrorNotAHang) {
+  ScopedRuntime runtime(2);
+  RunAsFiber([] {
+    const std::string path = "/tmp/spindle_io_backlog_" + std::to_string(getpid());
+    unlink(path.c_str());
+    absl::StatusOr<Listener> listener =
+        Listener::Listen(*Address::Unix(path), ListenOptions{.backlog = 1});
+    ASSERT_TRUE(listener.ok());
+    std::vector<Stream> filled;
+    absl::Status status;
+    for (int i = 0; i < 64 && status.ok(); ++i) {
+      absl::StatusOr<Stream> stream = Stream::Connect(listener->address(), TestDeadline());
+      status = stream.status();
+      if (stream.ok()) filled.push_back(std::move(*stream));
+    }
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+    EXPECT_NE(status.message().find(path), absl::string_view::npos) << status;
+    unlink(path.c_str());
+  });
+}
+
 // ---- Peer reset and half-close.
 
 TEST_F(IoTest, PeerResetMidRequestIsAnErrorAndHalfCloseStillGetsTheAnswer) {

@@ -13,6 +13,7 @@
 #include "fiber/internal/fiber_entity.h"
 #include "glog/logging.h"
 #include "io/internal/reactor.h"
+#include "runtime/internal/ready_batch.h"
 #include "runtime/internal/runtime_impl.h"
 #include "runtime/internal/scheduling_group.h"
 #include "sync/internal/timed_waiter.h"
@@ -94,7 +95,8 @@ Descriptor* Descriptor::Create(int fd) {
   // relaxed: the record is not published yet; the release below publishes all of it.
   record->closed_.store(false, std::memory_order_relaxed);
   record->likely_blocked_[kRead] = record->likely_blocked_[kWrite] = false;
-  record->hung_up_.store(false, std::memory_order_relaxed);  // relaxed: as closed_
+  record->hung_up_[kRead].store(false, std::memory_order_relaxed);  // relaxed: as closed_
+  record->hung_up_[kWrite].store(false, std::memory_order_relaxed);
   {
     std::lock_guard<Spinlock> lock(record->lock_);
     record->ready_[kRead] = record->ready_[kWrite] = false;
@@ -161,6 +163,10 @@ void Descriptor::Close(std::uint32_t generation) {
   if (!Acquire(generation)) return;
   bool first = false;
   {
+    // Fibers woken below are queued when this ends, after lock_ is released: queueing
+    // may wait for room in a full run queue, which must not happen under a spinlock
+    // that a worker (the reactor) may be spinning on.
+    spindle::internal::ReadyBatch batch;
     std::lock_guard<Spinlock> lock(lock_);
     // seq_cst: see Acquire().
     if (!closed_.exchange(true, std::memory_order_seq_cst)) {
@@ -190,21 +196,25 @@ void Descriptor::OnEvents(std::uint32_t generation, std::uint32_t epoll_events) 
   if (!Acquire(generation)) return;  // a stale event for a recycled record
   const bool readable = (epoll_events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
   const bool writable = (epoll_events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0;
+  // relaxed: hints for the operations, which the wake-up (or ready flag) this event
+  // delivers under lock_ orders after them anyway.
   if ((epoll_events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
-    // relaxed: read by this descriptor's operations after the wake-up (or ready flag)
-    // that this event delivers under lock_, which orders it.
-    hung_up_.store(true, std::memory_order_relaxed);
+    hung_up_[kRead].store(true, std::memory_order_relaxed);
+  }
+  if ((epoll_events & (EPOLLHUP | EPOLLERR)) != 0) {
+    hung_up_[kWrite].store(true, std::memory_order_relaxed);
   }
   {
+    // Fibers woken here are queued after lock_ is released (see Close()); under the
+    // reactor's Dispatch() an outer batch collects the whole poll's fibers.
+    spindle::internal::ReadyBatch batch;
     std::lock_guard<Spinlock> lock(lock_);
     for (int d : {kRead, kWrite}) {
       if (d == kRead ? !readable : !writable) continue;
-      if (waiter_[d] != nullptr) {
-        waiter_[d]->Notify();  // handed over: the edge is the waiter's
-        waiter_[d] = nullptr;
-      } else {
-        ready_[d] = true;  // for the next Wait()
-      }
+      // Handed over (the edge is the waiter's), or kept for the next Wait(); also
+      // kept if the waiter timed out just now (it may come back for it).
+      if (waiter_[d] == nullptr || !waiter_[d]->Notify()) ready_[d] = true;
+      waiter_[d] = nullptr;
     }
   }
   Release();
@@ -249,12 +259,14 @@ Descriptor::WaitResult Descriptor::WaitAsFiber(
     Direction direction, std::chrono::steady_clock::time_point deadline) {
   TimedWaiter waiter;
   bool pollable = true;
+  std::size_t reactor_index = 0;
   {
     std::lock_guard<Spinlock> lock(lock_);
     if (closed_.load(std::memory_order_relaxed)) return WaitResult::kClosed;  // under lock_
     if (direction != kNeither) {
       if (!RegisteredWithLiveGroup()) EnsureRegistered();
       pollable = reactor_ != nullptr;
+      if (pollable) reactor_index = reactor_->index();
       if (pollable && ready_[direction]) {
         ready_[direction] = false;
         return WaitResult::kReady;
@@ -265,6 +277,10 @@ Descriptor::WaitResult Descriptor::WaitAsFiber(
 
   // Not pollable by epoll (see EnsureRegistered()): block the worker in poll(2).
   if (!pollable) return WaitAsThread(direction, deadline);
+  // Someone must poll while we wait (see SchedulingGroup::EnsurePollerAwake()).
+  if (direction != kNeither) {
+    spindle::internal::Runtime::Get().group(reactor_index)->EnsurePollerAwake();
+  }
   const TimedWaiter::Result result = waiter.WaitUntil(deadline);
   {
     std::lock_guard<Spinlock> lock(lock_);

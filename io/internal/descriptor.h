@@ -104,7 +104,9 @@ class Descriptor {
   // end of stream (or an error) together leaves the end for a later read, with no
   // edge of its own (nginx's pending_eof).
   bool& likely_blocked(Direction direction) { return likely_blocked_[direction]; }
-  bool SkipBlockedGuess() const { return hung_up_.load(std::memory_order_relaxed); }
+  bool SkipBlockedGuess(Direction direction) const {
+    return hung_up_[direction].load(std::memory_order_relaxed);  // relaxed: a hint
+  }
 
   Descriptor() = default;
   Descriptor(const Descriptor&) = delete;
@@ -132,7 +134,9 @@ class Descriptor {
   std::atomic<bool> closed_{false};
   std::atomic<bool> busy_[2] = {false, false};
   bool likely_blocked_[2] = {false, false};
-  std::atomic<bool> hung_up_{false};  // an EPOLLRDHUP, EPOLLHUP or EPOLLERR was seen
+  // Per direction: a hang-up or error event was seen (EPOLLRDHUP: reads; EPOLLHUP and
+  // EPOLLERR: both).
+  std::atomic<bool> hung_up_[2] = {false, false};
 
   spindle::internal::Spinlock lock_;
   // Guarded by lock_:

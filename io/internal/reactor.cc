@@ -66,6 +66,7 @@
 
 #include "glog/logging.h"
 #include "io/internal/descriptor.h"
+#include "runtime/internal/ready_batch.h"
 #include "runtime/internal/scheduling_group.h"
 
 namespace spindle::io::internal {
@@ -167,6 +168,9 @@ bool Reactor::Wait(std::int64_t deadline_ns) {
 void Reactor::Dispatch() {
   const int n = pending_;
   pending_ = 0;
+  // One batch for the whole poll: the woken fibers are queued together, one wake-up
+  // round for the group (ReadyBatch), after every descriptor lock is released.
+  spindle::internal::ReadyBatch batch;
   for (int i = 0; i < n; ++i) {
     std::uint32_t generation = 0;
     Descriptor* descriptor = Descriptor::FromTag(events_[i].data.u64, &generation);

@@ -50,7 +50,26 @@ class GroupPoller {
     return !held_.load(std::memory_order_relaxed) &&
            !held_.exchange(true, std::memory_order_acquire);
   }
-  void Release() { held_.store(false, std::memory_order_release); }
+  // For a worker about to sleep: the token, or else a note that a sleeper wanted it,
+  // so that the holder's Release() reports that someone should be woken to poll
+  // (otherwise a holder that goes on to run a long fiber leaves nobody polling while
+  // we sleep on our futex).
+  bool TryAcquireOrMarkWanted() {
+    if (TryAcquire()) return true;
+    // seq_cst, with the exchange below and Release()'s store and load: store-buffering
+    // pairs; either we get the token or the releaser sees our mark.
+    wanted_.store(true, std::memory_order_seq_cst);
+    return !held_.exchange(true, std::memory_order_seq_cst);
+  }
+  // Returns whether a sleeper wanted the token meanwhile: the caller then wakes one
+  // sleeping worker of the group (after clearing its own sleeping bit, if it has one).
+  [[nodiscard]] bool Release() {
+    held_.store(false, std::memory_order_seq_cst);  // seq_cst: see TryAcquireOrMarkWanted()
+    return wanted_.load(std::memory_order_seq_cst) &&
+           wanted_.exchange(false, std::memory_order_acq_rel);
+  }
+  // Whether nobody holds the token (a snapshot).
+  bool vacant() const { return !held_.load(std::memory_order_relaxed); }  // relaxed: hint
 
   // Whether a busy worker should poll now: something is registered, nobody holds the
   // token, and the last poll began at least kBusyPollIntervalNs before `now_ns`.
@@ -61,11 +80,12 @@ class GroupPoller {
   }
   // A non-blocking poll (when the token is free): dispatches what it finds. Call it
   // where the calling thread holds no fiber's scheduler lock (Dispatch() takes them).
-  void PollNow(std::int64_t now_ns) {
-    if (!TryAcquire()) return;
+  // Returns Release()'s answer: wake a sleeper to poll.
+  [[nodiscard]] bool PollNow(std::int64_t now_ns) {
+    if (!TryAcquire()) return false;
     NotePoll(now_ns);
     if (Wait(0)) Dispatch();
-    Release();
+    return Release();
   }
   // Records a poll at `now_ns` (holders call it as they start waiting).
   void NotePoll(std::int64_t now_ns) {
@@ -77,6 +97,7 @@ class GroupPoller {
 
  private:
   alignas(64) std::atomic<bool> held_{false};
+  std::atomic<bool> wanted_{false};
   std::atomic<std::int64_t> last_poll_ns_{0};
 };
 

@@ -228,16 +228,29 @@ FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc) {
 FiberEntity* SchedulingGroup::FindRunnable(std::size_t worker, IdleHooks& hooks) {
   // On the worker's own stack, holding no fiber's lock: where a busy poll may dispatch
   // (Halt() comes here when one is due).
-  if (GroupPoller* poller = strategy_->poller()) {
+  GroupPoller* poller = strategy_->poller();
+  if (poller != nullptr) {
     const std::int64_t now = MonotonicNowNs();
-    if (poller->PollDue(now)) poller->PollNow(now);
+    if (poller->PollDue(now) && poller->PollNow(now)) strategy_->WakeOneSleeper();
   }
   const std::uintptr_t entry = strategy_->FindRunnable(worker, hooks);
   // Our sleep left the poller vacant (see Sleep()): a sleeping sibling takes it over
-  // (it finds no fiber, sleeps again, and wins the token). Our sleeping bit is clear by
-  // now, so the wake-up cannot come back to us.
-  if (strategy_->TakePollerHandOff(worker)) strategy_->WakeOneSleeper();
+  // (it finds no fiber, sleeps again, and wins the token), unless someone already has.
+  // Our sleeping bit is clear by now, so the wake-up cannot come back to us.
+  // (A hand-off implies a poller, maybe set while we slept: read it again.)
+  if (strategy_->TakePollerHandOff(worker) && strategy_->poller()->vacant()) {
+    strategy_->WakeOneSleeper();
+  }
   return entry == 0 ? nullptr : MakeRunning(entry, worker);
+}
+
+void SchedulingGroup::EnsurePollerAwake() {
+  GroupPoller* poller = strategy_->poller();
+  // The token is free (nobody blocks in epoll_wait) although something is registered:
+  // a sleeping worker, if any, becomes the poller; busy ones poll as they switch.
+  if (poller != nullptr && poller->vacant() && poller->HasInterest()) {
+    strategy_->WakeOneSleeper();
+  }
 }
 
 bool SchedulingGroup::BusyPollDue(std::size_t worker) {
@@ -299,7 +312,7 @@ void SchedulingGroup::UnlockAndRequeue(void* arg) {
 void SchedulingGroup::Yield(FiberEntity* self) {
   if (BusyPollDue(self->scheduling_worker)) {
     // No lock is held here: poll in place (the fibers it readies queue behind us).
-    strategy_->poller()->PollNow(MonotonicNowNs());
+    if (strategy_->poller()->PollNow(MonotonicNowNs())) strategy_->WakeOneSleeper();
   }
   FiberEntity* next = TakeNextForSwitch(self);
   if (next == nullptr) return;  // nothing else is ready: keep running

@@ -116,6 +116,10 @@ class SchedulingGroup {
   // before or while workers run; the poller outlives the group.
   void SetPoller(GroupPoller* poller) { strategy_->SetPoller(poller); }
   GroupPoller* poller() const { return strategy_->poller(); }
+  // Called by a fiber about to park on IO: if nobody holds the poller token while
+  // descriptors are registered, wakes a sleeping worker to poll (one that slept on its
+  // futex when nothing was registered, or lost the token race).
+  void EnsurePollerAwake();
   bool stopping() const { return strategy_->stopping(); }
 
   std::size_t index() const { return options_.index; }

@@ -38,13 +38,14 @@ void SchedulingStrategy::Sleep(std::size_t worker, WaitSlot& slot,
   const std::int64_t deadline_ns =
       limit.count() == 0 ? -1 : MonotonicNowNs() + static_cast<std::int64_t>(limit.count());
   GroupPoller* poller = poller_.load(std::memory_order_acquire);  // pairs with SetPoller
-  if (poller != nullptr && poller->HasInterest() && poller->TryAcquire()) {
-    const bool events = slot.WaitPolling(poller, deadline_ns);
-    poller->Release();
-    // Woken for work (or timed out) with descriptors still registered: the poller is
-    // vacant while our siblings sleep on their futexes. Events were dispatched as fibers
-    // to run, whose wake-ups reach sleepers anyway.
-    poller_hand_off_[worker] = !events && !stopping() && poller->HasInterest();
+  if (poller != nullptr && poller->HasInterest() && poller->TryAcquireOrMarkWanted()) {
+    slot.WaitPolling(poller, deadline_ns);
+    const bool wanted = poller->Release();
+    // Leaving the poller with descriptors registered: the fibers we dispatched (or the
+    // work we were woken for) are about to run here, and our siblings may all sleep on
+    // their futexes. One of them takes the duty over (the caller wakes it once our own
+    // sleeping bit is clear, if the token is still vacant then).
+    poller_hand_off_[worker].pending = wanted || (!stopping() && poller->HasInterest());
     return;
   }
   if (deadline_ns < 0) {

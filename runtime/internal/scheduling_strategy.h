@@ -166,12 +166,12 @@ class SchedulingStrategy {
     poller_.store(poller, std::memory_order_release);  // pairs with poller()'s acquire
   }
   GroupPoller* poller() const { return poller_.load(std::memory_order_acquire); }
-  // Worker `worker`'s thread: whether its last Sleep() left the poller for a wake-up
-  // rather than for events, while descriptors are registered (then nobody polls: the
-  // caller hands the duty to a sleeping sibling, WakeOneSleeper). Clears the flag.
+  // Worker `worker`'s thread: whether its last Sleep() left the poller while
+  // descriptors are registered, or a sleeper wanted the token (then nobody may poll:
+  // the caller hands the duty to a sleeping sibling, WakeOneSleeper). Clears the flag.
   bool TakePollerHandOff(std::size_t worker) {
-    const bool hand_off = poller_hand_off_[worker];
-    poller_hand_off_[worker] = false;
+    const bool hand_off = poller_hand_off_[worker].pending;
+    poller_hand_off_[worker].pending = false;
     return hand_off;
   }
 
@@ -197,7 +197,10 @@ class SchedulingStrategy {
 
  private:
   std::atomic<GroupPoller*> poller_{nullptr};
-  bool poller_hand_off_[kMaxWorkersPerGroup] = {};  // each by its worker's thread
+  struct alignas(64) HandOff {
+    bool pending = false;
+  };
+  HandOff poller_hand_off_[kMaxWorkersPerGroup];  // each by its worker's thread
 };
 
 // Tests only: the steps of the idle and wake-up protocols (strategy_v1.cc and

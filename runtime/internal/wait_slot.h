@@ -23,8 +23,9 @@ class WaitSlot {
   // Blocks until a wake-up is available and consumes it.
   void Wait() {
     // acquire: pairs with the release in Wake(), so what the waker published before
-    // waking (the fiber it pushed) is visible once we return.
-    int value = count_.fetch_sub(1, std::memory_order_acquire) - 1;
+    // waking (the fiber it pushed) is visible once we return. release: publishes our
+    // earlier clearing of polling_ to a Wake() that finds us waiting (WaitPolling()).
+    int value = count_.fetch_sub(1, std::memory_order_acq_rel) - 1;
     while (value < 0) {
       // Sleeps only while the count is still the value we left; a Wake() in between
       // changes it and the futex returns at once (no lost wake-up).
@@ -37,8 +38,8 @@ class WaitSlot {
   // Like Wait(), but gives up at `deadline_ns` (CLOCK_MONOTONIC, the steady_clock epoch).
   // Returns true if a wake-up was consumed, false on time-out (nothing consumed).
   bool WaitUntil(std::int64_t deadline_ns) {
-    // acquire: as in Wait().
-    int value = count_.fetch_sub(1, std::memory_order_acquire) - 1;
+    // acq_rel: as in Wait().
+    int value = count_.fetch_sub(1, std::memory_order_acq_rel) - 1;
     while (value < 0) {
       timespec now;
       clock_gettime(CLOCK_MONOTONIC, &now);
