@@ -36,9 +36,11 @@ constexpr absl::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 // "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
 constexpr std::size_t kDateLineLength = 37;
 
-// LingeringClose() drops at most this much, for at most this long.
+// LingeringClose() drops at most this much, for at most this long in all, and stops
+// when the peer has been silent this long (as nginx's lingering_time/_timeout).
 constexpr std::size_t kLingerBytes = 1 << 20;
 constexpr std::chrono::milliseconds kLingerTime{2000};
+constexpr std::chrono::milliseconds kLingerSilence{250};
 
 char ToLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
 
@@ -178,17 +180,17 @@ int HttpConnection::OnUrl(http_parser* parser, const char* at, std::size_t lengt
 int HttpConnection::OnHeaderField(http_parser* parser, const char* at,
                                   std::size_t length) {
   HttpConnection* self = Self(parser);
+  std::size_t counted = length;
   if (!self->last_was_field_) {  // a new header; the previous value (if any) ended
     self->expect_continue_ |= self->field_is_expect_ && self->value_length_ == 12 &&
                               std::memcmp(self->value_, "100-continue", 12) == 0;
     self->last_was_field_ = true;
     self->field_length_ = 0;
     self->value_length_ = 0;
-    length += 4;  // ": " and CRLF count too
+    counted += 4;  // ": " and CRLF count too
   }
-  if (!self->CountHeaderBytes(length)) return 1;
-  AppendLowered(at, std::min(length, std::size_t{sizeof(self->field_)}), self->field_,
-                sizeof(self->field_), self->field_length_);
+  if (!self->CountHeaderBytes(counted)) return 1;
+  AppendLowered(at, length, self->field_, sizeof(self->field_), self->field_length_);
   return 0;
 }
 
@@ -347,13 +349,13 @@ void HttpConnection::RefreshDate() {
 
 void HttpConnection::LingeringClose() {
   stream_.ShutdownWrite().IgnoreError();
-  const io::Deadline deadline =
+  const io::Deadline end =
       io::Clock::now() + std::min<io::Clock::duration>(server_->options().idle_timeout,
                                                        kLingerTime);
   std::size_t dropped = 0;
   while (dropped < kLingerBytes) {
-    absl::StatusOr<std::size_t> read =
-        stream_.Read(buffer_.get(), kReadBufferBytes, deadline);
+    absl::StatusOr<std::size_t> read = stream_.Read(
+        buffer_.get(), kReadBufferBytes, std::min(end, io::Clock::now() + kLingerSilence));
     if (!read.ok() || *read == 0) break;
     dropped += *read;
   }
