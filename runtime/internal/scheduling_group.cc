@@ -226,8 +226,27 @@ FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc) {
 }
 
 FiberEntity* SchedulingGroup::FindRunnable(std::size_t worker, IdleHooks& hooks) {
+  // On the worker's own stack, holding no fiber's lock: where a busy poll may dispatch
+  // (Halt() comes here when one is due).
+  if (GroupPoller* poller = strategy_->poller()) {
+    const std::int64_t now = MonotonicNowNs();
+    if (poller->PollDue(now)) poller->PollNow(now);
+  }
   const std::uintptr_t entry = strategy_->FindRunnable(worker, hooks);
+  // Our sleep left the poller vacant (see Sleep()): a sleeping sibling takes it over
+  // (it finds no fiber, sleeps again, and wins the token). Our sleeping bit is clear by
+  // now, so the wake-up cannot come back to us.
+  if (strategy_->TakePollerHandOff(worker)) strategy_->WakeOneSleeper();
   return entry == 0 ? nullptr : MakeRunning(entry, worker);
+}
+
+bool SchedulingGroup::BusyPollDue(std::size_t worker) {
+  GroupPoller* poller = strategy_->poller();
+  if (poller == nullptr || worker >= options_.workers) return false;  // not a worker
+  // Every 64th switch on this worker looks at the clock (the counter has one writer).
+  WorkerCounters& counters = worker_counters_[worker];
+  if ((++counters.switches & 63) != 0) return false;
+  return poller->PollDue(MonotonicNowNs());
 }
 
 std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup* victim) {
@@ -278,6 +297,10 @@ void SchedulingGroup::UnlockAndRequeue(void* arg) {
 }
 
 void SchedulingGroup::Yield(FiberEntity* self) {
+  if (BusyPollDue(self->scheduling_worker)) {
+    // No lock is held here: poll in place (the fibers it readies queue behind us).
+    strategy_->poller()->PollNow(MonotonicNowNs());
+  }
   FiberEntity* next = TakeNextForSwitch(self);
   if (next == nullptr) return;  // nothing else is ready: keep running
   self->scheduler_lock.lock();
@@ -291,7 +314,10 @@ void SchedulingGroup::Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lo
       << "Halt() needs the fiber's own scheduler lock";
   self->SetState(FiberState::kWaiting);
   self_lock.release();  // unlocked by the landing hook below
-  FiberEntity* next = TakeNextForSwitch(self);
+  // A busy poll is due: we hold our own lock, which dispatching could need (our own
+  // IO wait), so go through the worker's loop, which polls (FindRunnable).
+  FiberEntity* next =
+      BusyPollDue(self->scheduling_worker) ? nullptr : TakeNextForSwitch(self);
   FiberEntity* target = next != nullptr ? next : GetMasterFiberEntity();
   self->SwitchTo(target, LandingHook{[](void* fiber) {
                                        static_cast<FiberEntity*>(fiber)

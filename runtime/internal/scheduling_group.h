@@ -112,6 +112,10 @@ class SchedulingGroup {
   // Makes every worker's next FindRunnable return nullptr; the caller then joins the
   // workers. Called once no fiber is alive.
   void Stop() { strategy_->Stop(); }
+  // The group's event source (io/'s reactor), or null; see group_poller.h. Set once,
+  // before or while workers run; the poller outlives the group.
+  void SetPoller(GroupPoller* poller) { strategy_->SetPoller(poller); }
+  GroupPoller* poller() const { return strategy_->poller(); }
   bool stopping() const { return strategy_->stopping(); }
 
   std::size_t index() const { return options_.index; }
@@ -142,6 +146,8 @@ class SchedulingGroup {
   // The next Ready fiber for `self`, which leaves its worker (Yield, Halt), made
   // Running; nullptr if none.
   FiberEntity* TakeNextForSwitch(FiberEntity* self);
+  // Whether worker `worker` (switching fibers) should poll the group's poller now.
+  bool BusyPollDue(std::size_t worker);
   static void UnlockAndRequeue(void* fiber);
 
   const SchedulingGroupOptions options_;
@@ -151,6 +157,7 @@ class SchedulingGroup {
   // fiber is a plain store on a line no other thread writes.
   struct alignas(64) WorkerCounters {
     std::atomic<std::uint64_t> fibers_run{0};
+    std::uint64_t switches = 0;  // Yield/Halt on this worker (BusyPollDue)
     // Descriptors that fibers on this worker ran inline and could not take back yet,
     // each with the joiner's reference (TakeBackRunInline). This worker's thread only.
     std::vector<std::pair<SchedulingGroup*, FiberDesc*>> pending_take_backs;

@@ -33,6 +33,27 @@ void SchedulingStrategy::operator delete(void* pointer, int) {
   (void)pointer;
 }
 
+void SchedulingStrategy::Sleep(std::size_t worker, WaitSlot& slot,
+                               std::chrono::nanoseconds limit) {
+  const std::int64_t deadline_ns =
+      limit.count() == 0 ? -1 : MonotonicNowNs() + static_cast<std::int64_t>(limit.count());
+  GroupPoller* poller = poller_.load(std::memory_order_acquire);  // pairs with SetPoller
+  if (poller != nullptr && poller->HasInterest() && poller->TryAcquire()) {
+    const bool events = slot.WaitPolling(poller, deadline_ns);
+    poller->Release();
+    // Woken for work (or timed out) with descriptors still registered: the poller is
+    // vacant while our siblings sleep on their futexes. Events were dispatched as fibers
+    // to run, whose wake-ups reach sleepers anyway.
+    poller_hand_off_[worker] = !events && !stopping() && poller->HasInterest();
+    return;
+  }
+  if (deadline_ns < 0) {
+    slot.Wait();
+  } else {
+    slot.WaitUntil(deadline_ns);
+  }
+}
+
 std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k) {
   std::uint64_t result = 0;
   for (std::size_t i = 0; i < k && mask != 0; ++i) {

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "runtime/internal/group_poller.h"
 #include "runtime/internal/topology.h"
+#include "runtime/internal/wait_slot.h"
 
 namespace spindle::internal {
 
@@ -159,6 +161,20 @@ class SchedulingStrategy {
   // is busy and fibers wait. Set before any worker starts.
   virtual void SetThieves(std::vector<SchedulingStrategy*> thieves) = 0;
 
+  // ---- The group's poller (group_poller.h): set by the layer that owns it, or null.
+  void SetPoller(GroupPoller* poller) {
+    poller_.store(poller, std::memory_order_release);  // pairs with poller()'s acquire
+  }
+  GroupPoller* poller() const { return poller_.load(std::memory_order_acquire); }
+  // Worker `worker`'s thread: whether its last Sleep() left the poller for a wake-up
+  // rather than for events, while descriptors are registered (then nobody polls: the
+  // caller hands the duty to a sleeping sibling, WakeOneSleeper). Clears the flag.
+  bool TakePollerHandOff(std::size_t worker) {
+    const bool hand_off = poller_hand_off_[worker];
+    poller_hand_off_[worker] = false;
+    return hand_off;
+  }
+
   // ---- Lifetime.
   // Makes every worker's FindRunnable return 0 from now on, without sleeping.
   virtual void Stop() = 0;
@@ -170,8 +186,18 @@ class SchedulingStrategy {
   virtual StrategyStats stats() const = 0;
 
  protected:
+  // W4 of either strategy: sleeps on `slot` (worker `worker`'s) until woken, or for at
+  // most `limit` (0: no limit). While the group's poller has descriptors registered and
+  // its token is free, the worker sleeps in the poller instead (WaitSlot::WaitPolling):
+  // to the protocol that is the same sleep, woken by the same Wake().
+  void Sleep(std::size_t worker, WaitSlot& slot, std::chrono::nanoseconds limit);
+
   // release in Stop() implementations, acquire in stopping().
   std::atomic<bool> stopping_{false};
+
+ private:
+  std::atomic<GroupPoller*> poller_{nullptr};
+  bool poller_hand_off_[kMaxWorkersPerGroup] = {};  // each by its worker's thread
 };
 
 // Tests only: the steps of the idle and wake-up protocols (strategy_v1.cc and

@@ -312,16 +312,10 @@ std::uintptr_t StrategyV1::WaitForEntry(std::size_t worker, IdleHooks& hooks) {
     return 0;
   }
   TestPoint(SchedulerTestPoint::kBeforeWait, worker);
-  if (plan.limit.count() == 0) {
-    wait_slots_[worker].Wait();  // W4
-  } else {
-    // W4 with a time limit. If it expires and a producer claims our bit just after, its
-    // Wake() stays banked (harmless) and the caller polls our queue again anyway.
-    const auto deadline = std::chrono::steady_clock::now() + plan.limit;
-    wait_slots_[worker].WaitUntil(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
-            .count());
-  }
+  // W4 (with a time limit if the plan has one). If it expires and a producer claims our
+  // bit just after, its Wake() stays banked (harmless) and the caller polls our queue
+  // again anyway. The sleep may be in the group's poller (Sleep()).
+  Sleep(worker, wait_slots_[worker], plan.limit);
   // A producer (or Stop) cleared our bit before waking us; clear it in case the wake-up
   // was one banked earlier, or the time limit expired. acq_rel: as in the poll case
   // above, a producer's claim that lands after a time-out makes its push visible to

@@ -500,15 +500,7 @@ std::uintptr_t StrategyV2::FindRunnable(std::size_t worker, IdleHooks& hooks) {
       return 0;
     }
     TestPoint(SchedulerTestPoint::kBeforeWait, worker);
-    Worker& me = *workers_[worker];
-    if (plan.limit.count() == 0) {
-      me.slot.Wait();  // W4
-    } else {
-      const auto until = std::chrono::steady_clock::now() + plan.limit;
-      me.slot.WaitUntil(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(until.time_since_epoch())
-              .count());
-    }
+    Sleep(worker, workers_[worker]->slot, plan.limit);  // W4 (maybe in the poller)
     const bool claimed = ClearSleepingBit(worker);
     if (stopping()) return 0;
     if (!claimed) return 0;  // a time limit, or a wake-up banked earlier: the caller loops

@@ -1,0 +1,53 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_IO_ADDRESS_H_
+#define SPINDLE_IO_ADDRESS_H_
+
+#include <sys/socket.h>
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace spindle::io {
+
+// A socket address: IPv4, IPv6 or a Unix-domain path. A value type; thread-compatible.
+//
+// Text forms (Parse, ToString): "1.2.3.4:80", "[::1]:80", "unix:/path/to/socket" (an
+// abstract socket: "unix:@name"). Parse() does no name resolution: "localhost:80" is an
+// error (resolve names with getaddrinfo() inside RunBlocking()).
+class Address {
+ public:
+  Address();  // an empty address (family AF_UNSPEC)
+
+  static absl::StatusOr<Address> Parse(absl::string_view text);
+  // From a kernel socket address; `length` bytes at `address` (at most sizeof
+  // sockaddr_storage are kept).
+  static Address FromSockaddr(const sockaddr* address, socklen_t length);
+  static Address Ipv4(std::uint32_t host_order_ip, int port);
+  static Address Ipv4Loopback(int port);
+  static Address Ipv6Loopback(int port);
+  static absl::StatusOr<Address> Unix(absl::string_view path);
+
+  int family() const { return storage_.ss_family; }
+  bool empty() const { return family() == AF_UNSPEC; }
+  // The port (IPv4/IPv6), or -1.
+  int port() const;
+  const sockaddr* sockaddr_ptr() const {
+    return reinterpret_cast<const sockaddr*>(&storage_);
+  }
+  socklen_t length() const { return length_; }
+  std::string ToString() const;
+
+  friend bool operator==(const Address& a, const Address& b);
+  friend bool operator!=(const Address& a, const Address& b) { return !(a == b); }
+
+ private:
+  sockaddr_storage storage_;
+  socklen_t length_;
+};
+
+}  // namespace spindle::io
+
+#endif  // SPINDLE_IO_ADDRESS_H_

@@ -1,0 +1,321 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "io/internal/descriptor.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <mutex>
+#include <thread>
+
+#include "fiber/internal/fiber_entity.h"
+#include "glog/logging.h"
+#include "io/internal/reactor.h"
+#include "runtime/internal/runtime_impl.h"
+#include "runtime/internal/scheduling_group.h"
+#include "sync/internal/timed_waiter.h"
+
+namespace spindle::io::internal {
+
+using spindle::internal::FiberEntity;
+using spindle::internal::Spinlock;
+using spindle::internal::TimedWaiter;
+
+// The records, in chunks that are allocated on demand and never freed (so a stale epoll
+// tag always names readable memory), with a free list.
+class DescriptorTable {
+ public:
+  static constexpr std::uint32_t kChunkBits = 12;  // 4096 records per chunk
+  static constexpr std::uint32_t kMaxChunks = 4096;  // 16M descriptors
+
+  static DescriptorTable& Get() {
+    static DescriptorTable* table = new DescriptorTable;  // never destroyed
+    return *table;
+  }
+
+  Descriptor* Allocate() {
+    std::lock_guard<std::mutex> lock(lock_);
+    if (free_ == nullptr) Grow();
+    Descriptor* record = free_;
+    free_ = record->next_free_;
+    record->next_free_ = nullptr;
+    ++live_;
+    return record;
+  }
+
+  void Free(Descriptor* record) {
+    std::lock_guard<std::mutex> lock(lock_);
+    record->next_free_ = free_;
+    free_ = record;
+    --live_;
+  }
+
+  Descriptor* At(std::uint32_t index) {
+    // acquire: pairs with Grow()'s release (a chunk fully built).
+    Descriptor* chunk = chunks_[index >> kChunkBits].load(std::memory_order_acquire);
+    CHECK(chunk != nullptr) << "an epoll tag names descriptor " << index
+                            << ", which was never allocated";
+    return &chunk[index & ((1u << kChunkBits) - 1)];
+  }
+
+  std::size_t live() {
+    std::lock_guard<std::mutex> lock(lock_);
+    return live_;
+  }
+
+ private:
+  void Grow() {  // under lock_
+    CHECK_LT(chunk_count_, kMaxChunks) << "more than 16M open descriptors";
+    auto* chunk = new Descriptor[std::size_t{1} << kChunkBits];
+    const std::uint32_t base = chunk_count_ << kChunkBits;
+    // Pushed in reverse so low indexes come out first.
+    for (std::uint32_t i = (1u << kChunkBits); i-- > 0;) {
+      chunk[i].index_ = base + i;
+      chunk[i].next_free_ = free_;
+      free_ = &chunk[i];
+    }
+    chunks_[chunk_count_++].store(chunk, std::memory_order_release);
+  }
+
+  std::mutex lock_;
+  Descriptor* free_ = nullptr;
+  std::uint32_t chunk_count_ = 0;
+  std::size_t live_ = 0;
+  std::atomic<Descriptor*> chunks_[kMaxChunks] = {};
+};
+
+std::size_t LiveDescriptors() { return DescriptorTable::Get().live(); }
+
+Descriptor* Descriptor::Create(int fd) {
+  Descriptor* record = DescriptorTable::Get().Allocate();
+  record->fd_ = fd;
+  // relaxed: the record is not published yet; the release below publishes all of it.
+  record->closed_.store(false, std::memory_order_relaxed);
+  record->likely_blocked_[kRead] = record->likely_blocked_[kWrite] = false;
+  record->hung_up_.store(false, std::memory_order_relaxed);  // relaxed: as closed_
+  {
+    std::lock_guard<Spinlock> lock(record->lock_);
+    record->ready_[kRead] = record->ready_[kWrite] = false;
+  }
+  // The owner reference, same generation as the record was recycled with. release:
+  // pairs with Acquire()/generation()'s acquire.
+  const std::uint64_t generation = record->state_.load(std::memory_order_relaxed) >> 32;
+  record->state_.store((generation << 32) | 1, std::memory_order_release);
+  return record;
+}
+
+Descriptor* Descriptor::FromTag(std::uint64_t tag, std::uint32_t* generation) {
+  *generation = static_cast<std::uint32_t>(tag);
+  return DescriptorTable::Get().At(static_cast<std::uint32_t>(tag >> 32));
+}
+
+bool Descriptor::Acquire(std::uint32_t generation) {
+  // acquire: pairs with Create()'s release, and with the last Release() of the previous
+  // use (so what it did is visible before we reuse the record).
+  std::uint64_t state = state_.load(std::memory_order_acquire);
+  for (;;) {
+    if (static_cast<std::uint32_t>(state >> 32) != generation ||
+        static_cast<std::uint32_t>(state) == 0) {
+      return false;  // released (and maybe reused): the owner closed long ago
+    }
+    // seq_cst: with closed()'s seq_cst load after it, against Close()'s seq_cst
+    // exchange of closed_ and load of the count (a store-buffering pair): either the
+    // operation sees the close, or Close() sees the operation and shuts the socket
+    // down to wake it.
+    if (state_.compare_exchange_weak(state, state + 1, std::memory_order_seq_cst)) {
+      return true;
+    }
+  }
+}
+
+void Descriptor::Release() {
+  // acq_rel: the last releaser sees every other user's effects before it closes.
+  const std::uint64_t previous = state_.fetch_sub(1, std::memory_order_acq_rel);
+  DCHECK_NE(static_cast<std::uint32_t>(previous), 0u);
+  if (static_cast<std::uint32_t>(previous) == 1) Recycle();
+}
+
+void Descriptor::Recycle() {
+  // Nobody holds a reference, and none can be taken (Acquire needs one): only stale
+  // reactor events may still look at us, and they fail Acquire.
+  Reactor* reactor;
+  {
+    std::lock_guard<Spinlock> lock(lock_);
+    reactor = reactor_;
+    reactor_ = nullptr;
+    DCHECK(waiter_[kRead] == nullptr && waiter_[kWrite] == nullptr &&
+           waiter_[kNeither] == nullptr);
+  }
+  if (reactor != nullptr) reactor->Unregister(fd_);
+  if (close(fd_) != 0 && errno != EINTR) PLOG(ERROR) << "close(" << fd_ << ")";
+  fd_ = -1;
+  // A new generation, no references. release: pairs with Acquire()'s acquire.
+  const std::uint64_t generation = (state_.load(std::memory_order_relaxed) >> 32) + 1;
+  state_.store((generation & 0xffffffffu) << 32, std::memory_order_release);
+  DescriptorTable::Get().Free(this);
+}
+
+void Descriptor::Close(std::uint32_t generation) {
+  if (!Acquire(generation)) return;
+  bool first = false;
+  {
+    std::lock_guard<Spinlock> lock(lock_);
+    // seq_cst: see Acquire().
+    if (!closed_.exchange(true, std::memory_order_seq_cst)) {
+      first = true;
+      for (TimedWaiter*& waiter : waiter_) {
+        if (waiter != nullptr) {
+          waiter->Notify();  // under lock_: the waiter cannot be gone (class comment)
+          waiter = nullptr;
+        }
+      }
+    }
+  }
+  if (first) {
+    // Other operations in flight (more than the owner's reference and ours): a plain
+    // thread among them may sit in poll(), which only a shutdown wakes. Without them
+    // the last Release() below closes at once, keeping the socket's close semantics
+    // (SO_LINGER, an abortive close) as the user set them. seq_cst: see Acquire().
+    if (static_cast<std::uint32_t>(state_.load(std::memory_order_seq_cst)) > 2) {
+      shutdown(fd_, SHUT_RDWR);
+    }
+    Release();  // the owner reference
+  }
+  Release();
+}
+
+void Descriptor::OnEvents(std::uint32_t generation, std::uint32_t epoll_events) {
+  if (!Acquire(generation)) return;  // a stale event for a recycled record
+  const bool readable = (epoll_events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+  const bool writable = (epoll_events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0;
+  if ((epoll_events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
+    // relaxed: read by this descriptor's operations after the wake-up (or ready flag)
+    // that this event delivers under lock_, which orders it.
+    hung_up_.store(true, std::memory_order_relaxed);
+  }
+  {
+    std::lock_guard<Spinlock> lock(lock_);
+    for (int d : {kRead, kWrite}) {
+      if (d == kRead ? !readable : !writable) continue;
+      if (waiter_[d] != nullptr) {
+        waiter_[d]->Notify();  // handed over: the edge is the waiter's
+        waiter_[d] = nullptr;
+      } else {
+        ready_[d] = true;  // for the next Wait()
+      }
+    }
+  }
+  Release();
+}
+
+Descriptor::WaitResult Descriptor::Wait(Direction direction,
+                                        std::chrono::steady_clock::time_point deadline) {
+  FiberEntity* self = spindle::internal::GetCurrentFiberEntity();
+  if (self != nullptr && !self->is_master() && self->scheduling_group != nullptr) {
+    return WaitAsFiber(direction, deadline);
+  }
+  return WaitAsThread(direction, deadline);
+}
+
+void Descriptor::EnsureRegistered() {
+  auto* group = spindle::internal::GetCurrentFiberEntity()->scheduling_group;
+  if (reactor_ != nullptr) {
+    // Registered under an earlier runtime whose group of that index is gone (fewer
+    // groups now): move to ours, or nobody would poll it. Else make sure the reactor is
+    // attached to this runtime's group of its index.
+    auto& runtime = spindle::internal::Runtime::Get();
+    if (reactor_->index() < runtime.group_count()) {
+      Reactor::ForGroup(runtime.group(reactor_->index()));
+      return;
+    }
+    reactor_->Unregister(fd_);
+    reactor_ = nullptr;
+  }
+  Reactor* reactor = Reactor::ForGroup(group);
+  const int error = reactor->Register(fd_, Tag());
+  if (error != 0) {
+    // EPERM: a file epoll cannot watch (a regular file). Leave it unregistered; the
+    // caller's wait then falls back to poll(2) on its thread.
+    LOG_FIRST_N(WARNING, 10) << "epoll_ctl(EPOLL_CTL_ADD, " << fd_
+                             << ") failed: " << strerror(error);
+    return;
+  }
+  reactor_ = reactor;
+}
+
+Descriptor::WaitResult Descriptor::WaitAsFiber(
+    Direction direction, std::chrono::steady_clock::time_point deadline) {
+  TimedWaiter waiter;
+  bool pollable = true;
+  {
+    std::lock_guard<Spinlock> lock(lock_);
+    if (closed_.load(std::memory_order_relaxed)) return WaitResult::kClosed;  // under lock_
+    if (direction != kNeither) {
+      if (!RegisteredWithLiveGroup()) EnsureRegistered();
+      pollable = reactor_ != nullptr;
+      if (pollable && ready_[direction]) {
+        ready_[direction] = false;
+        return WaitResult::kReady;
+      }
+    }
+    if (pollable) waiter_[direction] = &waiter;
+  }
+
+  // Not pollable by epoll (see EnsureRegistered()): block the worker in poll(2).
+  if (!pollable) return WaitAsThread(direction, deadline);
+  const TimedWaiter::Result result = waiter.WaitUntil(deadline);
+  {
+    std::lock_guard<Spinlock> lock(lock_);
+    // Still published only if nobody notified us (a time-out).
+    if (waiter_[direction] == &waiter) waiter_[direction] = nullptr;
+  }
+  if (closed()) return WaitResult::kClosed;
+  return result == TimedWaiter::Result::kTimedOut ? WaitResult::kTimedOut
+                                                  : WaitResult::kReady;
+}
+
+bool Descriptor::RegisteredWithLiveGroup() const {
+  if (reactor_ == nullptr) return false;
+  const auto& runtime = spindle::internal::Runtime::Get();
+  return reactor_->index() < runtime.group_count() &&
+         runtime.group(reactor_->index())->poller() == reactor_;
+}
+
+Descriptor::WaitResult Descriptor::WaitAsThread(
+    Direction direction, std::chrono::steady_clock::time_point deadline) {
+  pollfd entry{};
+  entry.fd = fd_;
+  entry.events = direction == kRead    ? POLLIN | POLLRDHUP
+                 : direction == kWrite ? POLLOUT
+                                       : 0;  // kNeither: only hang-ups (Close) wake us
+  for (;;) {
+    if (closed()) return WaitResult::kClosed;
+    int timeout_ms = -1;
+    if (deadline != std::chrono::steady_clock::time_point::max()) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) {
+        return WaitResult::kTimedOut;
+      }
+      const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+      timeout_ms = ms > 1'000'000'000 ? 1'000'000'000 : static_cast<int>(ms);
+    }
+    const int n = poll(&entry, 1, timeout_ms);
+    if (closed()) return WaitResult::kClosed;
+    if (n > 0) {
+      if (direction != kNeither) return WaitResult::kReady;
+      // kNeither: a hang-up without Close() (the peer); keep backing off until the
+      // deadline without spinning on it.
+      if (deadline == std::chrono::steady_clock::time_point::max()) return WaitResult::kReady;
+      std::this_thread::sleep_until(deadline);
+      return WaitResult::kTimedOut;
+    }
+    if (n < 0 && errno != EINTR) {
+      PLOG(ERROR) << "poll(" << fd_ << ")";
+      return WaitResult::kReady;  // let the caller's system call report the error
+    }
+  }
+}
+
+}  // namespace spindle::io::internal

@@ -1,0 +1,451 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "io/stream.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "io/internal/descriptor.h"
+
+namespace spindle::io {
+namespace {
+
+using internal::Descriptor;
+
+// "Read from 1.2.3.4:80" etc.
+std::string Context(const char* operation, const char* preposition, const Address& address) {
+  return absl::StrCat(operation, " ", preposition, " ", address.ToString());
+}
+
+absl::Status OsError(int error, const char* operation, const char* preposition,
+                     const Address& address) {
+  return absl::ErrnoToStatus(error, Context(operation, preposition, address));
+}
+
+absl::Status ClosedError(const char* operation, const char* preposition,
+                         const Address& address) {
+  return absl::FailedPreconditionError(
+      absl::StrCat(Context(operation, preposition, address), ": the stream is closed"));
+}
+
+absl::Status DeadlineError(const char* operation, const char* preposition,
+                           const Address& address) {
+  return absl::DeadlineExceededError(
+      absl::StrCat(Context(operation, preposition, address), ": deadline exceeded"));
+}
+
+// One operation in one direction: holds a reference on the descriptor and the
+// direction's one-at-a-time flag for its duration.
+class Operation {
+ public:
+  Operation(Descriptor* descriptor, std::uint32_t generation, Descriptor::Direction direction,
+            const char* name, const char* preposition, const Address& address)
+      : descriptor_(descriptor),
+        direction_(direction),
+        name_(name),
+        preposition_(preposition),
+        address_(address) {
+    if (descriptor_ == nullptr || !descriptor_->Acquire(generation)) {
+      descriptor_ = nullptr;
+      status_ = ClosedError(name, preposition, address);
+      return;
+    }
+    if (descriptor_->closed()) {
+      status_ = ClosedError(name, preposition, address);
+      descriptor_->Release();
+      descriptor_ = nullptr;
+      return;
+    }
+    if (direction_ != Descriptor::kNeither && !descriptor_->TryStartOperation(direction_)) {
+      status_ = absl::FailedPreconditionError(absl::StrCat(
+          Context(name, preposition, address), ": another ",
+          direction_ == Descriptor::kRead ? "reader" : "writer",
+          " is already using this stream (one at a time per direction)"));
+      descriptor_->Release();
+      descriptor_ = nullptr;
+    }
+  }
+  ~Operation() {
+    if (descriptor_ == nullptr) return;
+    if (direction_ != Descriptor::kNeither) descriptor_->EndOperation(direction_);
+    descriptor_->Release();
+  }
+  Operation(const Operation&) = delete;
+  Operation& operator=(const Operation&) = delete;
+
+  bool ok() const { return descriptor_ != nullptr; }
+  const absl::Status& status() const { return status_; }
+  int fd() const { return descriptor_->fd(); }
+  Descriptor* descriptor() const { return descriptor_; }
+
+  // Waits for the direction after EAGAIN; OK to retry the system call, or the error.
+  absl::Status Wait(Deadline deadline, Descriptor::Direction direction) {
+    switch (descriptor_->Wait(direction, deadline)) {
+      case Descriptor::WaitResult::kReady:
+        return absl::OkStatus();
+      case Descriptor::WaitResult::kClosed:
+        return ClosedError(name_, preposition_, address_);
+      case Descriptor::WaitResult::kTimedOut:
+        return DeadlineError(name_, preposition_, address_);
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Wait(Deadline deadline) { return Wait(deadline, direction_); }
+  absl::Status Error(int error) const { return OsError(error, name_, preposition_, address_); }
+
+ private:
+  Descriptor* descriptor_;
+  const Descriptor::Direction direction_;
+  const char* const name_;
+  const char* const preposition_;
+  const Address& address_;
+  absl::Status status_;
+};
+
+bool IsPerConnectionAcceptError(int error) {
+  // The pending connection failed (or a signal came); the next one may be fine.
+  return error == ECONNABORTED || error == EPROTO || error == EPERM || error == EINTR ||
+         error == ENETDOWN || error == ENOPROTOOPT || error == EHOSTDOWN ||
+         error == ENONET || error == EHOSTUNREACH || error == EOPNOTSUPP ||
+         error == ENETUNREACH;
+}
+
+bool IsResourceAcceptError(int error) {
+  return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
+}
+
+void SetNoDelay(int fd, int family) {
+  if (family != AF_INET && family != AF_INET6) return;
+  const int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // best effort
+}
+
+}  // namespace
+
+// ---- Stream.
+
+Stream::~Stream() { (void)Close(); }
+
+Stream::Stream(Stream&& other) noexcept
+    : descriptor_(std::exchange(other.descriptor_, nullptr)),
+      generation_(other.generation_),
+      peer_(std::move(other.peer_)) {}
+
+Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this != &other) {
+    (void)Close();
+    descriptor_ = std::exchange(other.descriptor_, nullptr);
+    generation_ = other.generation_;
+    peer_ = std::move(other.peer_);
+  }
+  return *this;
+}
+
+absl::StatusOr<Stream> Stream::Adopt(int fd, Address peer) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    const int error = errno;
+    return OsError(error, "Adopt", "of", peer);
+  }
+  Descriptor* descriptor = Descriptor::Create(fd);
+  return Stream(descriptor, descriptor->generation(), std::move(peer));
+}
+
+absl::StatusOr<Stream> Stream::Connect(const Address& address, Deadline deadline) {
+  if (address.empty()) {
+    return absl::InvalidArgumentError("Connect: the address is empty");
+  }
+  const int fd = socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    const int error = errno;
+    return OsError(error, "Connect", "to", address);
+  }
+  SetNoDelay(fd, address.family());
+  Descriptor* descriptor = Descriptor::Create(fd);
+  Stream stream(descriptor, descriptor->generation(), address);
+  int result;
+  do {
+    result = connect(fd, address.sockaddr_ptr(), address.length());
+  } while (result != 0 && errno == EINTR);
+  if (result == 0) return stream;
+  if (errno != EINPROGRESS && errno != EAGAIN) {
+    const int error = errno;
+    return OsError(error, "Connect", "to", address);
+  }
+  {
+    Operation op(descriptor, stream.generation_, Descriptor::kWrite, "Connect", "to",
+                 address);
+    if (!op.ok()) return op.status();
+    for (;;) {
+      if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
+      int error = 0;
+      socklen_t length = sizeof(error);
+      if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
+      if (error == 0) {
+        // Writable with no error: connected, unless this was a stale edge (then the
+        // peer address is not there yet).
+        sockaddr_storage peer;
+        socklen_t peer_length = sizeof(peer);
+        if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_length) == 0) break;
+        if (errno != ENOTCONN) return op.Error(errno);
+        continue;
+      }
+      if (error == EINPROGRESS || error == EALREADY) continue;
+      return op.Error(error);
+    }
+  }
+  return stream;
+}
+
+bool Stream::is_open() const {
+  return descriptor_ != nullptr && descriptor_->IsOpen(generation_);
+}
+
+int Stream::fd() const { return descriptor_ == nullptr ? -1 : descriptor_->fd(); }
+
+absl::StatusOr<std::size_t> Stream::Read(void* buffer, std::size_t size, Deadline deadline) {
+  Operation op(descriptor_, generation_, Descriptor::kRead, "Read", "from", peer_);
+  if (!op.ok()) return op.status();
+  bool& likely_blocked = op.descriptor()->likely_blocked(Descriptor::kRead);
+  for (;;) {
+    if (likely_blocked && !op.descriptor()->SkipBlockedGuess()) {
+      // The last read drained the socket: wait for an edge (or a ready flag an edge
+      // left) instead of a read that would say EAGAIN.
+      likely_blocked = false;
+      if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
+    }
+    const ssize_t n = read(op.fd(), buffer, size);
+    if (n >= 0) {
+      likely_blocked = static_cast<std::size_t>(n) < size && n > 0;
+      return static_cast<std::size_t>(n);
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) return op.Error(errno);
+    likely_blocked = true;
+  }
+}
+
+absl::Status Stream::ReadFull(void* buffer, std::size_t size, Deadline deadline) {
+  std::size_t done = 0;
+  while (done < size) {
+    absl::StatusOr<std::size_t> n =
+        Read(static_cast<char*>(buffer) + done, size - done, deadline);
+    if (!n.ok()) return n.status();
+    if (*n == 0) {
+      return absl::OutOfRangeError(absl::StrCat("ReadFull from ", peer_.ToString(),
+                                                ": end of stream after ", done, " of ",
+                                                size, " bytes"));
+    }
+    done += *n;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::size_t> Stream::Write(const void* data, std::size_t size,
+                                          Deadline deadline) {
+  Operation op(descriptor_, generation_, Descriptor::kWrite, "Write", "to", peer_);
+  if (!op.ok()) return op.status();
+  if (size == 0) return 0;
+  bool& likely_blocked = op.descriptor()->likely_blocked(Descriptor::kWrite);
+  for (;;) {
+    if (likely_blocked && !op.descriptor()->SkipBlockedGuess()) {
+      likely_blocked = false;
+      if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
+    }
+    // MSG_NOSIGNAL: a peer that went away is an EPIPE error, not a SIGPIPE.
+    const ssize_t n = send(op.fd(), data, size, MSG_NOSIGNAL);
+    if (n >= 0) {
+      likely_blocked = static_cast<std::size_t>(n) < size;
+      return static_cast<std::size_t>(n);
+    }
+    if (errno == EINTR) continue;
+    if (errno == ENOTSOCK) {
+      // Not a socket (a pipe adopted by a test or a user): plain write().
+      const ssize_t w = write(op.fd(), data, size);
+      if (w >= 0) return static_cast<std::size_t>(w);
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) return op.Error(errno);
+    } else if (errno != EAGAIN) {
+      return op.Error(errno);
+    }
+    likely_blocked = true;
+  }
+}
+
+absl::Status Stream::WriteAll(const void* data, std::size_t size, Deadline deadline) {
+  std::size_t done = 0;
+  while (done < size) {
+    absl::StatusOr<std::size_t> n =
+        Write(static_cast<const char*>(data) + done, size - done, deadline);
+    if (!n.ok()) return n.status();
+    done += *n;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Stream::WaitReadable(Deadline deadline) {
+  Operation op(descriptor_, generation_, Descriptor::kRead, "WaitReadable", "from", peer_);
+  if (!op.ok()) return op.status();
+  // A zero-byte peek tells whether data (or end of stream, or an error) is pending.
+  for (;;) {
+    char byte;
+    const ssize_t n = recv(op.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n >= 0) return absl::OkStatus();
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) return absl::OkStatus();  // the error is pending: readable
+    if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
+  }
+}
+
+absl::Status Stream::WaitWritable(Deadline deadline) {
+  Operation op(descriptor_, generation_, Descriptor::kWrite, "WaitWritable", "to", peer_);
+  if (!op.ok()) return op.status();
+  if (!op.descriptor()->likely_blocked(Descriptor::kWrite)) {
+    pollfd entry{op.fd(), POLLOUT, 0};
+    if (poll(&entry, 1, 0) > 0) return absl::OkStatus();
+  }
+  for (;;) {
+    if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
+    pollfd entry{op.fd(), POLLOUT, 0};
+    if (poll(&entry, 1, 0) > 0) {
+      op.descriptor()->likely_blocked(Descriptor::kWrite) = false;
+      return absl::OkStatus();
+    }
+  }
+}
+
+absl::Status Stream::ShutdownWrite() {
+  Operation op(descriptor_, generation_, Descriptor::kWrite, "ShutdownWrite", "to", peer_);
+  if (!op.ok()) return op.status();
+  if (shutdown(op.fd(), SHUT_WR) != 0) return op.Error(errno);
+  return absl::OkStatus();
+}
+
+absl::Status Stream::Close() {
+  if (descriptor_ != nullptr) descriptor_->Close(generation_);
+  return absl::OkStatus();
+}
+
+// ---- Listener.
+
+Listener::~Listener() { (void)Close(); }
+
+Listener::Listener(Listener&& other) noexcept
+    : descriptor_(std::exchange(other.descriptor_, nullptr)),
+      generation_(other.generation_),
+      address_(std::move(other.address_)),
+      resource_backoffs_(other.resource_backoffs_) {}
+
+Listener& Listener::operator=(Listener&& other) noexcept {
+  if (this != &other) {
+    (void)Close();
+    descriptor_ = std::exchange(other.descriptor_, nullptr);
+    generation_ = other.generation_;
+    address_ = std::move(other.address_);
+    resource_backoffs_ = other.resource_backoffs_;
+  }
+  return *this;
+}
+
+absl::StatusOr<Listener> Listener::Listen(const Address& address,
+                                          const ListenOptions& options) {
+  if (address.empty()) return absl::InvalidArgumentError("Listen: the address is empty");
+  if (options.backlog < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Listen on ", address.ToString(), ": backlog ", options.backlog,
+        " is not in [1, INT_MAX]"));
+  }
+  const int fd = socket(address.family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    const int error = errno;
+    return OsError(error, "Listen", "on", address);
+  }
+  const int one = 1;
+  if ((options.reuse_address && address.family() != AF_UNIX &&
+       setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) ||
+      (options.reuse_port && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) ||
+      bind(fd, address.sockaddr_ptr(), address.length()) != 0 ||
+      listen(fd, options.backlog) != 0) {
+    const int error = errno;
+    close(fd);
+    return OsError(error, "Listen", "on", address);
+  }
+  sockaddr_storage bound;
+  socklen_t length = sizeof(bound);
+  Listener listener;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == 0 &&
+      address.family() != AF_UNIX) {
+    listener.address_ = Address::FromSockaddr(reinterpret_cast<sockaddr*>(&bound), length);
+  } else {
+    listener.address_ = address;
+  }
+  listener.descriptor_ = Descriptor::Create(fd);
+  listener.generation_ = listener.descriptor_->generation();
+  return listener;
+}
+
+absl::StatusOr<Stream> Listener::Accept(Deadline deadline) {
+  Operation op(descriptor_, generation_, Descriptor::kRead, "Accept", "on", address_);
+  if (!op.ok()) return op.status();
+  auto backoff = std::chrono::milliseconds(5);
+  for (;;) {
+    sockaddr_storage peer;
+    socklen_t length = sizeof(peer);
+    const int fd = accept4(op.fd(), reinterpret_cast<sockaddr*>(&peer), &length,
+                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      Address peer_address =
+          address_.family() == AF_UNIX
+              ? address_
+              : Address::FromSockaddr(reinterpret_cast<sockaddr*>(&peer), length);
+      SetNoDelay(fd, address_.family());
+      Descriptor* descriptor = internal::Descriptor::Create(fd);
+      return Stream(descriptor, descriptor->generation(), std::move(peer_address));
+    }
+    const int error = errno;
+    if (error == EAGAIN) {
+      if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
+      continue;
+    }
+    if (IsPerConnectionAcceptError(error)) continue;
+    if (!IsResourceAcceptError(error)) return op.Error(error);
+    // Out of descriptors or memory: the connection stays in the backlog. Back off
+    // (never retry at once: libuv #690, warp #928) unless the deadline is reached.
+    ++resource_backoffs_;
+    LOG_EVERY_N(WARNING, 100) << "Accept on " << address_.ToString() << ": "
+                              << strerror(error) << "; backing off for "
+                              << backoff.count() << " ms (logged every 100th time)";
+    const Deadline now = Clock::now();
+    if (now >= deadline) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "Accept on ", address_.ToString(), ": ", strerror(error),
+          " until the deadline (backed off ", resource_backoffs_, " times)"));
+    }
+    const Deadline until = std::min(deadline, now + backoff);
+    absl::Status waited = op.Wait(until, Descriptor::kNeither);
+    if (absl::IsFailedPrecondition(waited)) return waited;  // closed meanwhile
+    backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(1));
+  }
+}
+
+bool Listener::is_open() const {
+  return descriptor_ != nullptr && descriptor_->IsOpen(generation_);
+}
+
+absl::Status Listener::Close() {
+  if (descriptor_ != nullptr) descriptor_->Close(generation_);
+  return absl::OkStatus();
+}
+
+}  // namespace spindle::io

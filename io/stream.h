@@ -1,0 +1,136 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_IO_STREAM_H_
+#define SPINDLE_IO_STREAM_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "io/address.h"
+
+namespace spindle::io {
+
+namespace internal {
+class Descriptor;
+}  // namespace internal
+
+// Deadlines are points on the steady clock (the timer clock); kNoDeadline waits forever.
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+inline constexpr Deadline kNoDeadline = Deadline::max();
+
+// A connected stream socket (TCP or Unix). Every blocking call parks the calling fiber
+// (its worker runs other fibers) until the socket is ready or `deadline` passes; called
+// from a plain thread it blocks that thread in poll(). Errors name the operation, the
+// peer address and the OS error: a deadline gives DeadlineExceeded, a peer reset
+// Unavailable, an operation on a closed stream (or one closed while it waits)
+// FailedPrecondition.
+//
+// Thread-safety: one reader (Read, ReadFull, WaitReadable) and one writer (Write,
+// WriteAll, WaitWritable, ShutdownWrite) may run at the same time, from any fibers or
+// threads; a second concurrent reader (or writer) is refused with FailedPrecondition.
+// Close() may be called from anywhere at any time, also while others wait: it wakes
+// them with an error, and the descriptor is released (close(2)) once the last operation
+// in flight returns, so its number cannot be reused under a running call. Moving or
+// destroying a Stream while another thread uses it is a data race.
+class Stream {
+ public:
+  Stream() = default;  // not open
+  ~Stream();
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  // Connects to `address` (TCP_NODELAY on for TCP).
+  static absl::StatusOr<Stream> Connect(const Address& address,
+                                        Deadline deadline = kNoDeadline);
+  // Takes ownership of a connected stream socket `fd` (made non-blocking); `peer` is
+  // used in messages.
+  static absl::StatusOr<Stream> Adopt(int fd, Address peer);
+
+  // Reads up to `size` bytes; 0 means the peer closed its side (end of stream).
+  absl::StatusOr<std::size_t> Read(void* buffer, std::size_t size,
+                                   Deadline deadline = kNoDeadline);
+  // Reads exactly `size` bytes; an end of stream first gives OutOfRange with how many
+  // bytes arrived.
+  absl::Status ReadFull(void* buffer, std::size_t size, Deadline deadline = kNoDeadline);
+  // Writes some of `size` bytes (at least 1 unless size is 0), waiting for room.
+  absl::StatusOr<std::size_t> Write(const void* data, std::size_t size,
+                                    Deadline deadline = kNoDeadline);
+  // Writes all `size` bytes (or fails; then some may have been written).
+  absl::Status WriteAll(const void* data, std::size_t size,
+                        Deadline deadline = kNoDeadline);
+  // Waits until a Read() would not block (data, end of stream or an error is pending).
+  absl::Status WaitReadable(Deadline deadline = kNoDeadline);
+  // Waits until a Write() would not block.
+  absl::Status WaitWritable(Deadline deadline = kNoDeadline);
+  // Sends end of stream to the peer (shutdown(SHUT_WR)); reading goes on.
+  absl::Status ShutdownWrite();
+  // Closes the stream: later calls fail, waiting calls wake with FailedPrecondition.
+  // Closing a closed stream is OK.
+  absl::Status Close();
+
+  // Whether the stream was opened and not closed yet.
+  bool is_open() const;
+  const Address& peer() const { return peer_; }
+  // The kernel's descriptor number, while open (for setsockopt and the like; do not
+  // close it or read from it directly).
+  int fd() const;
+
+ private:
+  friend class Listener;
+  Stream(internal::Descriptor* descriptor, std::uint32_t generation, Address peer)
+      : descriptor_(descriptor), generation_(generation), peer_(std::move(peer)) {}
+
+  internal::Descriptor* descriptor_ = nullptr;
+  std::uint32_t generation_ = 0;
+  Address peer_;
+};
+
+struct ListenOptions {
+  int backlog = 4096;       // listen(2)'s backlog (the kernel caps it at somaxconn)
+  bool reuse_address = true;  // SO_REUSEADDR
+  bool reuse_port = false;    // SO_REUSEPORT
+};
+
+// A listening socket. Accept() parks like Stream's calls. Accepted streams have
+// TCP_NODELAY on (TCP). When the process is out of descriptors (EMFILE, ENFILE) or
+// kernel memory (ENOBUFS, ENOMEM), Accept() does not spin: it backs off (5 ms doubling
+// to 1 s, within the deadline) and tries again, leaving the connection in the backlog;
+// at the deadline it returns ResourceExhausted naming the error.
+//
+// Thread-safety: as Stream; one Accept() at a time, Close() from anywhere.
+class Listener {
+ public:
+  Listener() = default;
+  ~Listener();
+  Listener(Listener&& other) noexcept;
+  Listener& operator=(Listener&& other) noexcept;
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+
+  static absl::StatusOr<Listener> Listen(const Address& address,
+                                         const ListenOptions& options = {});
+  absl::StatusOr<Stream> Accept(Deadline deadline = kNoDeadline);
+  absl::Status Close();
+
+  bool is_open() const;
+  // The bound address (with the port the kernel chose for port 0).
+  const Address& address() const { return address_; }
+  // Times Accept() backed off for lack of descriptors or memory (tests, metrics).
+  std::uint64_t resource_backoffs() const { return resource_backoffs_; }
+
+ private:
+  internal::Descriptor* descriptor_ = nullptr;
+  std::uint32_t generation_ = 0;
+  Address address_;
+  std::uint64_t resource_backoffs_ = 0;
+};
+
+}  // namespace spindle::io
+
+#endif  // SPINDLE_IO_STREAM_H_

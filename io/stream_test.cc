@@ -1,0 +1,609 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Sockets from fibers and threads: data paths, deadlines on every blocking call, peer
+// resets and half-closes, closing under a waiter, many connections, EMFILE on accept,
+// descriptor leaks, and RunBlocking with its pool saturated. Every wait has a deadline;
+// nothing sleeps to let something happen.
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "fiber/fiber.h"
+#include "glog/logging.h"
+#include "gtest/gtest.h"
+#include "io/address.h"
+#include "io/internal/descriptor.h"
+#include "io/internal/reactor.h"
+#include "io/run_blocking.h"
+#include "io/stream.h"
+#include "runtime/internal/runtime_testing.h"
+#include "runtime/runtime.h"
+#include "sync/event.h"
+#include "sync/latch.h"
+
+DECLARE_uint64(io_blocking_threads);
+
+namespace spindle::io {
+namespace {
+
+using spindle::testing::ScopedRuntime;
+using std::chrono::milliseconds;
+
+constexpr auto kTestDeadline = std::chrono::seconds(60);
+
+Deadline In(Clock::duration d) { return Clock::now() + d; }
+Deadline TestDeadline() { return In(kTestDeadline); }
+
+// Open descriptors, not counting the reactors' epoll and eventfd descriptors (created
+// once per scheduling group index and kept for the process) or the DIR's own.
+std::size_t OpenFds() {
+  std::size_t n = 0;
+  DIR* dir = opendir("/proc/self/fd");
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.' || std::atoi(entry->d_name) == dirfd(dir)) continue;
+    char target[256] = {};
+    const std::string link = std::string("/proc/self/fd/") + entry->d_name;
+    if (readlink(link.c_str(), target, sizeof(target) - 1) > 0 &&
+        (std::strcmp(target, "anon_inode:[eventpoll]") == 0 ||
+         std::strcmp(target, "anon_inode:[eventfd]") == 0)) {
+      continue;
+    }
+    ++n;
+  }
+  closedir(dir);
+  return n;
+}
+
+// Every test checks that it leaves no descriptor and no record behind.
+class IoTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fds_before_ = OpenFds();
+    records_before_ = internal::LiveDescriptors();
+  }
+  void TearDown() override {
+    EXPECT_EQ(internal::LiveDescriptors(), records_before_) << "descriptor records leaked";
+    EXPECT_EQ(OpenFds(), fds_before_) << "file descriptors leaked";
+  }
+  std::size_t fds_before_ = 0;
+  std::size_t records_before_ = 0;
+};
+
+Listener ListenLoopback() {
+  absl::StatusOr<Listener> listener = Listener::Listen(Address::Ipv4Loopback(0));
+  CHECK(listener.ok()) << listener.status();
+  return std::move(*listener);
+}
+
+// ---- Addresses.
+
+TEST(AddressTest, ParsesAndPrintsEachFamily) {
+  for (const char* text : {"127.0.0.1:80", "[::1]:8080", "unix:/tmp/x.sock", "unix:@abstract"}) {
+    absl::StatusOr<Address> address = Address::Parse(text);
+    ASSERT_TRUE(address.ok()) << address.status();
+    EXPECT_EQ(address->ToString(), text);
+  }
+  EXPECT_EQ(Address::Parse("127.0.0.1:80")->port(), 80);
+  EXPECT_EQ(Address::Parse("[::1]:8080")->family(), AF_INET6);
+}
+
+TEST(AddressTest, RejectsBadTextNamingTheValue) {
+  for (const char* text : {"127.0.0.1", "127.0.0.1:65536", "localhost:80", "[::1:80",
+                           "1.2.3.4:x", "unix:"}) {
+    absl::StatusOr<Address> address = Address::Parse(text);
+    ASSERT_FALSE(address.ok()) << text;
+    EXPECT_EQ(address.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  EXPECT_NE(Address::Parse("localhost:80").status().message().find("\"localhost:80\""),
+            absl::string_view::npos);
+}
+
+// ---- Data paths across fibers and threads.
+
+// A fiber server echoes; the client is a fiber or a plain thread (then it blocks in
+// poll), over IPv4, IPv6 and a Unix socket.
+void EchoOnce(const Address& listen_at, bool client_is_thread) {
+  absl::StatusOr<Listener> listener = Listener::Listen(listen_at);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  const Address address = listener->address();
+  Event served;
+  StartFiberDetached([&] {
+    absl::StatusOr<Stream> stream = listener->Accept(TestDeadline());
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    char buffer[4096];
+    for (;;) {
+      absl::StatusOr<std::size_t> n = stream->Read(buffer, sizeof(buffer), TestDeadline());
+      ASSERT_TRUE(n.ok()) << n.status();
+      if (*n == 0) break;
+      ASSERT_TRUE(stream->WriteAll(buffer, *n, TestDeadline()).ok());
+    }
+    served.Set();
+  });
+  auto client = [&] {
+    absl::StatusOr<Stream> stream = Stream::Connect(address, TestDeadline());
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    std::string sent(256 * 1024, '\0');
+    for (std::size_t i = 0; i < sent.size(); ++i) sent[i] = static_cast<char>(i * 7 + 3);
+    // Writer and reader at once: the payload is larger than the socket buffers.
+    Fiber writer;
+    std::thread writer_thread;
+    auto write = [&] {
+      EXPECT_TRUE(stream->WriteAll(sent.data(), sent.size(), TestDeadline()).ok());
+      EXPECT_TRUE(stream->ShutdownWrite().ok());
+    };
+    if (client_is_thread) {
+      writer_thread = std::thread(write);
+    } else {
+      writer = Fiber(write);
+    }
+    std::string received(sent.size(), '\0');
+    ASSERT_TRUE(stream->ReadFull(received.data(), received.size(), TestDeadline()).ok());
+    EXPECT_TRUE(received == sent);
+    char extra;
+    absl::StatusOr<std::size_t> end = stream->Read(&extra, 1, TestDeadline());
+    ASSERT_TRUE(end.ok());
+    EXPECT_EQ(*end, 0u);
+    if (client_is_thread) writer_thread.join(); else writer.join();
+  };
+  if (client_is_thread) {
+    client();
+  } else {
+    RunAsFiber(client);
+  }
+  ASSERT_TRUE(served.WaitFor(kTestDeadline));
+}
+
+TEST_F(IoTest, EchoBetweenFibersAndThreadsOverEveryFamily) {
+  ScopedRuntime runtime(2);
+  const std::string unix_path = "/tmp/spindle_io_test_" + std::to_string(getpid());
+  for (bool thread_client : {false, true}) {
+    SCOPED_TRACE(thread_client ? "thread client" : "fiber client");
+    EchoOnce(Address::Ipv4Loopback(0), thread_client);
+    EchoOnce(Address::Ipv6Loopback(0), thread_client);
+    unlink(unix_path.c_str());
+    EchoOnce(*Address::Unix(unix_path), thread_client);
+    unlink(unix_path.c_str());
+  }
+}
+
+TEST_F(IoTest, PlainThreadsWorkWithoutARuntime) {
+  Listener listener = ListenLoopback();
+  std::thread server([&] {
+    absl::StatusOr<Stream> stream = listener.Accept(TestDeadline());
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    ASSERT_TRUE(stream->WriteAll("hi", 2, TestDeadline()).ok());
+  });
+  absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
+  ASSERT_TRUE(client.ok());
+  char buffer[2];
+  ASSERT_TRUE(client->ReadFull(buffer, 2, TestDeadline()).ok());
+  EXPECT_EQ(std::string(buffer, 2), "hi");
+  server.join();
+}
+
+// ---- Deadlines.
+
+TEST_F(IoTest, EveryBlockingCallHonoursItsDeadline) {
+  ScopedRuntime runtime(2);
+  for (bool as_fiber : {true, false}) {
+    SCOPED_TRACE(as_fiber ? "fiber" : "thread");
+    auto body = [] {
+      Listener listener = ListenLoopback();
+      auto expect_deadline = [](const absl::Status& status, const char* what) {
+        EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << what << ": " << status;
+      };
+      expect_deadline(listener.Accept(In(milliseconds(20))).status(), "Accept");
+      absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
+      ASSERT_TRUE(client.ok());
+      absl::StatusOr<Stream> server = listener.Accept(TestDeadline());
+      ASSERT_TRUE(server.ok());
+      char byte;
+      expect_deadline(client->Read(&byte, 1, In(milliseconds(20))).status(), "Read");
+      expect_deadline(client->ReadFull(&byte, 1, In(milliseconds(20))), "ReadFull");
+      expect_deadline(client->WaitReadable(In(milliseconds(20))), "WaitReadable");
+      // Fill the send path (nobody reads on the other side).
+      const std::string chunk(1 << 20, 'x');
+      absl::Status full;
+      for (int i = 0; i < 256 && full.ok(); ++i) {
+        full = client->WriteAll(chunk.data(), chunk.size(), In(milliseconds(20)));
+      }
+      expect_deadline(full, "WriteAll");
+      expect_deadline(client->Write(chunk.data(), chunk.size(), In(milliseconds(20))).status(),
+                      "Write");
+      expect_deadline(client->WaitWritable(In(milliseconds(20))), "WaitWritable");
+      EXPECT_NE(full.message().find(listener.address().ToString()), absl::string_view::npos)
+          << "the message names the peer: " << full;
+    };
+    if (as_fiber) {
+      RunAsFiber(body);
+    } else {
+      body();
+    }
+  }
+}
+
+TEST_F(IoTest, ConnectHonoursItsDeadline) {
+  ScopedRuntime runtime(2);
+  RunAsFiber([] {
+    // A listener that never accepts, with a backlog of 1: once its queue is full the
+    // kernel drops further SYNs, so a connect stays in progress.
+    absl::StatusOr<Listener> listener =
+        Listener::Listen(Address::Ipv4Loopback(0), ListenOptions{.backlog = 1});
+    ASSERT_TRUE(listener.ok());
+    std::vector<Stream> filled;
+    absl::Status status;
+    for (int i = 0; i < 64 && status.ok(); ++i) {
+      absl::StatusOr<Stream> stream = Stream::Connect(listener->address(), In(milliseconds(50)));
+      status = stream.status();
+      if (stream.ok()) filled.push_back(std::move(*stream));
+    }
+    EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+    EXPECT_LE(filled.size(), 8u);
+  });
+}
+
+// ---- Peer reset and half-close.
+
+TEST_F(IoTest, PeerResetMidRequestIsAnErrorAndHalfCloseStillGetsTheAnswer) {
+  ScopedRuntime runtime(2);
+  RunAsFiber([] {
+    Listener listener = ListenLoopback();
+    // Reset: the client sends half a request and aborts (SO_LINGER 0: RST).
+    {
+      absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
+      ASSERT_TRUE(client.ok());
+      absl::StatusOr<Stream> server = listener.Accept(TestDeadline());
+      ASSERT_TRUE(server.ok());
+      ASSERT_TRUE(client->WriteAll("GET / HT", 8, TestDeadline()).ok());
+      char buffer[64];
+      absl::StatusOr<std::size_t> n = server->Read(buffer, sizeof(buffer), TestDeadline());
+      ASSERT_TRUE(n.ok());
+      const linger abort_now{1, 0};
+      ASSERT_EQ(setsockopt(client->fd(), SOL_SOCKET, SO_LINGER, &abort_now, sizeof(abort_now)), 0);
+      ASSERT_TRUE(client->Close().ok());
+      n = server->Read(buffer, sizeof(buffer), TestDeadline());
+      ASSERT_FALSE(n.ok());
+      EXPECT_EQ(n.status().code(), absl::StatusCode::kUnavailable) << n.status();
+      EXPECT_NE(n.status().message().find("Read from"), absl::string_view::npos);
+      // Writing to a reset connection fails (at once or at the next write), and is an
+      // error, not a SIGPIPE that kills the process.
+      absl::Status write;
+      for (int i = 0; i < 8 && write.ok(); ++i) write = server->WriteAll("x", 1, TestDeadline());
+      EXPECT_FALSE(write.ok());
+    }
+    // Half-close: the client sends its request and shuts its side; the server reads to
+    // end of stream, then answers, and the client reads the answer.
+    {
+      absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
+      ASSERT_TRUE(client.ok());
+      absl::StatusOr<Stream> server = listener.Accept(TestDeadline());
+      ASSERT_TRUE(server.ok());
+      ASSERT_TRUE(client->WriteAll("request", 7, TestDeadline()).ok());
+      ASSERT_TRUE(client->ShutdownWrite().ok());
+      std::string request;
+      char buffer[64];
+      for (;;) {
+        absl::StatusOr<std::size_t> n = server->Read(buffer, sizeof(buffer), TestDeadline());
+        ASSERT_TRUE(n.ok());
+        if (*n == 0) break;
+        request.append(buffer, *n);
+      }
+      EXPECT_EQ(request, "request");
+      ASSERT_TRUE(server->WriteAll("answer", 6, TestDeadline()).ok());
+      ASSERT_TRUE(server->Close().ok());
+      char answer[6];
+      ASSERT_TRUE(client->ReadFull(answer, 6, TestDeadline()).ok());
+      EXPECT_EQ(std::string(answer, 6), "answer");
+      absl::Status more = client->ReadFull(answer, 1, TestDeadline());
+      EXPECT_EQ(more.code(), absl::StatusCode::kOutOfRange) << more;
+    }
+  });
+}
+
+// ---- Closing under a waiter.
+
+TEST_F(IoTest, ClosingWakesAWaitingFiberAndThreadWithAnError) {
+  ScopedRuntime runtime(2);
+  for (int round = 0; round < 20; ++round) {
+    Listener listener = ListenLoopback();
+    // Two connections: a fiber reads the server side of the first, a thread the client
+    // side of the second, and a fiber accepts; those three are closed from elsewhere
+    // while they wait (their peers stay open, so only the close can end the waits).
+    absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
+    ASSERT_TRUE(client.ok());
+    absl::StatusOr<Stream> server = listener.Accept(TestDeadline());
+    ASSERT_TRUE(server.ok());
+    absl::StatusOr<Stream> client2 = Stream::Connect(listener.address(), TestDeadline());
+    ASSERT_TRUE(client2.ok());
+    absl::StatusOr<Stream> server2 = listener.Accept(TestDeadline());
+    ASSERT_TRUE(server2.ok());
+    Latch waiting(3);
+    Event fiber_done, thread_done, accept_done;
+    absl::Status fiber_status, thread_status, accept_status;
+    StartFiberDetached([&] {
+      char byte;
+      waiting.count_down();
+      fiber_status = server->Read(&byte, 1, TestDeadline()).status();
+      fiber_done.Set();
+    });
+    std::thread reader([&] {
+      char byte;
+      waiting.count_down();
+      thread_status = client2->Read(&byte, 1, TestDeadline()).status();
+      thread_done.Set();
+    });
+    StartFiberDetached([&] {
+      waiting.count_down();
+      accept_status = listener.Accept(TestDeadline()).status();
+      accept_done.Set();
+    });
+    waiting.wait();
+    // The waiters may not have parked yet: closing first must fail their calls too.
+    RunAsFiber([&] {
+      EXPECT_TRUE(server->Close().ok());
+      EXPECT_TRUE(listener.Close().ok());
+    });
+    EXPECT_TRUE(client2->Close().ok());
+    ASSERT_TRUE(fiber_done.WaitFor(kTestDeadline));
+    ASSERT_TRUE(thread_done.WaitFor(kTestDeadline));
+    ASSERT_TRUE(accept_done.WaitFor(kTestDeadline));
+    reader.join();
+    EXPECT_EQ(fiber_status.code(), absl::StatusCode::kFailedPrecondition) << fiber_status;
+    EXPECT_EQ(thread_status.code(), absl::StatusCode::kFailedPrecondition) << thread_status;
+    EXPECT_EQ(accept_status.code(), absl::StatusCode::kFailedPrecondition) << accept_status;
+    // Later calls fail the same way, and closing again is fine.
+    char byte;
+    EXPECT_EQ(server->Read(&byte, 1).status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_FALSE(server->is_open());
+    EXPECT_TRUE(server->Close().ok());
+  }
+}
+
+TEST_F(IoTest, ASecondReaderIsRefused) {
+  ScopedRuntime runtime(2);
+  Listener listener = ListenLoopback();
+  absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
+  ASSERT_TRUE(client.ok());
+  absl::StatusOr<Stream> server = listener.Accept(TestDeadline());
+  ASSERT_TRUE(server.ok());
+  Event first_done;
+  StartFiberDetached([&] {
+    char byte;
+    absl::StatusOr<std::size_t> n;
+    // The probe below may hold the read side for a moment: then we are the refused one.
+    do {
+      n = server->Read(&byte, 1, TestDeadline());
+    } while (absl::IsFailedPrecondition(n.status()));
+    EXPECT_TRUE(n.ok()) << n.status();
+    first_done.Set();
+  });
+  // Until the first reader is in, the probe may get in instead (and time out); once
+  // the first reader waits, the probe is refused.
+  ASSERT_TRUE(spindle::testing::WaitFor([&] {
+    char byte;
+    return absl::IsFailedPrecondition(server->Read(&byte, 1, In(milliseconds(1))).status());
+  }));
+  ASSERT_TRUE(client->WriteAll("x", 1, TestDeadline()).ok());
+  ASSERT_TRUE(first_done.WaitFor(kTestDeadline));
+}
+
+// ---- Many connections.
+
+class ManyConnectionsTest : public IoTest,
+                            public ::testing::WithParamInterface<std::size_t> {};
+
+TEST_P(ManyConnectionsTest, AThousandConcurrentEchoConnectionsKeepEveryByte) {
+  ScopedRuntime runtime(GetParam());
+  constexpr int kConnections = 1000;
+  Listener listener = ListenLoopback();
+  std::atomic<int> served{0};
+  Latch all_served(kConnections);
+  StartFiberDetached([&] {
+    for (int i = 0; i < kConnections; ++i) {
+      absl::StatusOr<Stream> stream = listener.Accept(TestDeadline());
+      ASSERT_TRUE(stream.ok()) << stream.status();
+      StartFiberDetached([&, stream = std::make_shared<Stream>(std::move(*stream))] {
+        char buffer[1024];
+        for (;;) {
+          absl::StatusOr<std::size_t> n = stream->Read(buffer, sizeof(buffer), TestDeadline());
+          if (!n.ok() || *n == 0) break;
+          if (!stream->WriteAll(buffer, *n, TestDeadline()).ok()) break;
+        }
+        served.fetch_add(1);
+        all_served.count_down();
+      });
+    }
+  });
+  Latch clients_done(kConnections);
+  std::atomic<int> bad{0};
+  for (int c = 0; c < kConnections; ++c) {
+    StartFiberDetached([&, c] {
+      absl::StatusOr<Stream> stream = Stream::Connect(listener.address(), TestDeadline());
+      if (!stream.ok()) {
+        ADD_FAILURE() << stream.status();
+        bad.fetch_add(1);
+        clients_done.count_down();
+        return;
+      }
+      const std::size_t size = 100 + static_cast<std::size_t>(c) * 37 % 4000;
+      std::string sent(size, '\0');
+      for (std::size_t i = 0; i < size; ++i) sent[i] = static_cast<char>(c * 131 + i);
+      std::string received(size, '\0');
+      for (int request = 0; request < 3; ++request) {
+        if (!stream->WriteAll(sent.data(), size, TestDeadline()).ok() ||
+            !stream->ReadFull(received.data(), size, TestDeadline()).ok() ||
+            received != sent) {
+          bad.fetch_add(1);
+          break;
+        }
+      }
+      stream->Close().IgnoreError();
+      clients_done.count_down();
+    });
+  }
+  clients_done.wait();
+  all_served.wait();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(served.load(), kConnections);
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, ManyConnectionsTest, spindle::testing::WorkerCounts(),
+                         spindle::testing::WorkerCountName);
+
+// ---- EMFILE.
+
+TEST_F(IoTest, AcceptBacksOffOnEmfileWithoutSpinningAndRecovers) {
+  ScopedRuntime runtime(2);
+  Listener listener = ListenLoopback();
+  // A connection waits in the backlog.
+  absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
+  ASSERT_TRUE(client.ok());
+  rlimit original;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &original), 0);
+  // Use up every descriptor the new limit allows.
+  std::vector<int> filler;
+  const rlimit low{static_cast<rlim_t>(OpenFds() + 8), original.rlim_max};
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  for (;;) {
+    const int fd = dup(0);
+    if (fd < 0) break;
+    filler.push_back(fd);
+  }
+  absl::Status exhausted;
+  std::uint64_t backoffs = 0;
+  RunAsFiber([&] {
+    exhausted = listener.Accept(In(milliseconds(200))).status();
+    backoffs = listener.resource_backoffs();
+  });
+  EXPECT_EQ(exhausted.code(), absl::StatusCode::kResourceExhausted) << exhausted;
+  EXPECT_NE(exhausted.message().find("Too many open files"), absl::string_view::npos);
+  // 5 ms doubling: about 6 tries in 200 ms; a busy loop would make thousands.
+  EXPECT_GE(backoffs, 2u);
+  EXPECT_LE(backoffs, 12u);
+  // Descriptors come back while Accept backs off: it recovers within its deadline.
+  Event accepted;
+  absl::Status accept_status;
+  StartFiberDetached([&] {
+    absl::StatusOr<Stream> stream = listener.Accept(TestDeadline());
+    accept_status = stream.status();
+    accepted.Set();
+  });
+  for (int fd : filler) close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &original), 0);
+  ASSERT_TRUE(accepted.WaitFor(kTestDeadline));
+  EXPECT_TRUE(accept_status.ok()) << accept_status;
+}
+
+// ---- Idle: the poller blocks, nothing spins.
+
+TEST_F(IoTest, IdleConnectionsCostNoPolling) {
+  ScopedRuntime runtime(2);
+  Listener listener = ListenLoopback();
+  constexpr int kIdle = 200;
+  std::vector<Stream> clients;
+  Latch parked(kIdle);
+  Event stop;
+  StartFiberDetached([&] {
+    for (int i = 0; i < kIdle; ++i) {
+      absl::StatusOr<Stream> stream = listener.Accept(TestDeadline());
+      ASSERT_TRUE(stream.ok());
+      StartFiberDetached([&, stream = std::make_shared<Stream>(std::move(*stream))] {
+        parked.count_down();
+        char byte;
+        (void)stream->Read(&byte, 1, TestDeadline());
+      });
+    }
+  });
+  for (int i = 0; i < kIdle; ++i) {
+    absl::StatusOr<Stream> stream = Stream::Connect(listener.address(), TestDeadline());
+    ASSERT_TRUE(stream.ok());
+    clients.push_back(std::move(*stream));
+  }
+  parked.wait();
+  internal::Reactor* reactor = internal::Reactor::AtIndex(0);
+  ASSERT_NE(reactor, nullptr);
+  // Wait until a worker sleeps in the poller, then watch: an idle runtime makes no
+  // polls at all (a reactor re-run every few ms would make hundreds a second).
+  ASSERT_TRUE(spindle::testing::WaitFor([&] {
+    const auto before = reactor->stats().polls;
+    Event quiet;
+    (void)quiet.WaitFor(milliseconds(50));  // a deadline-bounded observation window
+    return reactor->stats().polls == before;
+  }));
+  const internal::ReactorStats before = reactor->stats();
+  Event window;
+  (void)window.WaitFor(milliseconds(300));
+  const internal::ReactorStats after = reactor->stats();
+  EXPECT_EQ(after.polls, before.polls) << "polls while idle";
+  // The server sides (the clients are plain threads' streams: never registered).
+  EXPECT_GE(after.registered, kIdle);
+  // A fiber made ready by a plain thread while a worker blocks in epoll_wait runs at
+  // once (the eventfd), not at the next network event.
+  Event ran;
+  StartFiberDetached([&] { ran.Set(); });
+  ASSERT_TRUE(ran.WaitFor(kTestDeadline));
+  for (Stream& client : clients) client.Close().IgnoreError();
+  EXPECT_TRUE(spindle::testing::WaitFor(
+      [&] { return reactor->stats().registered <= after.registered - kIdle; }));
+}
+
+// ---- RunBlocking.
+
+TEST_F(IoTest, RunBlockingSaturatesItsPoolWithoutBlockingWorkers) {
+  ScopedRuntime runtime(2);
+  const std::uint64_t saved = FLAGS_io_blocking_threads;
+  FLAGS_io_blocking_threads = 4;
+  constexpr int kCalls = 64;
+  std::atomic<int> running{0};
+  std::atomic<int> most{0};
+  Event release;
+  Latch done(kCalls);
+  std::atomic<int> sum{0};
+  for (int i = 0; i < kCalls; ++i) {
+    StartFiberDetached([&, i] {
+      const int result = RunBlocking([&] {
+        const int now = running.fetch_add(1) + 1;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        // A blocking call: waits for a plain-thread signal, blocking this pool thread.
+        release.WaitFor(kTestDeadline);
+        running.fetch_sub(1);
+        return i;
+      });
+      sum.fetch_add(result);
+      done.count_down();
+    });
+  }
+  // The pool fills up while the workers stay free: a fiber still runs.
+  ASSERT_TRUE(spindle::testing::WaitFor([&] { return running.load() == 4; }));
+  EXPECT_EQ(RunAsFiber([] { return 7; }), 7);
+  release.Set();
+  done.wait();
+  EXPECT_EQ(most.load(), 4);
+  EXPECT_EQ(sum.load(), kCalls * (kCalls - 1) / 2);
+  // Exceptions come back to the caller; a plain thread may call it too.
+  EXPECT_THROW(RunBlocking([]() -> int { throw std::runtime_error("boom"); }),
+               std::runtime_error);
+  EXPECT_EQ(RunBlocking([] { return std::string("thread"); }), "thread");
+  FLAGS_io_blocking_threads = saved;
+}
+
+TEST(RunBlockingFlagTest, RejectsAnOutOfRangePoolSize) {
+  EXPECT_TRUE(gflags::SetCommandLineOption("io_blocking_threads", "0").empty());
+  EXPECT_TRUE(gflags::SetCommandLineOption("io_blocking_threads", "5000").empty());
+  EXPECT_FALSE(gflags::SetCommandLineOption("io_blocking_threads", "8").empty());
+}
+
+}  // namespace
+}  // namespace spindle::io
