@@ -25,11 +25,12 @@ command -v wrk >/dev/null || { echo "http_bench: wrk is not installed" >&2; exit
 cd "$repo" || exit 2
 ./bazelw build -c opt //examples/http_server >&2 || { echo "http_bench: build failed" >&2; exit 1; }
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+server=""
+trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
 # A copy: a later build elsewhere in this workspace may repoint bazel-bin meanwhile.
 cp bazel-bin/examples/http_server/http_server "$work/http_server" || exit 1
 
-pin() {  # pin CPUS CMD...: runs CMD under taskset when CPUS is set
+pin() {  # pin CPUS CMD...: runs CMD (in the foreground) under taskset when CPUS is set
   local cpus=$1; shift
   if [ -n "$cpus" ]; then taskset -c "$cpus" "$@"; else "$@"; fi
 }
@@ -41,8 +42,10 @@ parse_wrk() {
     /Non-2xx/{print n, "non2xx", $NF}'
 }
 
-pin "$SERVER_CPUS" "$work/http_server" --listen="127.0.0.1:$port" \
-  --fiber_concurrency="$workers" >"$work/server.log" 2>&1 &
+# Started directly (taskset execs it), so that $! is the server itself for the SIGTERM.
+server_cmd=("$work/http_server" --listen="127.0.0.1:$port" --fiber_concurrency="$workers")
+[ -n "$SERVER_CPUS" ] && server_cmd=(taskset -c "$SERVER_CPUS" "${server_cmd[@]}")
+"${server_cmd[@]}" >"$work/server.log" 2>&1 &
 server=$!
 ready=0
 for _ in $(seq 200); do
@@ -62,6 +65,8 @@ parse_wrk spindle <"$work/wrk.txt" >"$work/results.txt"
 kill -TERM "$server"
 wait "$server"
 status=$?
+server=""
+echo "spindle exit_after_sigterm $status" >>"$work/results.txt"
 if [ $status -ne 0 ]; then
   echo "http_bench: http_server exited with $status after SIGTERM (expected 0):" >&2
   cat "$work/server.log" >&2
@@ -91,7 +96,7 @@ for line in open(path):
         continue
     name, metric, value = parts
     value = value.strip()
-    if metric in ('errors', 'non2xx'):
+    if metric in ('errors', 'non2xx', 'exit_after_sigterm'):
         notes.append('%s %s: %s' % (name, metric, value))
     else:
         rows.setdefault(name, {})[metric] = value
