@@ -60,8 +60,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<spindle::io::Address> address =
       spindle::io::Address::Parse(FLAGS_connect);
   if (!address.ok()) {
-    Fail("--connect=" + FLAGS_connect + " is not an address (IPV4:PORT, [IPV6]:PORT or "
-         "unix:PATH; names are not resolved): " + std::string(address.status().message()));
+    Fail("--connect=" + FLAGS_connect + ": " + std::string(address.status().message()));
   }
   echo::EchoLoadOptions options;
   options.connect = *address;

@@ -48,8 +48,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<spindle::io::Address> address =
       spindle::io::Address::Parse(FLAGS_listen);
   if (!address.ok()) {
-    Fail("--listen=" + FLAGS_listen + " is not an address (IPV4:PORT, [IPV6]:PORT or "
-         "unix:PATH; names are not resolved): " + std::string(address.status().message()));
+    Fail("--listen=" + FLAGS_listen + ": " + std::string(address.status().message()));
   }
 
   sigset_t signals;

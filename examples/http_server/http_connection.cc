@@ -36,6 +36,9 @@ constexpr absl::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 // "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
 constexpr std::size_t kDateLineLength = 37;
 
+// out_ and body_ give their memory back after a response when they grew past this.
+constexpr std::size_t kKeptBufferBytes = 256 * 1024;
+
 // LingeringClose() drops at most this much, for at most this long in all, and stops
 // when the peer has been silent this long (as nginx's lingering_time/_timeout).
 constexpr std::size_t kLingerBytes = 1 << 20;
@@ -106,6 +109,9 @@ void HttpConnection::Serve() {
         break;
       }
       out_.clear();
+      // A large echo leaves large buffers behind; an idle keep-alive connection should
+      // not hold them.
+      if (out_.capacity() > kKeptBufferBytes) ReleaseLargeBuffers();
     }
     if (!keep_open) {
       LingeringClose();
@@ -113,6 +119,12 @@ void HttpConnection::Serve() {
     }
   }
   stream_.Close().IgnoreError();
+}
+
+void HttpConnection::ReleaseLargeBuffers() {
+  out_ = std::string();
+  out_.reserve(4096);
+  if (body_.capacity() > kKeptBufferBytes) body_ = std::string();
 }
 
 bool HttpConnection::EnterIdle() {

@@ -72,6 +72,7 @@ class HttpConnection {
                       absl::string_view body, bool keep_alive);
   void AppendConnectionHeader(bool keep_alive);
   void RefreshDate();
+  void ReleaseLargeBuffers();
   // Sends end of stream, then reads and drops what the peer still sends (up to a
   // limit and a deadline) so that its unread request bytes do not turn our close into
   // a reset that destroys the response in flight.
