@@ -39,9 +39,9 @@ char PatternByte(std::uint64_t connection, std::uint64_t sequence, std::size_t i
 absl::Status CheckRange(const char* flag, std::int64_t value, std::int64_t min,
                         std::int64_t max) {
   if (value >= min && value <= max) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--", flag, "=", value, " is out of range: expected an integer in [", min, ", ",
-      max, "]"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, "=", value, " is out of range: expected an integer in [",
+                   min, ", ", max, "]"));
 }
 
 // One load connection: its stream, its share of the requests in flight, and what its

@@ -40,7 +40,7 @@ struct EchoLoadResult {
   std::uint64_t requests = 0;  // answered, every byte as sent
   // Failed connects, wrong answers, and requests never answered (a broken connection).
   std::uint64_t errors = 0;
-  double seconds = 0;  // from the first request to the last answer
+  double seconds = 0;        // from the first request to the last answer
   LatencyHistogram latency;  // per answered request, send to answer, in ns
 
   double qps() const { return seconds > 0 ? static_cast<double>(requests) / seconds : 0; }

@@ -24,7 +24,8 @@ DEFINE_string(connect, "127.0.0.1:9090",
 DEFINE_int64(connections, 16, "Connections to open (range [1, 100000])");
 DEFINE_int64(inflight, 256,
              "Requests in flight over all connections (range [connections, 10000000])");
-DEFINE_int64(duration_ms, 10000, "How long to send requests, in ms (range [1, 86400000])");
+DEFINE_int64(duration_ms, 10000,
+             "How long to send requests, in ms (range [1, 86400000])");
 DEFINE_int64(payload, 64, "Request payload size, in bytes (range [16, 16777216])");
 DEFINE_int64(timeout_ms, 10000,
              "Limit on connecting, and on the answers due after the duration, in ms "
@@ -76,11 +77,14 @@ int main(int argc, char** argv) {
   const echo::EchoLoadResult result = echo::RunEchoLoad(options);
   spindle::TerminateRuntime();
 
-  auto us = [&](double q) { return static_cast<double>(result.latency.Quantile(q)) / 1e3; };
+  auto us = [&](double q) {
+    return static_cast<double>(result.latency.Quantile(q)) / 1e3;
+  };
   std::printf("echo_client: %" PRId64 " connections, %" PRId64 " in flight, %" PRId64
               "-byte payloads, %.2f s\n",
               FLAGS_connections, FLAGS_inflight, FLAGS_payload, result.seconds);
-  std::printf("requests %" PRIu64 "  qps %.0f  p50 %.1f us  p99 %.1f us  p999 %.1f us  "
+  std::printf("requests %" PRIu64
+              "  qps %.0f  p50 %.1f us  p99 %.1f us  p999 %.1f us  "
               "errors %" PRIu64 "\n",
               result.requests, result.qps(), us(0.5), us(0.99), us(0.999), result.errors);
   return result.errors == 0 ? 0 : 1;

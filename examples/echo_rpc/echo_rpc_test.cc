@@ -132,7 +132,8 @@ TEST(EchoRpcTest, ThousandConcurrentConnectionsEveryByteChecked) {
       // Send on every connection, then collect every answer: 10 in flight per fiber.
       for (std::size_t i = 0; i < kConnectionsPerClient; ++i) {
         const std::string frame = Frame(RequestPayload(first + i, request));
-        const absl::Status status = streams[i].WriteAll(frame.data(), frame.size(), deadline);
+        const absl::Status status =
+            streams[i].WriteAll(frame.data(), frame.size(), deadline);
         if (!status.ok()) return fail("write", status);
       }
       for (std::size_t i = 0; i < kConnectionsPerClient; ++i) {
@@ -152,7 +153,9 @@ TEST(EchoRpcTest, ThousandConcurrentConnectionsEveryByteChecked) {
       std::vector<io::Stream> streams;
       run_client(client * kConnectionsPerClient, streams);
       all_done.count_down();
-      if (!all_done.WaitUntil(deadline)) fail("wait", absl::DeadlineExceededError("latch"));
+      if (!all_done.WaitUntil(deadline)) {
+        fail("wait", absl::DeadlineExceededError("latch"));
+      }
     });
   }
   for (Fiber& client : clients) client.join();
@@ -176,7 +179,9 @@ TEST(EchoRpcTest, FramesSplitAcrossReadsAndLargerThanTheBuffer) {
   absl::StatusOr<io::Stream> stream = io::Stream::Connect(server.address(), deadline);
   ASSERT_TRUE(stream.ok()) << stream.status();
   std::string big(100'000, '\0');
-  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 13 + i / 251);
+  for (std::size_t i = 0; i < big.size(); ++i) {
+    big[i] = static_cast<char>(i * 13 + i / 251);
+  }
   const std::string sent = Frame("a") + Frame("") + Frame(big) + Frame("tail");
   // Odd-sized pieces: headers and payloads split anywhere.
   for (std::size_t at = 0; at < sent.size(); at += 997) {

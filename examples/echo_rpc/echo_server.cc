@@ -134,10 +134,10 @@ void EchoServer::ServeConnection(Connection* connection) {
       const std::size_t payload = DecodeFrameHeader(buffer.get() + frames_end);
       if (payload > options_.max_payload_bytes) {
         bad_frames_.fetch_add(1, std::memory_order_relaxed);  // a statistic
-        LOG_EVERY_N(WARNING, 1000) << "echo_server: " << stream.peer().ToString()
-                                   << " announced a " << payload
-                                   << "-byte payload, over --max_payload_bytes="
-                                   << options_.max_payload_bytes << "; closing";
+        LOG_EVERY_N(WARNING, 1000)
+            << "echo_server: " << stream.peer().ToString() << " announced a " << payload
+            << "-byte payload, over --max_payload_bytes=" << options_.max_payload_bytes
+            << "; closing";
         return;
       }
       if (end - frames_end < kFrameHeaderBytes + payload) {

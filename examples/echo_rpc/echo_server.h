@@ -73,8 +73,8 @@ class EchoServer {
   Event drained_;  // set when shutting down and the last connection has unregistered
 
   mutable Mutex mu_;
-  io::Listener* listener_ = nullptr;   // guarded by mu_; set while Serve() accepts
-  Connection* connections_ = nullptr;  // guarded by mu_; intrusive list head
+  io::Listener* listener_ = nullptr;    // guarded by mu_; set while Serve() accepts
+  Connection* connections_ = nullptr;   // guarded by mu_; intrusive list head
   std::uint64_t live_connections_ = 0;  // guarded by mu_
 };
 

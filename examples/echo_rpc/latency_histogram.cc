@@ -37,7 +37,8 @@ void LatencyHistogram::Merge(const LatencyHistogram& other) {
 
 std::uint64_t LatencyHistogram::Quantile(double quantile) const {
   if (count_ == 0) return 0;
-  auto rank = static_cast<std::uint64_t>(std::ceil(quantile * static_cast<double>(count_)));
+  auto rank =
+      static_cast<std::uint64_t>(std::ceil(quantile * static_cast<double>(count_)));
   if (rank == 0) rank = 1;
   std::uint64_t seen = 0;
   for (int i = 0; i < kBuckets; ++i) {

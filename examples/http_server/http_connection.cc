@@ -22,7 +22,8 @@ namespace spindle::examples::http {
 
 namespace {
 
-#define SPINDLE_HELLO_HEAD "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n"
+#define SPINDLE_HELLO_HEAD \
+  "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n"
 // The GET / response up to the Date line, for an HTTP/1.1 keep-alive request, an
 // HTTP/1.0 keep-alive request, and a request after which the connection closes.
 constexpr absl::string_view kHelloHead = SPINDLE_HELLO_HEAD;
@@ -276,7 +277,7 @@ void HttpConnection::RouteRequest() {
 void HttpConnection::AnswerRequest(bool keep_alive) {
   switch (route_) {
     case Route::kHello: {
-      const absl::string_view head = !keep_alive              ? kHelloHeadClose
+      const absl::string_view head = !keep_alive               ? kHelloHeadClose
                                      : parser_.http_minor == 0 ? kHelloHeadKeepAlive10
                                                                : kHelloHead;
       out_.append(head.data(), head.size());
@@ -362,12 +363,13 @@ void HttpConnection::RefreshDate() {
 void HttpConnection::LingeringClose() {
   stream_.ShutdownWrite().IgnoreError();
   const io::Deadline end =
-      io::Clock::now() + std::min<io::Clock::duration>(server_->options().idle_timeout,
-                                                       kLingerTime);
+      io::Clock::now() +
+      std::min<io::Clock::duration>(server_->options().idle_timeout, kLingerTime);
   std::size_t dropped = 0;
   while (dropped < kLingerBytes) {
-    absl::StatusOr<std::size_t> read = stream_.Read(
-        buffer_.get(), kReadBufferBytes, std::min(end, io::Clock::now() + kLingerSilence));
+    absl::StatusOr<std::size_t> read =
+        stream_.Read(buffer_.get(), kReadBufferBytes,
+                     std::min(end, io::Clock::now() + kLingerSilence));
     if (!read.ok() || *read == 0) break;
     dropped += *read;
   }

@@ -26,9 +26,9 @@ namespace {
 absl::Status CheckRange(const char* flag, std::int64_t value, std::int64_t min,
                         std::int64_t max) {
   if (value >= min && value <= max) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("--", flag, "=", value,
-                                                 " is out of range: expected an integer in [",
-                                                 min, ", ", max, "]"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, "=", value, " is out of range: expected an integer in [",
+                   min, ", ", max, "]"));
 }
 
 // After an unexpected Accept() error (not a close, not a lack of descriptors, which

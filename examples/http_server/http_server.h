@@ -115,7 +115,7 @@ class HttpServer {
   Event drained_;  // set when draining and the last connection has unregistered
 
   mutable Mutex mu_;
-  io::Listener* listener_ = nullptr;  // guarded by mu_; set while Serve() accepts
+  io::Listener* listener_ = nullptr;       // guarded by mu_; set while Serve() accepts
   HttpConnection* connections_ = nullptr;  // guarded by mu_; intrusive list head
   std::uint64_t live_connections_ = 0;     // guarded by mu_
   io::Deadline drain_deadline_ = io::kNoDeadline;  // guarded by mu_

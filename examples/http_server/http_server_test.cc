@@ -108,9 +108,9 @@ class Client {
       if (*read == 0) return absl::OutOfRangeError("end of stream before a response");
       const std::size_t parsed = http_parser_execute(&parser_, &settings_, buffer, *read);
       if (parsed != *read || HTTP_PARSER_ERRNO(&parser_) != HPE_OK) {
-        return absl::InternalError(absl::StrCat(
-            "bad response: ", http_errno_name(HTTP_PARSER_ERRNO(&parser_)), " in '",
-            absl::string_view(buffer, *read), "'"));
+        return absl::InternalError(
+            absl::StrCat("bad response: ", http_errno_name(HTTP_PARSER_ERRNO(&parser_)),
+                         " in '", absl::string_view(buffer, *read), "'"));
       }
     }
     Response response = std::move(done_.front());
@@ -255,7 +255,8 @@ TEST_F(HttpServerTest, PostEchoWithContentLengthAndChunked) {
   ASSERT_EQ(response->body.size(), big.size());
   EXPECT_TRUE(response->body == big)
       << "echoed body differs from byte "
-      << std::mismatch(big.begin(), big.end(), response->body.begin()).first - big.begin();
+      << std::mismatch(big.begin(), big.end(), response->body.begin()).first -
+             big.begin();
 }
 
 TEST_F(HttpServerTest, ExpectContinue) {
@@ -324,9 +325,7 @@ TEST_F(HttpServerTest, TruncatedRequestLineThenClose) {
   ExpectServesFreshClient();
 }
 
-TEST_F(HttpServerTest, BadMethod) {
-  ExpectErrorAndClose("FOO / HTTP/1.1\r\n\r\n", 400);
-}
+TEST_F(HttpServerTest, BadMethod) { ExpectErrorAndClose("FOO / HTTP/1.1\r\n\r\n", 400); }
 
 TEST_F(HttpServerTest, BadRequestLine) {
   ExpectErrorAndClose("GET / HTTP/1.1 junk\r\n\r\n", 400);
