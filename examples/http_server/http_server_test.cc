@@ -393,6 +393,26 @@ TEST_F(HttpServerTest, Http10ClosesUnlessKeepAlive) {
   }
 }
 
+TEST(HttpServerLargeBodyTest, LargeEchoThenKeepAlive) {
+  testing::ScopedRuntime runtime(2);
+  HttpServerOptions options = TestOptions();
+  options.max_body_bytes = 1 << 20;
+  TestServer server(options);
+  Client client(server.address());
+  // Over the 256 KiB a connection keeps after a response: its buffers shrink again.
+  std::string big(300 * 1000, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i % 251);
+  client.Send(absl::StrCat("POST /echo HTTP/1.1\r\nContent-Length: ", big.size(),
+                           "\r\n\r\n", big));
+  absl::StatusOr<Response> response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_TRUE(response->body == big) << "echoed body differs";
+  client.Send("POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\nsmall");
+  response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->body, "small");
+}
+
 TEST(HttpServerIdleTest, IdleConnectionIsClosed) {
   testing::ScopedRuntime runtime(2);
   HttpServerOptions options = TestOptions();
