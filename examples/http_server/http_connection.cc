@@ -1,0 +1,378 @@
+// Copyright 2026 The Spindle Authors.
+//
+// One HTTP connection's loop. The hot path (a keep-alive GET / under a load generator)
+// is: one Read() into the connection's buffer, one http_parser_execute() over all of
+// it, three memcpy()s per request into out_ (whose capacity is kept), one WriteAll().
+// Nothing on that path allocates: url_, body_ and out_ keep their capacity between
+// requests, and the date line is rewritten at most once a second.
+//
+// Why the parser needs no buffer of ours across reads: http_parser is a push parser
+// that keeps its own state between calls, and every piece of a request that we need
+// later (the URL, the Expect header, the body) is copied out in its callback.
+
+#include "examples/http_server/http_connection.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+namespace spindle::examples::http {
+
+namespace {
+
+#define SPINDLE_HELLO_HEAD \
+  "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n"
+// The GET / response up to the Date line, for an HTTP/1.1 keep-alive request, an
+// HTTP/1.0 keep-alive request, and a request after which the connection closes.
+constexpr absl::string_view kHelloHead = SPINDLE_HELLO_HEAD;
+constexpr absl::string_view kHelloHeadKeepAlive10 =
+    SPINDLE_HELLO_HEAD "Connection: keep-alive\r\n";
+constexpr absl::string_view kHelloHeadClose = SPINDLE_HELLO_HEAD "Connection: close\r\n";
+#undef SPINDLE_HELLO_HEAD
+constexpr absl::string_view kHelloTail = "\r\nhello, world\n";
+constexpr absl::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+constexpr std::size_t kDateLineLength = 37;
+
+// out_ and body_ give their memory back after a response when they grew past this.
+constexpr std::size_t kKeptBufferBytes = 256 * 1024;
+
+// LingeringClose() drops at most this much, for at most this long in all, and stops
+// when the peer has been silent this long (as nginx's lingering_time/_timeout).
+constexpr std::size_t kLingerBytes = 1 << 20;
+constexpr std::chrono::milliseconds kLingerTime{2000};
+constexpr std::chrono::milliseconds kLingerSilence{250};
+
+char ToLower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
+
+// Appends the lowercased `data` to `prefix` (capacity `capacity`), counting the full
+// length in `length` even past the capacity.
+void AppendLowered(const char* data, std::size_t size, char* prefix, std::size_t capacity,
+                   std::size_t& length) {
+  for (std::size_t i = 0; i < size && length + i < capacity; ++i) {
+    prefix[length + i] = ToLower(data[i]);
+  }
+  length += size;
+}
+
+HttpConnection* Self(http_parser* parser) {
+  return static_cast<HttpConnection*>(parser->data);
+}
+
+}  // namespace
+
+const http_parser_settings HttpConnection::kSettings = {
+    &HttpConnection::OnMessageBegin,
+    &HttpConnection::OnUrl,
+    nullptr,  // on_status: responses only
+    &HttpConnection::OnHeaderField,
+    &HttpConnection::OnHeaderValue,
+    &HttpConnection::OnHeadersComplete,
+    &HttpConnection::OnBody,
+    &HttpConnection::OnMessageComplete,
+    nullptr,  // on_chunk_header
+    nullptr,  // on_chunk_complete
+};
+
+HttpConnection::HttpConnection(HttpServer* server, io::Stream stream)
+    : server_(server), stream_(std::move(stream)), buffer_(new char[kReadBufferBytes]) {
+  http_parser_init(&parser_, HTTP_REQUEST);
+  parser_.data = this;
+  out_.reserve(4096);
+  url_.reserve(64);
+  std::memcpy(date_line_, "Date: Thu, 01 Jan 1970 00:00:00 GMT\r\n", kDateLineLength);
+}
+
+void HttpConnection::Serve() {
+  const auto idle_timeout = server_->options().idle_timeout;
+  while (true) {
+    if (!in_message_ && !EnterIdle()) break;
+    absl::StatusOr<std::size_t> read =
+        stream_.Read(buffer_.get(), kReadBufferBytes, io::Clock::now() + idle_timeout);
+    // An error, the idle timeout, a close by the drain, or the peer's end of stream
+    // (also in the middle of a request: nobody is left to answer).
+    if (!read.ok() || *read == 0) break;
+    if (!in_message_) {
+      int expected = kIdle;
+      // seq_cst: see HttpServer::draining_. Failing means CloseIfIdle() won: the
+      // server is draining and this request arrived after the drain began.
+      if (!state_.compare_exchange_strong(expected, kBusy, std::memory_order_seq_cst)) {
+        break;
+      }
+    }
+    const bool keep_open = Parse(*read);
+    if (!out_.empty()) {
+      if (!stream_.WriteAll(out_.data(), out_.size(), io::Clock::now() + idle_timeout)
+               .ok()) {
+        break;
+      }
+      out_.clear();
+      // A large echo leaves large buffers behind; an idle keep-alive connection should
+      // not hold them.
+      if (out_.capacity() > kKeptBufferBytes) ReleaseLargeBuffers();
+    }
+    if (!keep_open) {
+      LingeringClose();
+      break;
+    }
+  }
+  stream_.Close().IgnoreError();
+}
+
+void HttpConnection::ReleaseLargeBuffers() {
+  out_ = std::string();
+  out_.reserve(4096);
+  if (body_.capacity() > kKeptBufferBytes) body_ = std::string();
+}
+
+bool HttpConnection::EnterIdle() {
+  // seq_cst store then seq_cst load: the StoreLoad half of the Dekker pattern whose
+  // other half is Shutdown()'s store of draining_ then CloseIfIdle()'s CAS of state_.
+  state_.store(kIdle, std::memory_order_seq_cst);
+  return !server_->draining_.load(std::memory_order_seq_cst);
+}
+
+bool HttpConnection::CloseIfIdle() {
+  int expected = kIdle;
+  // seq_cst: pairs with EnterIdle() (see there).
+  if (!state_.compare_exchange_strong(expected, kClosing, std::memory_order_seq_cst)) {
+    return false;
+  }
+  stream_.Close().IgnoreError();
+  return true;
+}
+
+void HttpConnection::ForceClose() { stream_.Close().IgnoreError(); }
+
+bool HttpConnection::Parse(std::size_t size) {
+  RefreshDate();
+  http_parser_execute(&parser_, &kSettings, buffer_.get(), size);
+  const http_errno error = HTTP_PARSER_ERRNO(&parser_);
+  if (error == HPE_PAUSED) return false;  // OnMessageComplete(): the last request
+  if (error != HPE_OK) {
+    AnswerError(error_status_ != 0             ? error_status_
+                : error == HPE_HEADER_OVERFLOW ? 431
+                                               : 400);
+    return false;
+  }
+  // An upgrade (or CONNECT) request was answered as an ordinary one; what follows it
+  // is not HTTP, so the connection ends here.
+  return !parser_.upgrade;
+}
+
+int HttpConnection::OnMessageBegin(http_parser* parser) {
+  HttpConnection* self = Self(parser);
+  self->in_message_ = true;
+  self->header_bytes_ = 0;
+  self->url_.clear();
+  self->body_.clear();
+  self->route_ = Route::kNotFound;
+  self->last_was_field_ = false;
+  self->field_is_expect_ = false;
+  self->expect_continue_ = false;
+  return 0;
+}
+
+bool HttpConnection::CountHeaderBytes(std::size_t length) {
+  header_bytes_ += length;
+  if (header_bytes_ <= server_->options().max_header_bytes) return true;
+  error_status_ = 431;
+  return false;
+}
+
+int HttpConnection::OnUrl(http_parser* parser, const char* at, std::size_t length) {
+  HttpConnection* self = Self(parser);
+  if (!self->CountHeaderBytes(length)) return 1;
+  self->url_.append(at, length);
+  return 0;
+}
+
+int HttpConnection::OnHeaderField(http_parser* parser, const char* at,
+                                  std::size_t length) {
+  HttpConnection* self = Self(parser);
+  std::size_t counted = length;
+  if (!self->last_was_field_) {  // a new header; the previous value (if any) ended
+    self->expect_continue_ |= self->field_is_expect_ && self->value_length_ == 12 &&
+                              std::memcmp(self->value_, "100-continue", 12) == 0;
+    self->last_was_field_ = true;
+    self->field_length_ = 0;
+    self->value_length_ = 0;
+    counted += 4;  // ": " and CRLF count too
+  }
+  if (!self->CountHeaderBytes(counted)) return 1;
+  AppendLowered(at, length, self->field_, sizeof(self->field_), self->field_length_);
+  return 0;
+}
+
+int HttpConnection::OnHeaderValue(http_parser* parser, const char* at,
+                                  std::size_t length) {
+  HttpConnection* self = Self(parser);
+  if (self->last_was_field_) {
+    self->last_was_field_ = false;
+    self->field_is_expect_ =
+        self->field_length_ == 6 && std::memcmp(self->field_, "expect", 6) == 0;
+  }
+  if (!self->CountHeaderBytes(length)) return 1;
+  if (self->field_is_expect_) {
+    AppendLowered(at, length, self->value_, sizeof(self->value_), self->value_length_);
+  }
+  return 0;
+}
+
+int HttpConnection::OnHeadersComplete(http_parser* parser) {
+  HttpConnection* self = Self(parser);
+  self->expect_continue_ |= !self->last_was_field_ && self->field_is_expect_ &&
+                            self->value_length_ == 12 &&
+                            std::memcmp(self->value_, "100-continue", 12) == 0;
+  self->RouteRequest();
+  if (self->route_ == Route::kEcho && (parser->flags & F_CONTENTLENGTH) != 0 &&
+      parser->content_length > self->server_->options().max_body_bytes) {
+    self->error_status_ = 413;
+    return -1;  // any value but 0, 1 and 2 fails the parse
+  }
+  if (self->expect_continue_) self->out_.append(kContinue.data(), kContinue.size());
+  return 0;
+}
+
+int HttpConnection::OnBody(http_parser* parser, const char* at, std::size_t length) {
+  HttpConnection* self = Self(parser);
+  if (self->route_ != Route::kEcho) return 0;  // other routes ignore a body
+  if (self->body_.size() + length > self->server_->options().max_body_bytes) {
+    self->error_status_ = 413;
+    return 1;
+  }
+  self->body_.append(at, length);
+  return 0;
+}
+
+int HttpConnection::OnMessageComplete(http_parser* parser) {
+  HttpConnection* self = Self(parser);
+  self->in_message_ = false;
+  // relaxed: a hint; a request that misses the drain is answered keep-alive and the
+  // connection closes at its next EnterIdle().
+  const bool keep_alive = http_should_keep_alive(parser) != 0 &&
+                          !self->server_->draining_.load(std::memory_order_relaxed);
+  self->AnswerRequest(keep_alive);
+  self->server_->CountRequest(/*bad=*/false);
+  if (!keep_alive) http_parser_pause(parser, 1);  // parse nothing after it
+  return 0;
+}
+
+void HttpConnection::RouteRequest() {
+  const absl::string_view target = url_;
+  const absl::string_view path = target.substr(0, target.find('?'));
+  const auto method = static_cast<http_method>(parser_.method);
+  if (path == "/") {
+    route_ = method == HTTP_GET ? Route::kHello : Route::kHelloWrongMethod;
+  } else if (path == "/echo") {
+    route_ = method == HTTP_POST ? Route::kEcho : Route::kEchoWrongMethod;
+  } else {
+    route_ = Route::kNotFound;
+  }
+}
+
+void HttpConnection::AnswerRequest(bool keep_alive) {
+  switch (route_) {
+    case Route::kHello: {
+      const absl::string_view head = !keep_alive               ? kHelloHeadClose
+                                     : parser_.http_minor == 0 ? kHelloHeadKeepAlive10
+                                                               : kHelloHead;
+      out_.append(head.data(), head.size());
+      out_.append(date_line_, kDateLineLength);
+      out_.append(kHelloTail.data(), kHelloTail.size());
+      return;
+    }
+    case Route::kEcho:
+      AppendResponse("HTTP/1.1 200 OK\r\n", "application/octet-stream", body_,
+                     keep_alive);
+      return;
+    case Route::kNotFound:
+      AppendResponse("HTTP/1.1 404 Not Found\r\n", "text/plain", "not found\n",
+                     keep_alive);
+      return;
+    case Route::kHelloWrongMethod:
+      AppendResponse("HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\n", "text/plain",
+                     "method not allowed\n", keep_alive);
+      return;
+    case Route::kEchoWrongMethod:
+      AppendResponse("HTTP/1.1 405 Method Not Allowed\r\nAllow: POST\r\n", "text/plain",
+                     "method not allowed\n", keep_alive);
+      return;
+  }
+}
+
+void HttpConnection::AnswerError(int status) {
+  in_message_ = false;
+  server_->CountRequest(/*bad=*/true);
+  switch (status) {
+    case 413:
+      AppendResponse("HTTP/1.1 413 Payload Too Large\r\n", "text/plain",
+                     "payload too large\n", /*keep_alive=*/false);
+      return;
+    case 431:
+      AppendResponse("HTTP/1.1 431 Request Header Fields Too Large\r\n", "text/plain",
+                     "request header fields too large\n", /*keep_alive=*/false);
+      return;
+    default:
+      AppendResponse("HTTP/1.1 400 Bad Request\r\n", "text/plain", "bad request\n",
+                     /*keep_alive=*/false);
+      return;
+  }
+}
+
+void HttpConnection::AppendResponse(absl::string_view status_line,
+                                    absl::string_view content_type,
+                                    absl::string_view body, bool keep_alive) {
+  char length[24];
+  const auto [end, error] = std::to_chars(length, length + sizeof(length), body.size());
+  static_cast<void>(error);  // 24 digits hold any size_t
+  out_.append(status_line.data(), status_line.size());
+  out_.append("Content-Type: ");
+  out_.append(content_type.data(), content_type.size());
+  out_.append("\r\nContent-Length: ");
+  out_.append(length, end);
+  out_.append("\r\n");
+  AppendConnectionHeader(keep_alive);
+  out_.append(date_line_, kDateLineLength);
+  out_.append("\r\n");
+  out_.append(body.data(), body.size());
+}
+
+void HttpConnection::AppendConnectionHeader(bool keep_alive) {
+  if (!keep_alive) {
+    out_.append("Connection: close\r\n");
+  } else if (parser_.http_minor == 0) {
+    out_.append("Connection: keep-alive\r\n");
+  }
+}
+
+void HttpConnection::RefreshDate() {
+  const std::time_t now = std::time(nullptr);
+  if (now == date_second_) return;
+  date_second_ = now;
+  std::tm fields;
+  gmtime_r(&now, &fields);
+  // The C library's "C" locale: English day and month names, as HTTP wants.
+  std::strftime(date_line_, sizeof(date_line_), "Date: %a, %d %b %Y %H:%M:%S GMT\r\n",
+                &fields);
+}
+
+void HttpConnection::LingeringClose() {
+  stream_.ShutdownWrite().IgnoreError();
+  const io::Deadline end =
+      io::Clock::now() +
+      std::min<io::Clock::duration>(server_->options().idle_timeout, kLingerTime);
+  std::size_t dropped = 0;
+  while (dropped < kLingerBytes) {
+    absl::StatusOr<std::size_t> read =
+        stream_.Read(buffer_.get(), kReadBufferBytes,
+                     std::min(end, io::Clock::now() + kLingerSilence));
+    if (!read.ok() || *read == 0) break;
+    dropped += *read;
+  }
+}
+
+}  // namespace spindle::examples::http

@@ -1,0 +1,117 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_EXAMPLES_HTTP_SERVER_HTTP_CONNECTION_H_
+#define SPINDLE_EXAMPLES_HTTP_SERVER_HTTP_CONNECTION_H_
+
+#include <http_parser.h>
+
+#include <atomic>
+#include <cstddef>
+#include <ctime>
+#include <memory>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "examples/http_server/http_server.h"
+#include "io/stream.h"
+
+namespace spindle::examples::http {
+
+// One accepted connection and the fiber loop that serves it: read into one reused
+// 16 KiB buffer, feed everything read to http_parser (so pipelined requests are all
+// parsed), append each response to one reused output buffer, and send all responses
+// of one read with a single WriteAll(). The GET / response is precomputed: answering
+// it copies three constant pieces and allocates nothing.
+//
+// Thread-safety: Serve() runs in the connection's own fiber; CloseIfIdle() and
+// ForceClose() may be called from any thread while the HttpServer holds its mutex
+// (the connection unregisters under that mutex before it is destroyed).
+class HttpConnection {
+ public:
+  static constexpr std::size_t kReadBufferBytes = 16 * 1024;
+
+  HttpConnection(HttpServer* server, io::Stream stream);
+  HttpConnection(const HttpConnection&) = delete;
+  HttpConnection& operator=(const HttpConnection&) = delete;
+
+  // Serves requests until the peer closes, an error, the idle timeout, a request that
+  // ends the connection, or the server's shutdown. Parks the calling fiber.
+  void Serve();
+
+  // Closes the stream if the connection is waiting for a new request (nothing of one
+  // received); true if it did. Shutdown uses it.
+  bool CloseIfIdle();
+  // Closes the stream whatever it is doing (the end of the drain).
+  void ForceClose();
+
+ private:
+  friend class HttpServer;
+  enum class Route { kHello, kEcho, kNotFound, kHelloWrongMethod, kEchoWrongMethod };
+  enum State : int { kIdle, kBusy, kClosing };
+
+  // The parser's callbacks (http_parser_settings); `parser->data` is the connection.
+  static int OnMessageBegin(http_parser* parser);
+  static int OnUrl(http_parser* parser, const char* at, std::size_t length);
+  static int OnHeaderField(http_parser* parser, const char* at, std::size_t length);
+  static int OnHeaderValue(http_parser* parser, const char* at, std::size_t length);
+  static int OnHeadersComplete(http_parser* parser);
+  static int OnBody(http_parser* parser, const char* at, std::size_t length);
+  static int OnMessageComplete(http_parser* parser);
+  static const http_parser_settings kSettings;
+
+  // Marks the connection idle; false if the server is draining (then it must close).
+  bool EnterIdle();
+  // Parses `size` bytes of `buffer_`, appending responses to out_; false when the
+  // connection must close after out_ is sent.
+  bool Parse(std::size_t size);
+  bool CountHeaderBytes(std::size_t length);
+  void RouteRequest();
+  void AnswerRequest(bool keep_alive);
+  void AnswerError(int status);
+  void AppendResponse(absl::string_view status_line, absl::string_view content_type,
+                      absl::string_view body, bool keep_alive);
+  void AppendConnectionHeader(bool keep_alive);
+  void RefreshDate();
+  void ReleaseLargeBuffers();
+  // Sends end of stream, then reads and drops what the peer still sends (up to a
+  // limit and a deadline) so that its unread request bytes do not turn our close into
+  // a reset that destroys the response in flight.
+  void LingeringClose();
+
+  HttpServer* const server_;
+  io::Stream stream_;
+  // Owner fiber writes kIdle/kBusy; the server CASes kIdle -> kClosing under its mutex.
+  // seq_cst: see HttpServer::draining_.
+  std::atomic<int> state_{kBusy};
+
+  http_parser parser_;
+  std::unique_ptr<char[]> buffer_;  // kReadBufferBytes
+  std::string out_;                 // responses of one read; capacity reused
+  std::string url_;                 // the request target; capacity reused
+  std::string body_;                // POST /echo body; capacity reused
+  Route route_ = Route::kNotFound;
+  int error_status_ = 0;  // set by a callback that fails the parse (413, 431)
+  std::size_t header_bytes_ = 0;
+  bool in_message_ = false;
+  bool last_was_field_ = false;
+  // "Expect: 100-continue" detection over the current header: lowercased name/value
+  // prefixes (a header name longer than the buffer cannot be "expect").
+  char field_[8] = {};
+  std::size_t field_length_ = 0;
+  char value_[16] = {};
+  std::size_t value_length_ = 0;
+  bool field_is_expect_ = false;
+  bool expect_continue_ = false;
+
+  // "Date: <IMF-fixdate>\r\n", refreshed once a second by the reads that need it.
+  std::time_t date_second_ = 0;
+  char date_line_[40] = {};
+
+  // Intrusive list of the server's live connections; guarded by the server's mutex.
+  HttpConnection* prev_ = nullptr;
+  HttpConnection* next_ = nullptr;
+};
+
+}  // namespace spindle::examples::http
+
+#endif  // SPINDLE_EXAMPLES_HTTP_SERVER_HTTP_CONNECTION_H_

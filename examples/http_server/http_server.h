@@ -1,0 +1,126 @@
+// Copyright 2026 The Spindle Authors.
+//
+// A small keep-alive HTTP/1.1 server on Spindle's fibers and io::Stream: one fiber per
+// connection, requests parsed by nodejs/http-parser, pipelining, draining shutdown.
+//
+//   GET /        200 "hello, world\n" (text/plain)
+//   POST /echo   200 with the request body (Content-Length or chunked)
+//   other paths  404; a known path with another method 405
+//   malformed    400, then the connection closes; request line + headers over
+//                max_header_bytes: 431 and close; an /echo body over max_body_bytes:
+//                413 and close
+//
+//   spindle::StartRuntime();
+//   auto listener = spindle::io::Listener::Listen(address);
+//   HttpServer server(options);
+//   spindle::RunAsFiber([&] { server.Serve(*listener); });  // until server.Shutdown()
+
+#ifndef SPINDLE_EXAMPLES_HTTP_SERVER_HTTP_SERVER_H_
+#define SPINDLE_EXAMPLES_HTTP_SERVER_HTTP_SERVER_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "io/stream.h"
+#include "sync/event.h"
+#include "sync/mutex.h"
+
+namespace spindle::examples::http {
+
+class HttpConnection;
+
+// The server's limits; each field is the command-line flag of the same name.
+struct HttpServerOptions {
+  // Request line plus header fields of one request; more gives 431.
+  std::size_t max_header_bytes = 8192;
+  // Body of one POST /echo request; more gives 413.
+  std::size_t max_body_bytes = 1 << 20;
+  // A connection that receives nothing for this long is closed (also the limit on
+  // one response write).
+  std::chrono::milliseconds idle_timeout{60'000};
+  // After Shutdown(), how long requests in flight have to finish.
+  std::chrono::milliseconds drain_timeout{5'000};
+};
+
+inline constexpr std::size_t kMinHeaderBytes = 256;
+inline constexpr std::size_t kMaxHeaderBytes = 65536;  // under http-parser's own 80 KiB
+inline constexpr std::size_t kMinBodyBytes = 0;
+inline constexpr std::size_t kMaxBodyBytes = std::size_t{1} << 30;
+inline constexpr std::int64_t kMinTimeoutMs = 1;
+inline constexpr std::int64_t kMaxTimeoutMs = 3'600'000;
+
+// OK, or InvalidArgument naming the flag, its value and the accepted range.
+absl::Status ValidateHttpServerOptions(const HttpServerOptions& options);
+
+// Counters since construction; relaxed snapshots, exact once the server is quiet.
+struct HttpServerStats {
+  std::uint64_t connections_accepted = 0;
+  std::uint64_t requests = 0;      // answered with any status
+  std::uint64_t bad_requests = 0;  // answered 400, 413 or 431
+  std::uint64_t live_connections = 0;
+};
+
+// Serves HTTP on a listener until shut down. Serve() runs the accept loop in the
+// calling fiber and gives every accepted Stream to a detached fiber of its own
+// (HttpConnection). Shutdown() may come from any thread (a signal-waiting thread, a
+// test): it stops accepting, closes connections waiting between requests, lets the
+// others finish the requests they have begun (answered with "Connection: close") for
+// up to drain_timeout, then closes what is left; Serve() returns when every connection
+// fiber has finished.
+//
+// Thread-safety: Serve() once, from a fiber; Shutdown() and stats() from anywhere. The
+// server must outlive Serve()'s return; options must be valid (CHECKed).
+class HttpServer {
+ public:
+  explicit HttpServer(const HttpServerOptions& options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Accepts on `listener` until Shutdown(), then drains; closes the listener. Parks the
+  // calling fiber throughout.
+  void Serve(io::Listener& listener);
+  // Starts the shutdown described above and returns at once. Idempotent.
+  void Shutdown();
+
+  HttpServerStats stats() const;
+  const HttpServerOptions& options() const { return options_; }
+
+ private:
+  friend class HttpConnection;
+
+  void Register(HttpConnection* connection);
+  void Unregister(HttpConnection* connection);
+  void CloseIdleConnections();
+  void CloseAllConnections();
+  void WaitForConnections(io::Deadline deadline);
+
+  // Connections count these; relaxed: statistics.
+  void CountRequest(bool bad) {
+    requests_.fetch_add(1, std::memory_order_relaxed);
+    if (bad) bad_requests_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  const HttpServerOptions options_;
+  // seq_cst: Shutdown() stores it, then reads each connection's state; a connection
+  // stores its state, then reads this (HttpConnection::EnterIdle). Whichever comes
+  // second sees the other, so an idle connection is always closed by one of them.
+  std::atomic<bool> draining_{false};
+  std::atomic<std::uint64_t> connections_accepted_{0};
+  std::atomic<std::uint64_t> requests_{0};
+  std::atomic<std::uint64_t> bad_requests_{0};
+  Event drained_;  // set when draining and the last connection has unregistered
+
+  mutable Mutex mu_;
+  io::Listener* listener_ = nullptr;       // guarded by mu_; set while Serve() accepts
+  HttpConnection* connections_ = nullptr;  // guarded by mu_; intrusive list head
+  std::uint64_t live_connections_ = 0;     // guarded by mu_
+  io::Deadline drain_deadline_ = io::kNoDeadline;  // guarded by mu_
+};
+
+}  // namespace spindle::examples::http
+
+#endif  // SPINDLE_EXAMPLES_HTTP_SERVER_HTTP_SERVER_H_

@@ -1,0 +1,111 @@
+// Copyright 2026 The Spindle Authors.
+//
+// http_server --listen=HOST:PORT [--max_header_bytes=N] [--max_body_bytes=N]
+//             [--idle_timeout_ms=N] [--drain_timeout_ms=N] [--fiber_* flags]
+//             [--flagfile=F]
+//
+// Serves GET / and POST /echo (see http_server.h) until SIGTERM or SIGINT, then stops
+// accepting, drains the requests in flight and exits 0. The signals are blocked in
+// every thread (before the runtime starts its workers) and taken by one plain thread
+// in sigwait(), so no handler ever runs on a fiber's stack.
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "examples/http_server/http_server.h"
+#include "gflags/gflags.h"
+#include "io/address.h"
+#include "io/stream.h"
+#include "runtime/runtime.h"
+
+DEFINE_string(listen, "127.0.0.1:8080",
+              "Address to listen on: IPV4:PORT, [IPV6]:PORT or unix:PATH (port 0: any)");
+DEFINE_uint64(max_header_bytes, 8192,
+              "Largest request line plus headers, in bytes; more is answered 431 "
+              "(range [256, 65536])");
+DEFINE_uint64(max_body_bytes, 1 << 20,
+              "Largest POST /echo body, in bytes; more is answered 413 "
+              "(range [0, 1073741824])");
+DEFINE_int64(idle_timeout_ms, 60000,
+             "Close a connection that sends nothing for this long, in milliseconds "
+             "(range [1, 3600000])");
+DEFINE_int64(drain_timeout_ms, 5000,
+             "On SIGTERM, how long requests in flight may take to finish, in "
+             "milliseconds (range [1, 3600000])");
+
+namespace {
+
+using spindle::examples::http::HttpServer;
+using spindle::examples::http::HttpServerOptions;
+
+[[noreturn]] void Fail(const std::string& message) {
+  std::fprintf(stderr, "http_server: %s\n", message.c_str());
+  std::exit(2);
+}
+
+HttpServerOptions OptionsFromFlags() {
+  HttpServerOptions options;
+  options.max_header_bytes = FLAGS_max_header_bytes;
+  options.max_body_bytes = FLAGS_max_body_bytes;
+  options.idle_timeout = std::chrono::milliseconds(FLAGS_idle_timeout_ms);
+  options.drain_timeout = std::chrono::milliseconds(FLAGS_drain_timeout_ms);
+  // uint64 flags past int64: report the flag's own value, not a wrapped one.
+  if (FLAGS_max_header_bytes > spindle::examples::http::kMaxHeaderBytes) {
+    Fail("--max_header_bytes=" + std::to_string(FLAGS_max_header_bytes) +
+         " is out of range: expected an integer in [256, 65536]");
+  }
+  if (FLAGS_max_body_bytes > spindle::examples::http::kMaxBodyBytes) {
+    Fail("--max_body_bytes=" + std::to_string(FLAGS_max_body_bytes) +
+         " is out of range: expected an integer in [0, 1073741824]");
+  }
+  const absl::Status status = spindle::examples::http::ValidateHttpServerOptions(options);
+  if (!status.ok()) Fail(std::string(status.message()));
+  return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("a keep-alive HTTP/1.1 server: GET / and POST /echo");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  const HttpServerOptions options = OptionsFromFlags();
+  absl::StatusOr<spindle::io::Address> address =
+      spindle::io::Address::Parse(FLAGS_listen);
+  if (!address.ok()) {
+    Fail("--listen=" + FLAGS_listen + ": " + std::string(address.status().message()));
+  }
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every later thread
+
+  spindle::StartRuntime();
+  absl::StatusOr<spindle::io::Listener> listener =
+      spindle::io::Listener::Listen(*address);
+  if (!listener.ok()) Fail(std::string(listener.status().message()));
+  std::printf("http_server: listening on %s\n", listener->address().ToString().c_str());
+  std::fflush(stdout);
+
+  HttpServer server(options);
+  std::thread signal_waiter([&server, &signals] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    server.Shutdown();
+  });
+  spindle::RunAsFiber([&] { server.Serve(*listener); });
+  signal_waiter.join();
+  spindle::TerminateRuntime();
+
+  const auto stats = server.stats();
+  std::printf("http_server: drained; %" PRIu64 " connections, %" PRIu64
+              " requests (%" PRIu64 " bad)\n",
+              stats.connections_accepted, stats.requests, stats.bad_requests);
+  return 0;
+}

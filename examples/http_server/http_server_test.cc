@@ -1,0 +1,486 @@
+// Copyright 2026 The Spindle Authors.
+//
+// The HTTP server in-process on a 2-worker runtime, driven by io::Stream clients from
+// the test's own thread (Stream works from plain threads too). Every wait has a
+// deadline; nothing sleeps. The client parses responses with http_parser in response
+// mode, so the test does not trust a hand-written parser either.
+
+#include "examples/http_server/http_server.h"
+
+#include <http_parser.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "fiber/fiber.h"
+#include "glog/logging.h"
+#include "gtest/gtest.h"
+#include "io/address.h"
+#include "io/stream.h"
+#include "runtime/internal/runtime_testing.h"
+#include "sync/event.h"
+
+namespace spindle::examples::http {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kTimeout = 20s;  // any single step; a hang fails instead of blocking
+
+io::Deadline Soon() { return io::Clock::now() + kTimeout; }
+
+struct Response {
+  int status = 0;
+  std::vector<std::pair<std::string, std::string>> headers;  // names lowercased
+  std::string body;
+  bool keep_alive = true;
+
+  std::string Header(absl::string_view name) const {
+    for (const auto& [key, value] : headers) {
+      if (key == name) return value;
+    }
+    return "";
+  }
+};
+
+// A test client: one connection and a response parser over it.
+class Client {
+ public:
+  explicit Client(const io::Address& address) {
+    absl::StatusOr<io::Stream> stream = io::Stream::Connect(address, Soon());
+    EXPECT_TRUE(stream.ok()) << stream.status();
+    if (stream.ok()) stream_ = std::move(*stream);
+    http_parser_init(&parser_, HTTP_RESPONSE);
+    parser_.data = this;
+    http_parser_settings_init(&settings_);
+    settings_.on_message_begin = [](http_parser* p) {
+      static_cast<Client*>(p->data)->current_ = Response();
+      return 0;
+    };
+    settings_.on_header_field = [](http_parser* p, const char* at, std::size_t n) {
+      Response& r = static_cast<Client*>(p->data)->current_;
+      if (r.headers.empty() || !r.headers.back().second.empty()) r.headers.emplace_back();
+      r.headers.back().first += absl::AsciiStrToLower(absl::string_view(at, n));
+      return 0;
+    };
+    settings_.on_header_value = [](http_parser* p, const char* at, std::size_t n) {
+      static_cast<Client*>(p->data)->current_.headers.back().second.append(at, n);
+      return 0;
+    };
+    settings_.on_body = [](http_parser* p, const char* at, std::size_t n) {
+      static_cast<Client*>(p->data)->current_.body.append(at, n);
+      return 0;
+    };
+    settings_.on_message_complete = [](http_parser* p) {
+      Client* self = static_cast<Client*>(p->data);
+      self->current_.status = static_cast<int>(p->status_code);
+      self->current_.keep_alive = http_should_keep_alive(p) != 0;
+      self->done_.push_back(std::move(self->current_));
+      return 0;
+    };
+  }
+
+  io::Stream& stream() { return stream_; }
+
+  void Send(absl::string_view data) {
+    const absl::Status status = stream_.WriteAll(data.data(), data.size(), Soon());
+    EXPECT_TRUE(status.ok()) << status;
+  }
+
+  // Sends one byte per write.
+  void SendBytewise(absl::string_view data) {
+    for (char c : data) Send(absl::string_view(&c, 1));
+  }
+
+  // The next complete response, or an error (end of stream, timeout, parse error).
+  absl::StatusOr<Response> Next() {
+    while (done_.empty()) {
+      char buffer[4096];
+      absl::StatusOr<std::size_t> read = stream_.Read(buffer, sizeof(buffer), Soon());
+      if (!read.ok()) return read.status();
+      if (*read == 0) return absl::OutOfRangeError("end of stream before a response");
+      const std::size_t parsed = http_parser_execute(&parser_, &settings_, buffer, *read);
+      if (parsed != *read || HTTP_PARSER_ERRNO(&parser_) != HPE_OK) {
+        return absl::InternalError(
+            absl::StrCat("bad response: ", http_errno_name(HTTP_PARSER_ERRNO(&parser_)),
+                         " in '", absl::string_view(buffer, *read), "'"));
+      }
+    }
+    Response response = std::move(done_.front());
+    done_.pop_front();
+    return response;
+  }
+
+  // Reads until the server closes; returns what arrived (after any parsed responses).
+  // Fails the test on a timeout: the server must close the connection.
+  std::string ReadUntilEof() {
+    std::string received;
+    while (true) {
+      char buffer[4096];
+      absl::StatusOr<std::size_t> read = stream_.Read(buffer, sizeof(buffer), Soon());
+      if (!read.ok()) {
+        // A reset also ends the connection; a deadline does not.
+        EXPECT_FALSE(absl::IsDeadlineExceeded(read.status())) << read.status();
+        return received;
+      }
+      if (*read == 0) return received;
+      received.append(buffer, *read);
+    }
+  }
+
+ private:
+  io::Stream stream_;
+  http_parser parser_;
+  http_parser_settings settings_;
+  Response current_;
+  std::deque<Response> done_;
+};
+
+// The server on a loopback port, serving from a fiber for the object's lifetime.
+class TestServer {
+ public:
+  explicit TestServer(const HttpServerOptions& options) : server_(options) {
+    absl::StatusOr<io::Listener> listener =
+        io::Listener::Listen(io::Address::Ipv4Loopback(0));
+    CHECK(listener.ok()) << listener.status();
+    listener_ = std::move(*listener);
+    address_ = listener_.address();
+    serving_ = Fiber([this] {
+      server_.Serve(listener_);
+      served_.Set();
+    });
+  }
+  ~TestServer() {
+    server_.Shutdown();
+    EXPECT_TRUE(served_.WaitUntil(Soon())) << "Serve() did not return after Shutdown()";
+    serving_.join();
+  }
+
+  const io::Address& address() const { return address_; }
+  HttpServer& server() { return server_; }
+  bool WaitServed() { return served_.WaitUntil(Soon()); }
+
+ private:
+  HttpServer server_;
+  io::Listener listener_;
+  io::Address address_;
+  Event served_;
+  Fiber serving_;
+};
+
+HttpServerOptions TestOptions() {
+  HttpServerOptions options;
+  options.max_header_bytes = 1024;
+  options.max_body_bytes = 64 * 1024;
+  options.idle_timeout = 10s;
+  options.drain_timeout = 10s;
+  return options;
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  HttpServerTest() : runtime_(2), server_(TestOptions()) {}
+
+  // A new connection gets GET / answered: the server survived whatever came before.
+  void ExpectServesFreshClient() {
+    Client client(server_.address());
+    client.Send("GET / HTTP/1.1\r\nHost: test\r\n\r\n");
+    absl::StatusOr<Response> response = client.Next();
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->status, 200);
+    EXPECT_EQ(response->body, "hello, world\n");
+  }
+
+  // The connection answers `request` with `status` and closes.
+  void ExpectErrorAndClose(absl::string_view request, int status) {
+    Client client(server_.address());
+    client.Send(request);
+    absl::StatusOr<Response> response = client.Next();
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->status, status);
+    EXPECT_EQ(response->Header("connection"), "close");
+    EXPECT_EQ(client.ReadUntilEof(), "");
+    ExpectServesFreshClient();
+  }
+
+  testing::ScopedRuntime runtime_;
+  TestServer server_;
+};
+
+TEST_F(HttpServerTest, GetHello) {
+  Client client(server_.address());
+  client.Send("GET / HTTP/1.1\r\nHost: test\r\n\r\n");
+  absl::StatusOr<Response> response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "hello, world\n");
+  EXPECT_EQ(response->Header("content-length"), "13");
+  EXPECT_EQ(response->Header("content-type"), "text/plain");
+  EXPECT_EQ(response->Header("date").size(), 29u);
+  EXPECT_TRUE(response->keep_alive);
+  // The connection stays open for the next request.
+  client.Send("GET /?query=1 HTTP/1.1\r\n\r\n");
+  response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->body, "hello, world\n");
+}
+
+TEST_F(HttpServerTest, PostEchoWithContentLengthAndChunked) {
+  Client client(server_.address());
+  client.Send("POST /echo HTTP/1.1\r\nContent-Length: 11\r\n\r\nhello echo!");
+  absl::StatusOr<Response> response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "hello echo!");
+  client.Send(
+      "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n");
+  response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->body, "Wikipedia");
+  // A body larger than one read buffer (and under TestOptions()'s 64 KiB limit).
+  std::string big(60 * 1000, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 23);
+  client.Send(absl::StrCat("POST /echo HTTP/1.1\r\nContent-Length: ", big.size(),
+                           "\r\n\r\n", big));
+  response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->body.size(), big.size());
+  EXPECT_TRUE(response->body == big)
+      << "echoed body differs from byte "
+      << std::mismatch(big.begin(), big.end(), response->body.begin()).first -
+             big.begin();
+}
+
+TEST_F(HttpServerTest, ExpectContinue) {
+  Client client(server_.address());
+  client.Send("POST /echo HTTP/1.1\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n");
+  absl::StatusOr<Response> response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 100);
+  client.Send("abc");
+  response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "abc");
+}
+
+TEST_F(HttpServerTest, PipelinedRequestsAnsweredInOrder) {
+  Client client(server_.address());
+  client.Send(
+      "GET / HTTP/1.1\r\n\r\n"
+      "POST /echo HTTP/1.1\r\nContent-Length: 3\r\n\r\ntwo"
+      "GET /three HTTP/1.1\r\n\r\n");
+  const int statuses[] = {200, 200, 404};
+  const char* bodies[] = {"hello, world\n", "two", "not found\n"};
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<Response> response = client.Next();
+    ASSERT_TRUE(response.ok()) << i << ": " << response.status();
+    EXPECT_EQ(response->status, statuses[i]) << i;
+    EXPECT_EQ(response->body, bodies[i]) << i;
+  }
+}
+
+TEST_F(HttpServerTest, RequestInOneByteWrites) {
+  Client client(server_.address());
+  client.SendBytewise("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nbytes");
+  absl::StatusOr<Response> response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "bytes");
+  client.SendBytewise("GET / HTTP/1.1\r\n\r\n");
+  response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->body, "hello, world\n");
+}
+
+TEST_F(HttpServerTest, UnknownPathAndWrongMethodKeepTheConnection) {
+  Client client(server_.address());
+  client.Send("GET /nowhere HTTP/1.1\r\n\r\nPUT / HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+  absl::StatusOr<Response> response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 404);
+  response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 405);
+  EXPECT_EQ(response->Header("allow"), "GET");
+  client.Send("GET / HTTP/1.1\r\n\r\n");
+  response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+}
+
+TEST_F(HttpServerTest, TruncatedRequestLineThenClose) {
+  Client client(server_.address());
+  client.Send("GET / HT");
+  ASSERT_TRUE(client.stream().ShutdownWrite().ok());
+  EXPECT_EQ(client.ReadUntilEof(), "");
+  ExpectServesFreshClient();
+}
+
+TEST_F(HttpServerTest, BadMethod) { ExpectErrorAndClose("FOO / HTTP/1.1\r\n\r\n", 400); }
+
+TEST_F(HttpServerTest, BadRequestLine) {
+  ExpectErrorAndClose("GET / HTTP/1.1 junk\r\n\r\n", 400);
+}
+
+TEST_F(HttpServerTest, OversizedHeaders) {
+  ExpectErrorAndClose(
+      absl::StrCat("GET / HTTP/1.1\r\nX-Big: ", std::string(4000, 'a'), "\r\n\r\n"), 431);
+}
+
+TEST_F(HttpServerTest, ManySmallHeadersOverTheLimit) {
+  std::string request = "GET / HTTP/1.1\r\n";
+  for (int i = 0; i < 300; ++i) request += "a:b\r\n";
+  ExpectErrorAndClose(request + "\r\n", 431);
+}
+
+TEST_F(HttpServerTest, OversizedUrl) {
+  ExpectErrorAndClose(absl::StrCat("GET /", std::string(2000, 'u'), " HTTP/1.1\r\n\r\n"),
+                      431);
+}
+
+TEST_F(HttpServerTest, BadChunkedEncoding) {
+  ExpectErrorAndClose(
+      "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+      400);
+}
+
+TEST_F(HttpServerTest, BodyTooLarge) {
+  ExpectErrorAndClose("POST /echo HTTP/1.1\r\nContent-Length: 1000000\r\n\r\n", 413);
+  ExpectErrorAndClose(
+      absl::StrCat("POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+                   "10000\r\n", std::string(0x10000, 'c'), "\r\n", "10000\r\n",
+                   std::string(0x10000, 'c'), "\r\n0\r\n\r\n"),
+      413);
+}
+
+TEST_F(HttpServerTest, ConnectionCloseIsHonoured) {
+  Client client(server_.address());
+  // The second request must not be answered: the first one closes the connection.
+  client.Send("GET / HTTP/1.1\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\n\r\n");
+  absl::StatusOr<Response> response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "hello, world\n");
+  EXPECT_EQ(response->Header("connection"), "close");
+  EXPECT_EQ(client.ReadUntilEof(), "");
+}
+
+TEST_F(HttpServerTest, Http10ClosesUnlessKeepAlive) {
+  {
+    Client client(server_.address());
+    client.Send("GET / HTTP/1.0\r\n\r\n");
+    absl::StatusOr<Response> response = client.Next();
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->body, "hello, world\n");
+    EXPECT_EQ(client.ReadUntilEof(), "");
+  }
+  Client client(server_.address());
+  for (int i = 0; i < 2; ++i) {
+    client.Send("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    absl::StatusOr<Response> response = client.Next();
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->Header("connection"), "keep-alive");
+    EXPECT_EQ(response->body, "hello, world\n");
+  }
+}
+
+TEST(HttpServerLargeBodyTest, LargeEchoThenKeepAlive) {
+  testing::ScopedRuntime runtime(2);
+  HttpServerOptions options = TestOptions();
+  options.max_body_bytes = 1 << 20;
+  TestServer server(options);
+  Client client(server.address());
+  // Over the 256 KiB a connection keeps after a response: its buffers shrink again.
+  std::string big(300 * 1000, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i % 251);
+  client.Send(absl::StrCat("POST /echo HTTP/1.1\r\nContent-Length: ", big.size(),
+                           "\r\n\r\n", big));
+  absl::StatusOr<Response> response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_TRUE(response->body == big) << "echoed body differs";
+  client.Send("POST /echo HTTP/1.1\r\nContent-Length: 5\r\n\r\nsmall");
+  response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->body, "small");
+}
+
+TEST(HttpServerIdleTest, IdleConnectionIsClosed) {
+  testing::ScopedRuntime runtime(2);
+  HttpServerOptions options = TestOptions();
+  options.idle_timeout = 50ms;
+  TestServer server(options);
+  Client idle(server.address());
+  EXPECT_EQ(idle.ReadUntilEof(), "");  // within kTimeout, else the test fails
+  Client after_request(server.address());
+  after_request.Send("GET / HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE(after_request.Next().ok());
+  EXPECT_EQ(after_request.ReadUntilEof(), "");
+}
+
+TEST(HttpServerDrainTest, ShutdownFinishesRequestsInFlight) {
+  testing::ScopedRuntime runtime(2);
+  TestServer server(TestOptions());
+  Client idle(server.address());
+  idle.Send("GET / HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE(idle.Next().ok());
+  // The 100 Continue proves the server has parsed these headers: the request is in
+  // flight when the shutdown starts.
+  Client busy(server.address());
+  busy.Send("POST /echo HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  absl::StatusOr<Response> response = busy.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  ASSERT_EQ(response->status, 100);
+
+  server.server().Shutdown();
+  EXPECT_EQ(idle.ReadUntilEof(), "");
+  busy.Send("drain");
+  response = busy.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "drain");
+  EXPECT_EQ(response->Header("connection"), "close");
+  EXPECT_EQ(busy.ReadUntilEof(), "");
+  EXPECT_TRUE(server.WaitServed());
+  EXPECT_FALSE(io::Stream::Connect(server.address(), Soon()).ok());
+  const HttpServerStats stats = server.server().stats();
+  EXPECT_EQ(stats.live_connections, 0u);
+  EXPECT_EQ(stats.requests, 2u);  // a 100 Continue is not an answer
+}
+
+TEST(HttpServerDrainTest, DrainTimeoutClosesStragglers) {
+  testing::ScopedRuntime runtime(2);
+  HttpServerOptions options = TestOptions();
+  options.drain_timeout = 50ms;
+  TestServer server(options);
+  Client busy(server.address());
+  busy.Send("POST /echo HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  absl::StatusOr<Response> response = busy.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  server.server().Shutdown();
+  EXPECT_TRUE(server.WaitServed());  // the body never comes; the deadline ends it
+  EXPECT_EQ(busy.ReadUntilEof(), "");
+}
+
+TEST(HttpServerOptionsTest, ValidationNamesFlagValueAndRange) {
+  HttpServerOptions options;
+  EXPECT_TRUE(ValidateHttpServerOptions(options).ok());
+  options.max_header_bytes = 10;
+  EXPECT_EQ(ValidateHttpServerOptions(options).message(),
+            "--max_header_bytes=10 is out of range: expected an integer in [256, 65536]");
+  options = HttpServerOptions();
+  options.idle_timeout = 0ms;
+  EXPECT_EQ(ValidateHttpServerOptions(options).message(),
+            "--idle_timeout_ms=0 is out of range: expected an integer in [1, 3600000]");
+}
+
+}  // namespace
+}  // namespace spindle::examples::http
