@@ -28,9 +28,18 @@ std::string Context(const char* operation, const char* preposition, const Addres
   return absl::StrCat(operation, " ", preposition, " ", address.ToString());
 }
 
+// The OS error's text without absl's StrError (Debian's abseil is not built for
+// ThreadSanitizer, and its first-use table shows up as a race there): GNU strerror_r.
+std::string ErrorText(int error) {
+  char buffer[128];
+  return absl::StrCat(strerror_r(error, buffer, sizeof(buffer)), " [errno ", error, "]");
+}
+
 absl::Status OsError(int error, const char* operation, const char* preposition,
                      const Address& address) {
-  return absl::ErrnoToStatus(error, Context(operation, preposition, address));
+  return absl::Status(absl::ErrnoToStatusCode(error),
+                      absl::StrCat(Context(operation, preposition, address), ": ",
+                                   ErrorText(error)));
 }
 
 absl::Status ClosedError(const char* operation, const char* preposition,
@@ -426,12 +435,12 @@ absl::StatusOr<Stream> Listener::Accept(Deadline deadline) {
     // (never retry at once: libuv #690, warp #928) unless the deadline is reached.
     ++resource_backoffs_;
     LOG_EVERY_N(WARNING, 100) << "Accept on " << address_.ToString() << ": "
-                              << strerror(error) << "; backing off for "
+                              << ErrorText(error) << "; backing off for "
                               << backoff.count() << " ms (logged every 100th time)";
     const Deadline now = Clock::now();
     if (now >= deadline) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "Accept on ", address_.ToString(), ": ", strerror(error),
+          "Accept on ", address_.ToString(), ": ", ErrorText(error),
           " until the deadline (backed off ", resource_backoffs_, " times)"));
     }
     const Deadline until = std::min(deadline, now + backoff);

@@ -249,7 +249,7 @@ void Descriptor::EnsureRegistered() {
     // EPERM: a file epoll cannot watch (a regular file). Leave it unregistered; the
     // caller's wait then falls back to poll(2) on its thread.
     LOG_FIRST_N(WARNING, 10) << "epoll_ctl(EPOLL_CTL_ADD, " << fd_
-                             << ") failed: " << strerror(error);
+                             << ") failed: errno " << error;
     return;
   }
   reactor_ = reactor;
