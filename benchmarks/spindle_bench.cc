@@ -43,6 +43,7 @@
 #include "benchmarks/workload.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
+#include "runtime/metrics.h"
 #include "runtime/runtime.h"
 
 DEFINE_string(workloads, "all",
@@ -53,6 +54,11 @@ DEFINE_double(scale, 1.0, "multiplies every workload's size (0.001 = a quick sel
 DEFINE_string(format, "table",
               "table (for people) or json (one JSON object per line, nothing else on "
               "stdout)");
+DEFINE_bool(metrics, false,
+            "adds the scheduler's figures for each workload under its rows: the "
+            "ready-to-run latency (p50, p99, p999, from a fiber becoming ready to it "
+            "running), and per repetition the fiber runs, wake-ups, sleeps, spurious "
+            "wake-ups and steals (runtime/metrics.h)");
 DEFINE_string(sweep_workers, "",
               "comma-separated worker counts such as 2,4,8,16 (default \"\" = no sweep): "
               "every workload runs once per count, each count as --fiber_concurrency "
@@ -298,6 +304,31 @@ class ProgressLine {
   const bool tty_;
 };
 
+// Runs one repetition of `w` on the running runtime; with --metrics, its scheduler
+// figures follow its own metrics as "sched.*" rows (the same rows every repetition).
+std::vector<Metric> RunOnce(const Workload& w, double scale) {
+  if (!FLAGS_metrics) return w.run(scale);
+  const RuntimeMetrics before = GetRuntimeMetrics();
+  std::vector<Metric> metrics = w.run(scale);
+  const GroupMetrics d = GetRuntimeMetrics().Since(before).Total();
+  const Histogram& ready = d.ready_latency;
+  metrics.push_back({"sched.ready_p50", ready.Percentile(0.5) / 1e3, "us"});
+  metrics.push_back({"sched.ready_p99", ready.Percentile(0.99) / 1e3, "us"});
+  metrics.push_back({"sched.ready_p999", ready.Percentile(0.999) / 1e3, "us"});
+  metrics.push_back({"sched.ready_samples", static_cast<double>(ready.count), "count"});
+  metrics.push_back({"sched.fiber_runs", static_cast<double>(d.fibers_run), "count"});
+  metrics.push_back({"sched.wakeups", static_cast<double>(d.wakeups), "count"});
+  metrics.push_back({"sched.sleeps", static_cast<double>(d.sleeps), "count"});
+  metrics.push_back({"sched.spurious_wakeups", static_cast<double>(d.spurious_wakeups),
+                     "count"});
+  metrics.push_back({"sched.steals_in_group", static_cast<double>(d.steals_in_group),
+                     "count"});
+  metrics.push_back({"sched.steals_between_groups",
+                     static_cast<double>(d.steals_in_same_node + d.steals_in_cross_node),
+                     "count"});
+  return metrics;
+}
+
 // Runs one repetition of `w` in a forked child with its own runtime; the child sends
 // its metrics back as "name value unit" lines. A child that fails has printed why.
 std::vector<Metric> RunInOwnProcess(const Workload& w, double scale) {
@@ -309,7 +340,7 @@ std::vector<Metric> RunInOwnProcess(const Workload& w, double scale) {
   if (child == 0) {
     close(fds[0]);
     StartRuntimeOrExit();
-    const std::vector<Metric> metrics = w.run(scale);
+    const std::vector<Metric> metrics = RunOnce(w, scale);
     TerminateRuntime();
     std::string text;
     for (const Metric& m : metrics) {
@@ -353,7 +384,7 @@ std::vector<std::size_t> RunWorkload(std::size_t index, const Workload& w,
   for (int rep = 0; rep < FLAGS_repetitions; ++rep) {
     progress->Show(index, w, column, rep);
     const std::vector<Metric> metrics =
-        w.own_process ? RunInOwnProcess(w, FLAGS_scale) : w.run(FLAGS_scale);
+        w.own_process ? RunInOwnProcess(w, FLAGS_scale) : RunOnce(w, FLAGS_scale);
     for (std::size_t i = 0; i < metrics.size(); ++i) {
       if (rep == 0) summaries->push_back({w.name, metrics[i].name, metrics[i].unit, {}});
       CHECK_LT(first + i, summaries->size()) << w.name << " changed its metrics";

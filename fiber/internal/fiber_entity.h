@@ -84,6 +84,12 @@ class FiberEntity {
   // The worker of that group the fiber runs on, set each time it is made Running (so
   // the yield and park paths need no thread-local look-up).
   std::uint32_t scheduling_worker = 0;
+  // The ready-to-run latency sample (runtime/internal/metrics.h): the cycle clock when
+  // the fiber was last made Ready, or 0 when that readiness is not sampled; and how
+  // often it was made Ready (picks the samples). Written by whoever makes the fiber
+  // Ready, before it is queued; read by the worker that takes it (ordered by the queue).
+  std::uint64_t ready_stamp = 0;
+  std::uint32_t ready_count = 0;
 
   // What the fiber runs. Destroyed on the fiber right after it returns.
   absl::AnyInvocable<void()> start_proc;

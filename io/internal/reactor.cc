@@ -186,6 +186,12 @@ void Reactor::Interrupt() {
   }
 }
 
+Reactor::Counters Reactor::counters() const {
+  // relaxed: snapshots.
+  return Counters{polls_.load(std::memory_order_relaxed),
+                  events_count_.load(std::memory_order_relaxed)};
+}
+
 ReactorStats Reactor::stats() const {
   ReactorStats stats;
   // relaxed: snapshots.

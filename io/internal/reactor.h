@@ -48,6 +48,7 @@ class Reactor final : public spindle::internal::GroupPoller {
 
   std::size_t index() const { return index_; }
   ReactorStats stats() const;
+  Counters counters() const override;
 
   // GroupPoller.
   bool HasInterest() const override {

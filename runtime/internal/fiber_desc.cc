@@ -19,6 +19,7 @@ void FreeFiberDesc(FiberDesc* desc) {
   if (desc->exit_hook) desc->exit_hook = nullptr;
   desc->scheduling_group_local = false;
   desc->id = 0;
+  desc->ready_stamp = 0;
   desc->claim = nullptr;
   // relaxed: the descriptor is ours alone until it is handed out again.
   desc->run_inline_refs.store(2, std::memory_order_relaxed);

@@ -23,6 +23,8 @@ struct FiberDesc {
   absl::AnyInvocable<void()> exit_hook;
   bool scheduling_group_local = false;
   std::uint64_t id = 0;  // the fiber's id, chosen at start so Fiber::get_id() has it
+  // The cycle clock when it was queued, or 0 when not sampled (see FiberEntity).
+  std::uint64_t ready_stamp = 0;
   // For a joinable fiber: set to true by whoever runs it first, the worker that pops
   // this descriptor or a joiner that runs the fiber inline (Fiber::join()). A worker
   // that finds it already set drops the descriptor. Null for detached fibers.

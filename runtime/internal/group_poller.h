@@ -43,6 +43,14 @@ class GroupPoller {
   // that lands before the holder blocks is not lost).
   virtual void Interrupt() = 0;
 
+  // Statistics for the runtime's metrics (relaxed snapshots): Wait() calls, and the
+  // descriptor events they returned.
+  struct Counters {
+    std::uint64_t polls = 0;
+    std::uint64_t events = 0;
+  };
+  virtual Counters counters() const = 0;
+
   // The poller token: at most one thread at a time waits or dispatches.
   bool TryAcquire() {
     // relaxed load first: a failed exchange would still write the line. acquire on

@@ -96,7 +96,7 @@ FiberDesc* NewFiberDesc(absl::AnyInvocable<void()> start_proc) {
 }
 
 SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
-    : options_(options) {
+    : options_(options), nanos_per_tick_(CycleClockNanosPerTick()) {
   CHECK(options.workers >= 1 && options.workers <= kMaxWorkers)
       << "a scheduling group has 1 to " << kMaxWorkers << " workers, not "
       << options.workers;
@@ -147,6 +147,8 @@ void SchedulingGroup::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason 
 }
 
 void SchedulingGroup::StartFiber(FiberDesc* desc) {
+  fibers_started_.Add(1);
+  StampReady(desc);
   Enqueue(EncodeEntry(desc), !desc->scheduling_group_local, ReadyReason::kStarted);
 }
 
@@ -158,6 +160,7 @@ void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n) {
   for (std::size_t done = 0; done < n; done += kChunk) {
     const std::size_t count = std::min(kChunk, n - done);
     for (std::size_t i = 0; i < count; ++i) {
+      StampReady(items[done + i]);
       entries[i] = EncodeEntry(items[done + i]);
       stealable[i] = !items[done + i]->scheduling_group_local;
     }
@@ -166,6 +169,7 @@ void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n) {
 }
 
 void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
+  fibers_started_.Add(n);
   EnqueueMany(descs, n);
 }
 
@@ -183,9 +187,10 @@ void SchedulingGroup::Resume(FiberEntity* fiber) {
 
 void SchedulingGroup::QueueReady(FiberEntity* fiber) {
   if (tls_ready_batch != nullptr) {
-    tls_ready_batch->push_back(fiber);
+    tls_ready_batch->push_back(fiber);  // stamped when the batch is queued
     return;
   }
+  StampReady(fiber);
   Enqueue(EncodeEntry(fiber), !fiber->scheduling_group_local, ReadyReason::kWoken);
 }
 
@@ -221,6 +226,8 @@ FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc) {
   fiber->scheduling_group = this;
   fiber->scheduling_group_local = desc->scheduling_group_local;
   fiber->reclaim = &ReclaimFiber;
+  fiber->ready_stamp = desc->ready_stamp;
+  fibers_begun_.Add(1);
   FreeFiberDesc(desc);
   return fiber;
 }
@@ -241,7 +248,9 @@ FiberEntity* SchedulingGroup::FindRunnable(std::size_t worker, IdleHooks& hooks)
   if (strategy_->TakePollerHandOff(worker) && strategy_->poller()->vacant()) {
     strategy_->WakeOneSleeper();
   }
-  return entry == 0 ? nullptr : MakeRunning(entry, worker);
+  if (entry == 0) return nullptr;
+  strategy_->NoteFoundWork(worker);
+  return MakeRunning(entry, worker);
 }
 
 void SchedulingGroup::EnsurePollerAwake() {
@@ -266,9 +275,8 @@ std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup* victim) {
   const std::uintptr_t entry = victim->strategy_->Steal();
   if (entry == 0) return 0;
   // relaxed: statistics.
-  victim->steals_out_.fetch_add(1, std::memory_order_relaxed);
-  (victim->numa_node() == numa_node() ? steals_in_same_node_ : steals_in_cross_node_)
-      .fetch_add(1, std::memory_order_relaxed);
+  victim->steals_out_.Add(1);
+  (victim->numa_node() == numa_node() ? steals_in_same_node_ : steals_in_cross_node_).Add(1);
   return entry;
 }
 
@@ -281,10 +289,19 @@ FiberEntity* SchedulingGroup::MakeRunning(std::uintptr_t entry, std::size_t work
   fiber->scheduling_group = this;
   fiber->scheduling_worker = static_cast<std::uint32_t>(worker);
   if (worker != kNoWorker) {
-    std::atomic<std::uint64_t>& counter = worker_counters_[worker].fibers_run;
-    // relaxed load + store, no read-modify-write: a statistic with one writer (this
-    // worker's thread); readers take relaxed snapshots.
-    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    // Single writer (this worker's thread): no read-modify-write.
+    WorkerCounters& counters = worker_counters_[worker];
+    counters.fibers_run.Add(1);
+    // The readiness stamp (written before the push, which our pop is ordered after; a
+    // descriptor's was copied by Instantiate()).
+    const std::uint64_t stamp = fiber->ready_stamp;
+    if (stamp != 0) {
+      const std::uint64_t now = CycleClockNow();
+      counters.ready_latency.Record(
+          now > stamp ? static_cast<std::uint64_t>(static_cast<double>(now - stamp) *
+                                                   nanos_per_tick_)
+                      : 0);
+    }
   }
   std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
   fiber->SetState(FiberState::kRunning);
@@ -301,6 +318,7 @@ FiberEntity* SchedulingGroup::TakeNextForSwitch(FiberEntity* self) {
 void SchedulingGroup::UnlockAndRequeue(void* arg) {
   auto* fiber = static_cast<FiberEntity*>(arg);
   fiber->scheduler_lock.unlock();
+  StampReady(fiber);  // ours until queued: it is Ready and no queue holds it yet
   // A producer's push like any other, with its wake-up (see "Parking" at the top). We
   // run on the worker the fiber left, which it recorded when it was made Running.
   fiber->scheduling_group->strategy_->Enqueue(EncodeEntry(fiber),
@@ -343,6 +361,8 @@ void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
   // Runs now, so nobody may run it inline later. relaxed: the only possible joiner is
   // the caller's own handle, which this fiber creates after we return.
   if (desc->claim != nullptr) desc->claim->store(true, std::memory_order_relaxed);
+  fibers_started_.Add(1);
+  desc->ready_stamp = 0;  // runs at once: no ready-to-run wait to measure
   FiberEntity* next = Instantiate(desc);
   next->scheduling_worker = self->scheduling_worker;  // runs on self's worker
   {
@@ -355,6 +375,7 @@ void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
 }
 
 void SchedulingGroup::TakeBackRunInline(FiberEntity* joiner, FiberDesc* desc) {
+  fibers_run_inline_.Add(1);  // started here; it never gets a stack
   // acquire: pairs with a consumer's release of its reference (acq_rel fetch_sub). A
   // consumer already dropped the entry (v2 does when runnext is taken over): ours is the
   // last reference.
@@ -453,22 +474,34 @@ void SchedulingGroup::TakeBackPending(
   }
 }
 
-// relaxed: statistics, read as snapshots.
 std::uint64_t SchedulingGroup::fibers_run() const {
   std::uint64_t sum = 0;
-  for (const WorkerCounters& counters : worker_counters_) {
-    sum += counters.fibers_run.load(std::memory_order_relaxed);
-  }
+  for (const WorkerCounters& counters : worker_counters_) sum += counters.fibers_run.Read();
   return sum;
 }
+std::uint64_t SchedulingGroup::fibers_run(std::size_t worker) const {
+  return worker_counters_[worker].fibers_run.Read();
+}
 std::uint64_t SchedulingGroup::steals_in_same_node() const {
-  return steals_in_same_node_.load(std::memory_order_relaxed);
+  return steals_in_same_node_.Read();
 }
 std::uint64_t SchedulingGroup::steals_in_cross_node() const {
-  return steals_in_cross_node_.load(std::memory_order_relaxed);
+  return steals_in_cross_node_.Read();
 }
-std::uint64_t SchedulingGroup::steals_out() const {
-  return steals_out_.load(std::memory_order_relaxed);
+std::uint64_t SchedulingGroup::steals_out() const { return steals_out_.Read(); }
+
+HistogramSnapshot SchedulingGroup::ready_latency() const {
+  HistogramSnapshot all;
+  for (std::size_t w = 0; w < options_.workers; ++w) {
+    worker_counters_[w].ready_latency.AddTo(all);
+  }
+  return all;
+}
+
+HistogramSnapshot SchedulingGroup::ready_latency(std::size_t worker) const {
+  HistogramSnapshot one;
+  worker_counters_[worker].ready_latency.AddTo(one);
+  return one;
 }
 
 }  // namespace spindle::internal

@@ -15,6 +15,7 @@
 #include "fiber/internal/fiber_entity.h"
 #include "fiber/internal/spinlock.h"
 #include "runtime/internal/fiber_desc.h"
+#include "runtime/internal/metrics.h"
 #include "runtime/internal/scheduling_strategy.h"
 
 namespace spindle::internal {
@@ -129,12 +130,26 @@ class SchedulingGroup {
   // The strategy behind this face, for tests that drive its protocol step by step.
   SchedulingStrategy* strategy() const { return strategy_.get(); }
 
-  // Statistics (relaxed snapshots).
+  // Statistics (relaxed snapshots; see runtime/metrics.h for what each means).
   std::uint64_t fibers_run() const;           // fibers made Running by our workers
+  std::uint64_t fibers_run(std::size_t worker) const;  // ... by worker `worker`
+  std::uint64_t fibers_started() const { return fibers_started_.Read(); }
+  // New fibers given a stack here (their first run), and fibers started here that a
+  // joiner ran inline (they never get a stack).
+  std::uint64_t fibers_begun() const { return fibers_begun_.Read(); }
+  std::uint64_t fibers_run_inline() const { return fibers_run_inline_.Read(); }
   std::uint64_t steals_in_same_node() const;  // stolen by us from our node
   std::uint64_t steals_in_cross_node() const;  // stolen by us from other nodes
   std::uint64_t steals_out() const;           // stolen from us by other groups
   StrategyStats strategy_stats() const { return strategy_->stats(); }
+  // Ready-to-run latency samples (nanoseconds; see StampReady()) of all workers, or of
+  // worker `worker`.
+  HistogramSnapshot ready_latency() const;
+  HistogramSnapshot ready_latency(std::size_t worker) const;
+
+  // One readiness in kReadySamplePeriod is timed (Go samples scheduling latency the
+  // same way): two cycle-clock reads per fiber would cost spawn_join several percent.
+  static constexpr std::uint32_t kReadySamplePeriod = 8;
 
  private:
   // The calling thread's worker number in this group, or kNoWorker.
@@ -144,6 +159,15 @@ class SchedulingGroup {
   template <class T>
   void EnqueueMany(T* const* items, std::size_t n);
   FiberEntity* Instantiate(FiberDesc* desc);
+  // Marks `fiber`/`desc` as made Ready now, for the ready-to-run latency (one in
+  // kReadySamplePeriod readinesses is stamped with the cycle clock; the rest with 0).
+  static void StampReady(FiberEntity* fiber) {
+    fiber->ready_stamp =
+        ++fiber->ready_count % kReadySamplePeriod == 0 ? CycleClockNow() : 0;
+  }
+  static void StampReady(FiberDesc* desc) {
+    desc->ready_stamp = desc->id % kReadySamplePeriod == 0 ? CycleClockNow() : 0;
+  }
   // Makes the fiber of a taken entry this group's and Running on worker `worker` (whose
   // thread calls this; kNoWorker in tests).
   FiberEntity* MakeRunning(std::uintptr_t entry, std::size_t worker);
@@ -155,13 +179,15 @@ class SchedulingGroup {
   static void UnlockAndRequeue(void* fiber);
 
   const SchedulingGroupOptions options_;
+  const double nanos_per_tick_;  // the cycle clock's (ready-to-run latency)
   std::unique_ptr<SchedulingStrategy> strategy_;
 
   // One counter per worker, each written by that worker's thread only, so counting a
   // fiber is a plain store on a line no other thread writes.
   struct alignas(64) WorkerCounters {
-    std::atomic<std::uint64_t> fibers_run{0};
+    SingleWriterCounter fibers_run;
     std::uint64_t switches = 0;  // Yield/Halt on this worker (BusyPollDue)
+    SingleWriterHistogram ready_latency;  // nanoseconds
     // Descriptors that fibers on this worker ran inline and could not take back yet,
     // each with the joiner's reference (TakeBackRunInline). This worker's thread only.
     std::vector<std::pair<SchedulingGroup*, FiberDesc*>> pending_take_backs;
@@ -172,9 +198,13 @@ class SchedulingGroup {
       std::vector<std::pair<SchedulingGroup*, FiberDesc*>>& pending,
       const FiberEntity* joiner);
   WorkerCounters worker_counters_[kMaxWorkers];
-  alignas(64) std::atomic<std::uint64_t> steals_in_same_node_{0};
-  std::atomic<std::uint64_t> steals_in_cross_node_{0};
-  std::atomic<std::uint64_t> steals_out_{0};
+  // Bumped from any thread: per-thread cells, no shared read-modify-write.
+  ThreadCounter fibers_started_;
+  ThreadCounter fibers_begun_;
+  ThreadCounter fibers_run_inline_;
+  ThreadCounter steals_in_same_node_;
+  ThreadCounter steals_in_cross_node_;
+  ThreadCounter steals_out_;
 };
 
 // A new descriptor for a fiber that runs `start_proc`, with a new id, counted as live.

@@ -35,6 +35,10 @@ void SchedulingStrategy::operator delete(void* pointer, int) {
 
 void SchedulingStrategy::Sleep(std::size_t worker, WaitSlot& slot,
                                std::chrono::nanoseconds limit) {
+  PerWorker& self = per_worker_[worker];
+  self.sleeps.Add(1);
+  if (self.slept_since_work) self.spurious.Add(1);  // the last wake-up found nothing
+  self.slept_since_work = true;
   const std::int64_t deadline_ns =
       limit.count() == 0 ? -1 : MonotonicNowNs() + static_cast<std::int64_t>(limit.count());
   GroupPoller* poller = poller_.load(std::memory_order_acquire);  // pairs with SetPoller
@@ -45,7 +49,7 @@ void SchedulingStrategy::Sleep(std::size_t worker, WaitSlot& slot,
     // work we were woken for) are about to run here, and our siblings may all sleep on
     // their futexes. One of them takes the duty over (the caller wakes it once our own
     // sleeping bit is clear, if the token is still vacant then).
-    poller_hand_off_[worker].pending = wanted || (!stopping() && poller->HasInterest());
+    self.hand_off_pending = wanted || (!stopping() && poller->HasInterest());
     return;
   }
   if (deadline_ns < 0) {

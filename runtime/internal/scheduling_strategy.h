@@ -12,6 +12,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "runtime/internal/group_poller.h"
+#include "runtime/internal/metrics.h"
 #include "runtime/internal/topology.h"
 #include "runtime/internal/wait_slot.h"
 
@@ -93,6 +94,8 @@ struct StrategyStats {
   std::uint64_t steals_in_group = 0;  // fibers taken from a sibling worker's queue
   std::uint64_t global_queue_size = 0;
   std::uint64_t local_queue_size = 0;  // summed over the workers (v2)
+  // Per worker (v2; empty under v1, which has no local queues): runnext + local queue.
+  std::vector<std::uint64_t> local_queue_sizes;
 };
 
 // How one scheduling group keeps its ready fibers and wakes its workers: the queues,
@@ -170,9 +173,21 @@ class SchedulingStrategy {
   // descriptors are registered, or a sleeper wanted the token (then nobody may poll:
   // the caller hands the duty to a sleeping sibling, WakeOneSleeper). Clears the flag.
   bool TakePollerHandOff(std::size_t worker) {
-    const bool hand_off = poller_hand_off_[worker].pending;
-    poller_hand_off_[worker].pending = false;
+    const bool hand_off = per_worker_[worker].hand_off_pending;
+    per_worker_[worker].hand_off_pending = false;
     return hand_off;
+  }
+
+  // Worker `worker`'s thread: it found a fiber to run (the idle path's result), so its
+  // last sleep was not spurious.
+  void NoteFoundWork(std::size_t worker) { per_worker_[worker].slept_since_work = false; }
+  // Idle statistics of worker `worker` (relaxed snapshots): its sleeps (W4: on its
+  // futex or in the poller), and the sleeps after which it found no fiber before it
+  // slept again (woken for nothing: a spurious or stolen wake-up, or a timed sleep
+  // that ended idle).
+  std::uint64_t sleeps(std::size_t worker) const { return per_worker_[worker].sleeps.Read(); }
+  std::uint64_t spurious_wakeups(std::size_t worker) const {
+    return per_worker_[worker].spurious.Read();
   }
 
   // ---- Lifetime.
@@ -197,10 +212,14 @@ class SchedulingStrategy {
 
  private:
   std::atomic<GroupPoller*> poller_{nullptr};
-  struct alignas(64) HandOff {
-    bool pending = false;
+  // Each written by its worker's thread only.
+  struct alignas(64) PerWorker {
+    bool hand_off_pending = false;
+    bool slept_since_work = false;
+    SingleWriterCounter sleeps;
+    SingleWriterCounter spurious;
   };
-  HandOff poller_hand_off_[kMaxWorkersPerGroup];  // each by its worker's thread
+  PerWorker per_worker_[kMaxWorkersPerGroup];
 };
 
 // Tests only: the steps of the idle and wake-up protocols (strategy_v1.cc and

@@ -376,7 +376,7 @@ bool StrategyV1::WakeUpOneSleepingWorker() {
     // covers a worker that clears its own bit without sleeping (W3, the poll plan, a
     // time-out) and acquires it there.
     if (sleeping_workers_.fetch_and(~bit, std::memory_order_release) & bit) {
-      wakeups_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+      wakeups_.Add(1);  // per-thread cells: no shared read-modify-write
       wait_slots_[BitIndex(bit)].Wake();
       return true;
     }
@@ -401,7 +401,7 @@ void StrategyV1::WakeUpWorkers(std::size_t n) {
   } while (!sleeping_workers_.compare_exchange_weak(
       sleeping, sleeping & ~chosen, std::memory_order_release, std::memory_order_relaxed));
   const std::size_t woken = static_cast<std::size_t>(CountBits(chosen));
-  wakeups_.fetch_add(woken, std::memory_order_relaxed);  // relaxed: statistic
+  wakeups_.Add(woken);
   while (chosen != 0) {
     const std::uint64_t bit = LowestBit(chosen);
     chosen &= ~bit;
@@ -419,7 +419,7 @@ void StrategyV1::Stop() {
 
 StrategyStats StrategyV1::stats() const {
   StrategyStats stats;
-  stats.wakeups = wakeups_.load(std::memory_order_relaxed);  // relaxed: a statistic
+  stats.wakeups = wakeups_.Read();
   stats.global_queue_size = queue_.UnsafeSize();
   return stats;
 }

@@ -74,7 +74,7 @@ class StrategyV1 final : public SchedulingStrategy {
   // A spinner that found work sets this to ask the other spinner to recruit a sleeper
   // (so the producer never pays for that wake-up).
   alignas(64) std::atomic<bool> pending_spinner_wakeup_{false};
-  std::atomic<std::uint64_t> wakeups_{0};
+  ThreadCounter wakeups_;  // statistics (metrics.h)
 
   std::vector<SchedulingStrategy*> thieves_;  // immutable once workers run
   std::atomic<std::size_t> next_thief_{0};

@@ -270,7 +270,7 @@ bool StrategyV2::WakeOneSleeper() {
     // release: a worker that clears its own bit without sleeping (W3's cancel) acquires
     // it and sees the push; a sleeper gets it through the WaitSlot.
     if (sleeping_.fetch_and(~bit, std::memory_order_release) & bit) {
-      wakeups_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+      wakeups_.Add(1);  // per-thread cells: no shared read-modify-write
       workers_[static_cast<std::size_t>(__builtin_ctzll(bit))]->slot.Wake();
       return true;
     }
@@ -365,7 +365,7 @@ std::uintptr_t StrategyV2::StealFromSiblings(std::size_t worker) {
     while (first < got && !ClaimEntry(grabbed[first])) ++first;
     if (first < got) {
       // relaxed: statistic.
-      steals_in_group_.fetch_add(got - first, std::memory_order_relaxed);
+      steals_in_group_.Add(got - first);
       // Our local queue is empty here (we are idle), so the rest fits.
       for (std::size_t k = first + 1; k < got; ++k) {
         PushLocal(worker, grabbed[k]);
@@ -386,7 +386,7 @@ std::uintptr_t StrategyV2::StealFromSiblings(std::size_t worker) {
         slot.compare_exchange_strong(entry, 0, std::memory_order_acquire,
                                      std::memory_order_relaxed) &&
         ClaimEntry(entry)) {
-      steals_in_group_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+      steals_in_group_.Add(1);
       return entry;
     }
   }
@@ -588,12 +588,14 @@ bool StrategyV2::UnsafeEmpty() const { return !AnyQueued(); }
 StrategyStats StrategyV2::stats() const {
   StrategyStats stats;
   // relaxed: statistics.
-  stats.wakeups = wakeups_.load(std::memory_order_relaxed);
-  stats.steals_in_group = steals_in_group_.load(std::memory_order_relaxed);
+  stats.wakeups = wakeups_.Read();
+  stats.steals_in_group = steals_in_group_.Read();
   stats.global_queue_size = global_.UnsafeSize();
   for (std::size_t i = 0; i < options_.workers; ++i) {
-    stats.local_queue_size += workers_[i]->local.UnsafeSize() +
-                              (workers_[i]->runnext.load(std::memory_order_relaxed) != 0);
+    const std::uint64_t depth = workers_[i]->local.UnsafeSize() +
+                                (workers_[i]->runnext.load(std::memory_order_relaxed) != 0);
+    stats.local_queue_size += depth;
+    stats.local_queue_sizes.push_back(depth);
   }
   return stats;
 }

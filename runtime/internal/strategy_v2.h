@@ -94,8 +94,8 @@ class StrategyV2 final : public SchedulingStrategy {
   // A producer claimed a sleeper and its wake-up is in flight: other producers wait for
   // it to start searching instead of waking more.
   alignas(64) std::atomic<bool> wake_pending_{false};
-  alignas(64) std::atomic<std::uint64_t> wakeups_{0};
-  std::atomic<std::uint64_t> steals_in_group_{0};
+  ThreadCounter wakeups_;  // statistics (metrics.h)
+  ThreadCounter steals_in_group_;
 
   std::vector<SchedulingStrategy*> thieves_;  // immutable once workers run
   std::atomic<std::size_t> next_thief_{0};

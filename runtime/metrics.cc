@@ -1,0 +1,247 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "runtime/metrics.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "runtime/internal/group_poller.h"
+#include "runtime/internal/live_fibers.h"
+#include "runtime/internal/runtime_impl.h"
+#include "runtime/internal/scheduling_group.h"
+#include "timer/internal/timer_worker.h"
+
+namespace spindle {
+namespace {
+
+std::uint64_t Minus(std::uint64_t now, std::uint64_t before) {
+  // Counters only grow; a snapshot read cell by cell may still see a later
+  // total before an earlier one of the same counter in another snapshot: never
+  // below 0.
+  return now >= before ? now - before : 0;
+}
+
+// Adds `from`'s counters, gauges and latency samples to `into`'s.
+void Accumulate(GroupMetrics &into, const GroupMetrics &from) {
+  into.workers += from.workers;
+  into.fibers_started += from.fibers_started;
+  into.fibers_begun += from.fibers_begun;
+  into.fibers_run_inline += from.fibers_run_inline;
+  into.fibers_run += from.fibers_run;
+  into.steals_in_same_node += from.steals_in_same_node;
+  into.steals_in_cross_node += from.steals_in_cross_node;
+  into.steals_out += from.steals_out;
+  into.steals_in_group += from.steals_in_group;
+  into.wakeups += from.wakeups;
+  into.sleeps += from.sleeps;
+  into.spurious_wakeups += from.spurious_wakeups;
+  into.timers_fired += from.timers_fired;
+  into.reactor_polls += from.reactor_polls;
+  into.reactor_events += from.reactor_events;
+  into.run_queue_depth += from.run_queue_depth;
+  into.local_queue_depth += from.local_queue_depth;
+  into.ready_latency.MergeFrom(from.ready_latency);
+}
+
+GroupMetrics GroupSince(const GroupMetrics &now, const GroupMetrics &before) {
+  GroupMetrics d = now; // identity and gauges: now's
+  d.fibers_started = Minus(now.fibers_started, before.fibers_started);
+  d.fibers_begun = Minus(now.fibers_begun, before.fibers_begun);
+  d.fibers_run_inline = Minus(now.fibers_run_inline, before.fibers_run_inline);
+  d.fibers_run = Minus(now.fibers_run, before.fibers_run);
+  d.steals_in_same_node =
+      Minus(now.steals_in_same_node, before.steals_in_same_node);
+  d.steals_in_cross_node =
+      Minus(now.steals_in_cross_node, before.steals_in_cross_node);
+  d.steals_out = Minus(now.steals_out, before.steals_out);
+  d.steals_in_group = Minus(now.steals_in_group, before.steals_in_group);
+  d.wakeups = Minus(now.wakeups, before.wakeups);
+  d.sleeps = Minus(now.sleeps, before.sleeps);
+  d.spurious_wakeups = Minus(now.spurious_wakeups, before.spurious_wakeups);
+  d.timers_fired = Minus(now.timers_fired, before.timers_fired);
+  d.reactor_polls = Minus(now.reactor_polls, before.reactor_polls);
+  d.reactor_events = Minus(now.reactor_events, before.reactor_events);
+  d.ready_latency = now.ready_latency.Since(before.ready_latency);
+  for (std::size_t w = 0;
+       w < d.per_worker.size() && w < before.per_worker.size(); ++w) {
+    WorkerMetrics &dw = d.per_worker[w];
+    const WorkerMetrics &bw = before.per_worker[w];
+    dw.fibers_run = Minus(dw.fibers_run, bw.fibers_run);
+    dw.sleeps = Minus(dw.sleeps, bw.sleeps);
+    dw.spurious_wakeups = Minus(dw.spurious_wakeups, bw.spurious_wakeups);
+    dw.ready_latency = dw.ready_latency.Since(bw.ready_latency);
+  }
+  return d;
+}
+
+} // namespace
+
+GroupMetrics RuntimeMetrics::Total() const {
+  GroupMetrics total;
+  for (const GroupMetrics &group : groups)
+    Accumulate(total, group);
+  return total;
+}
+
+RuntimeMetrics RuntimeMetrics::Since(const RuntimeMetrics &earlier) const {
+  RuntimeMetrics delta = *this;
+  for (std::size_t g = 0; g < delta.groups.size() && g < earlier.groups.size();
+       ++g) {
+    delta.groups[g] = GroupSince(groups[g], earlier.groups[g]);
+  }
+  return delta;
+}
+
+RuntimeMetrics GetRuntimeMetrics() {
+  internal::Runtime &runtime = internal::Runtime::Get();
+  RuntimeMetrics metrics;
+  metrics.live_fibers = internal::GetLiveFiberCount();
+  for (std::size_t g = 0; g < runtime.group_count(); ++g) {
+    const internal::SchedulingGroup &group = *runtime.group(g);
+    internal::SchedulingStrategy &strategy = *group.strategy();
+    if (g == 0)
+      metrics.strategy = group.options().strategy;
+    GroupMetrics m;
+    m.index = g;
+    m.numa_node = group.numa_node();
+    m.workers = group.size();
+    m.fibers_started = group.fibers_started();
+    m.fibers_begun = group.fibers_begun();
+    m.fibers_run_inline = group.fibers_run_inline();
+    m.fibers_run = group.fibers_run();
+    m.steals_in_same_node = group.steals_in_same_node();
+    m.steals_in_cross_node = group.steals_in_cross_node();
+    m.steals_out = group.steals_out();
+    const internal::StrategyStats stats = group.strategy_stats();
+    m.steals_in_group = stats.steals_in_group;
+    m.wakeups = stats.wakeups;
+    m.run_queue_depth = stats.global_queue_size;
+    m.local_queue_depth = stats.local_queue_size;
+    if (const internal::TimerWorker *timers =
+            internal::TimerWorkerFor(&group)) {
+      m.timers_fired = timers->fired();
+    }
+    if (const internal::GroupPoller *poller = group.poller()) {
+      const internal::GroupPoller::Counters counters = poller->counters();
+      m.reactor_polls = counters.polls;
+      m.reactor_events = counters.events;
+    }
+    for (std::size_t w = 0; w < group.size(); ++w) {
+      WorkerMetrics worker;
+      worker.index = w;
+      worker.fibers_run = group.fibers_run(w);
+      worker.sleeps = strategy.sleeps(w);
+      worker.spurious_wakeups = strategy.spurious_wakeups(w);
+      if (w < stats.local_queue_sizes.size()) {
+        worker.local_queue_depth = stats.local_queue_sizes[w];
+      }
+      worker.ready_latency = group.ready_latency(w);
+      m.sleeps += worker.sleeps;
+      m.spurious_wakeups += worker.spurious_wakeups;
+      m.ready_latency.MergeFrom(worker.ready_latency);
+      m.per_worker.push_back(std::move(worker));
+    }
+    metrics.groups.push_back(std::move(m));
+  }
+  return metrics;
+}
+
+std::string FormatPrometheus(const RuntimeMetrics &metrics) {
+  std::ostringstream out;
+  const auto family = [&](const char *name, const char *type,
+                          const char *help) {
+    out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' '
+        << type << '\n';
+  };
+  const auto per_group = [&](const char *name, const char *type,
+                             const char *help,
+                             std::uint64_t GroupMetrics::*field) {
+    family(name, type, help);
+    for (const GroupMetrics &g : metrics.groups) {
+      out << name << "{group=\"" << g.index << "\"} " << g.*field << '\n';
+    }
+  };
+  family("spindle_live_fibers", "gauge",
+         "Fibers started and not yet finished.");
+  out << "spindle_live_fibers " << metrics.live_fibers << '\n';
+  per_group("spindle_fibers_started_total", "counter",
+            "New fibers queued to the group.", &GroupMetrics::fibers_started);
+  per_group("spindle_fibers_begun_total", "counter",
+            "New fibers given a stack by the group (their first run).",
+            &GroupMetrics::fibers_begun);
+  per_group("spindle_fibers_run_inline_total", "counter",
+            "Fibers started in the group and run inline by their joiner.",
+            &GroupMetrics::fibers_run_inline);
+  per_group("spindle_fiber_runs_total", "counter",
+            "Times the group's workers made a fiber Running.",
+            &GroupMetrics::fibers_run);
+  per_group("spindle_steals_in_same_node_total", "counter",
+            "Fibers the group's workers stole from groups on their NUMA node.",
+            &GroupMetrics::steals_in_same_node);
+  per_group("spindle_steals_in_cross_node_total", "counter",
+            "Fibers the group's workers stole from groups on other NUMA nodes.",
+            &GroupMetrics::steals_in_cross_node);
+  per_group("spindle_steals_out_total", "counter",
+            "The group's fibers that other groups stole.",
+            &GroupMetrics::steals_out);
+  per_group("spindle_steals_in_group_total", "counter",
+            "Fibers taken from a sibling worker's local queue (v2).",
+            &GroupMetrics::steals_in_group);
+  per_group("spindle_wakeups_total", "counter", "Sleeping workers woken.",
+            &GroupMetrics::wakeups);
+  per_group("spindle_sleeps_total", "counter", "Times a worker went to sleep.",
+            &GroupMetrics::sleeps);
+  per_group(
+      "spindle_spurious_wakeups_total", "counter",
+      "Sleeps after which the worker found no fiber before sleeping again.",
+      &GroupMetrics::spurious_wakeups);
+  per_group("spindle_timers_fired_total", "counter",
+            "Timers fired by the group's timer thread.",
+            &GroupMetrics::timers_fired);
+  per_group("spindle_reactor_polls_total", "counter",
+            "epoll_wait calls of the group's IO reactor (since process start).",
+            &GroupMetrics::reactor_polls);
+  per_group("spindle_reactor_events_total", "counter",
+            "Descriptor events returned by the group's IO reactor (since "
+            "process start).",
+            &GroupMetrics::reactor_events);
+  per_group("spindle_run_queue_depth", "gauge",
+            "Fibers in the group's shared queue now.",
+            &GroupMetrics::run_queue_depth);
+  per_group("spindle_local_queue_depth", "gauge",
+            "Fibers in the group's workers' local queues now (v2).",
+            &GroupMetrics::local_queue_depth);
+
+  family("spindle_ready_latency_seconds", "histogram",
+         "From a fiber becoming ready to it starting to run (one readiness in "
+         "8 sampled).");
+  char le[32];
+  for (const GroupMetrics &g : metrics.groups) {
+    const Histogram &h = g.ready_latency;
+    // Bounds at powers of two nanoseconds (bucket edges of the log histogram,
+    // so the cumulative counts are exact): 2 ns .. 2^kHistogramMaxLog2 ns.
+    std::uint64_t cumulative = 0;
+    std::size_t b = 0;
+    for (std::size_t log2 = 1; log2 <= internal::kHistogramMaxLog2; ++log2) {
+      const std::uint64_t bound = std::uint64_t{1} << log2; // values < bound
+      while (b < h.buckets.size() &&
+             internal::HistogramBucketLowerBound(b) < bound) {
+        cumulative += h.buckets[b++];
+      }
+      // le is "<=": values below 2^k ns are those <= 2^k - 1 ns.
+      std::snprintf(le, sizeof le, "%.9g",
+                    static_cast<double>(bound - 1) * 1e-9);
+      out << "spindle_ready_latency_seconds_bucket{group=\"" << g.index
+          << "\",le=\"" << le << "\"} " << cumulative << '\n';
+    }
+    out << "spindle_ready_latency_seconds_bucket{group=\"" << g.index
+        << "\",le=\"+Inf\"} " << h.count << '\n';
+    out << "spindle_ready_latency_seconds_sum{group=\"" << g.index << "\"} "
+        << h.sum * 1e-9 << '\n';
+    out << "spindle_ready_latency_seconds_count{group=\"" << g.index << "\"} "
+        << h.count << '\n';
+  }
+  return out.str();
+}
+
+} // namespace spindle

@@ -1,0 +1,210 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "runtime/metrics.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fiber/fiber.h"
+#include "fiber/this_fiber.h"
+#include "runtime/internal/runtime_testing.h"
+#include "runtime/runtime.h"
+#include "sync/event.h"
+#include "gtest/gtest.h"
+
+namespace spindle {
+namespace {
+
+using ::spindle::testing::Scaled;
+using ::spindle::testing::ScopedRuntime;
+using ::spindle::testing::WaitFor;
+
+class MetricsTest : public ::testing::TestWithParam<std::size_t> {};
+INSTANTIATE_TEST_SUITE_P(Workers, MetricsTest,
+                         ::spindle::testing::WorkerCounts(),
+                         ::spindle::testing::WorkerCountName);
+
+// Every started fiber is accounted for once (given a stack, or run inline by
+// its joiner), and every steal has a thief and a victim, summed over all groups
+// and threads, whatever the interleaving.
+TEST_P(MetricsTest, CountersAddUpAcrossThreads) {
+  ScopedRuntime runtime(GetParam());
+  const RuntimeMetrics before = GetRuntimeMetrics();
+  const std::size_t parents = Scaled(400);
+  constexpr int kChildren = 4;
+  std::atomic<std::size_t> children_ran{0};
+  Event release;
+  std::vector<Fiber> fibers;
+  for (std::size_t i = 0; i < parents; ++i) {
+    fibers.emplace_back([&] {
+      std::vector<Fiber> children;
+      for (int c = 0; c < kChildren; ++c) {
+        children.emplace_back([&] {
+          this_fiber::Yield();
+          children_ran.fetch_add(1, std::memory_order_relaxed);
+        });
+      }
+      release.Wait(); // parked: the children run elsewhere, or inline at join()
+      for (Fiber &child : children)
+        child.join();
+    });
+  }
+  release.Set();
+  for (Fiber &fiber : fibers)
+    fiber.join();
+  ASSERT_EQ(children_ran.load(), parents * kChildren);
+  ASSERT_TRUE(WaitFor([] { return GetFiberCount() == 0; }));
+
+  const RuntimeMetrics metrics = GetRuntimeMetrics().Since(before);
+  const GroupMetrics total = metrics.Total();
+  EXPECT_EQ(metrics.live_fibers, 0u);
+  EXPECT_EQ(total.fibers_started, parents * (1 + kChildren));
+  EXPECT_EQ(total.fibers_started, total.fibers_begun + total.fibers_run_inline);
+  EXPECT_EQ(total.steals_in_same_node + total.steals_in_cross_node,
+            total.steals_out);
+  // Every begun fiber ran at least once, parents at least twice (they parked).
+  EXPECT_GE(total.fibers_run, total.fibers_begun + parents);
+  EXPECT_EQ(total.workers, GetParam());
+  std::uint64_t per_worker_runs = 0;
+  std::uint64_t per_worker_samples = 0;
+  for (const GroupMetrics &group : metrics.groups) {
+    ASSERT_EQ(group.per_worker.size(), group.workers);
+    for (const WorkerMetrics &worker : group.per_worker) {
+      per_worker_runs += worker.fibers_run;
+      per_worker_samples += worker.ready_latency.count;
+    }
+  }
+  EXPECT_EQ(per_worker_runs, total.fibers_run);
+  EXPECT_EQ(per_worker_samples, total.ready_latency.count);
+  // One readiness in eight is timed: a new fiber whose id is a multiple of 8,
+  // and every 8th readiness of a fiber. At least the new fibers' share is
+  // there.
+  EXPECT_GE(total.ready_latency.count, total.fibers_begun / 8 / 2);
+}
+
+// The ready-to-run latency is the time a ready fiber waits for a worker: with
+// the only worker held busy for 20 ms after fibers became ready, they waited at
+// least that long.
+TEST(ReadyLatencyTest, MovesWhenTheWorkerIsHeldBusy) {
+  ScopedRuntime runtime(1);
+  std::atomic<bool> busy_running{false};
+  std::atomic<bool> others_started{false};
+  Fiber busy([&] {
+    busy_running.store(true, std::memory_order_release);
+    while (!others_started.load(std::memory_order_acquire)) {
+    }
+    // Hold the worker (no yield, no park) for 20 ms of wall time.
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  });
+  ASSERT_TRUE(
+      WaitFor([&] { return busy_running.load(std::memory_order_acquire); }));
+  const RuntimeMetrics before = GetRuntimeMetrics();
+  std::vector<Fiber> waiting;
+  for (int i = 0; i < 64; ++i)
+    waiting.emplace_back([] {});
+  others_started.store(true, std::memory_order_release);
+  busy.join();
+  for (Fiber &fiber : waiting)
+    fiber.join();
+  const Histogram latency =
+      GetRuntimeMetrics().Since(before).Total().ready_latency;
+  // 64 consecutive new fibers: 8 of their ids (7 across an id-block boundary)
+  // are multiples of 8.
+  ASSERT_GE(latency.count, 7u);
+  EXPECT_GE(latency.Percentile(0.5), 15e6)
+      << "p50 " << latency.Percentile(0.5) << " ns";
+  EXPECT_GE(latency.Mean(), 10e6);
+}
+
+TEST(MetricsTest, IdleWorkersCountTheirSleeps) {
+  ScopedRuntime runtime(2);
+  Fiber([] {}).join();
+  // Each worker goes to sleep once nothing is left to run.
+  ASSERT_TRUE(WaitFor([] {
+    for (const WorkerMetrics &worker :
+         GetRuntimeMetrics().groups[0].per_worker) {
+      if (worker.sleeps == 0)
+        return false;
+    }
+    return true;
+  }));
+  const GroupMetrics group = GetRuntimeMetrics().groups[0];
+  EXPECT_EQ(group.sleeps,
+            group.per_worker[0].sleeps + group.per_worker[1].sleeps);
+  EXPECT_LE(group.spurious_wakeups, group.sleeps);
+  EXPECT_EQ(GetRuntimeMetrics().strategy, ::spindle::testing::TestStrategy());
+}
+
+// The text parses as Prometheus exposition: HELP/TYPE before each family, one
+// sample per group, cumulative buckets that never decrease and end at _count.
+TEST(MetricsTest, PrometheusText) {
+  ScopedRuntime runtime(4, 2); // two groups of two
+  for (int i = 0; i < 100; ++i)
+    Fiber([] { this_fiber::Yield(); }).join();
+  const RuntimeMetrics metrics = GetRuntimeMetrics();
+  const std::string text = FormatPrometheus(metrics);
+  std::istringstream lines(text);
+  std::string line;
+  std::map<std::string, std::string> types;
+  std::map<std::string, double> samples;
+  std::map<std::string, double> last_bucket;
+  while (std::getline(lines, line)) {
+    ASSERT_FALSE(line.empty());
+    if (line.rfind("# TYPE ", 0) == 0) {
+      std::istringstream fields(line.substr(7));
+      std::string name, type;
+      fields >> name >> type;
+      types[name] = type;
+      continue;
+    }
+    if (line[0] == '#')
+      continue;
+    const std::size_t space = line.rfind(' ');
+    ASSERT_NE(space, std::string::npos) << line;
+    const std::string series = line.substr(0, space);
+    const double value = std::stod(line.substr(space + 1));
+    const std::string name = series.substr(0, series.find('{'));
+    std::string family = name;
+    for (const char *suffix : {"_bucket", "_sum", "_count"}) {
+      const std::string s = suffix;
+      if (types.count(family) == 0 && family.size() > s.size() &&
+          family.compare(family.size() - s.size(), s.size(), s) == 0) {
+        family = family.substr(0, family.size() - s.size());
+      }
+    }
+    ASSERT_EQ(types.count(family), 1u) << "no TYPE before " << line;
+    samples[series] = value;
+    if (name == "spindle_ready_latency_seconds_bucket") {
+      const std::string group = series.substr(0, series.find(",le="));
+      ASSERT_GE(value, last_bucket[group]) << line;
+      last_bucket[group] = value;
+    }
+  }
+  EXPECT_EQ(types["spindle_fibers_started_total"], "counter");
+  EXPECT_EQ(types["spindle_run_queue_depth"], "gauge");
+  EXPECT_EQ(types["spindle_ready_latency_seconds"], "histogram");
+  for (const GroupMetrics &group : metrics.groups) {
+    const std::string g = "{group=\"" + std::to_string(group.index) + "\"}";
+    EXPECT_EQ(samples["spindle_fibers_started_total" + g],
+              static_cast<double>(group.fibers_started));
+    EXPECT_EQ(samples["spindle_wakeups_total" + g],
+              static_cast<double>(group.wakeups));
+    EXPECT_EQ(samples["spindle_ready_latency_seconds_count" + g],
+              static_cast<double>(group.ready_latency.count));
+    EXPECT_EQ(samples["spindle_ready_latency_seconds_bucket{group=\"" +
+                      std::to_string(group.index) + "\",le=\"+Inf\"}"],
+              static_cast<double>(group.ready_latency.count));
+  }
+  EXPECT_EQ(metrics.Total().fibers_started, 100u);
+}
+
+} // namespace
+} // namespace spindle
