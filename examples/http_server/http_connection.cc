@@ -18,6 +18,8 @@
 #include <cstring>
 #include <utility>
 
+#include "runtime/metrics.h"
+
 namespace spindle::examples::http {
 
 namespace {
@@ -269,6 +271,8 @@ void HttpConnection::RouteRequest() {
     route_ = method == HTTP_GET ? Route::kHello : Route::kHelloWrongMethod;
   } else if (path == "/echo") {
     route_ = method == HTTP_POST ? Route::kEcho : Route::kEchoWrongMethod;
+  } else if (path == "/metrics") {
+    route_ = method == HTTP_GET ? Route::kMetrics : Route::kGetOnlyWrongMethod;
   } else {
     route_ = Route::kNotFound;
   }
@@ -289,11 +293,19 @@ void HttpConnection::AnswerRequest(bool keep_alive) {
       AppendResponse("HTTP/1.1 200 OK\r\n", "application/octet-stream", body_,
                      keep_alive);
       return;
+    case Route::kMetrics:
+      // The runtime's scheduler figures, then this server's own, for a Prometheus
+      // scrape.
+      AppendResponse("HTTP/1.1 200 OK\r\n", "text/plain; version=0.0.4",
+                     FormatPrometheus(GetRuntimeMetrics()) + server_->PrometheusText(),
+                     keep_alive);
+      return;
     case Route::kNotFound:
       AppendResponse("HTTP/1.1 404 Not Found\r\n", "text/plain", "not found\n",
                      keep_alive);
       return;
     case Route::kHelloWrongMethod:
+    case Route::kGetOnlyWrongMethod:
       AppendResponse("HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\n", "text/plain",
                      "method not allowed\n", keep_alive);
       return;

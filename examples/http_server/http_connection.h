@@ -46,7 +46,15 @@ class HttpConnection {
 
  private:
   friend class HttpServer;
-  enum class Route { kHello, kEcho, kNotFound, kHelloWrongMethod, kEchoWrongMethod };
+  enum class Route {
+    kHello,
+    kEcho,
+    kMetrics,
+    kNotFound,
+    kHelloWrongMethod,
+    kEchoWrongMethod,
+    kGetOnlyWrongMethod,
+  };
   enum State : int { kIdle, kBusy, kClosing };
 
   // The parser's callbacks (http_parser_settings); `parser->data` is the connection.

@@ -124,6 +124,27 @@ HttpServerStats HttpServer::stats() const {
   return stats;
 }
 
+std::string HttpServer::PrometheusText() const {
+  const HttpServerStats s = stats();
+  return absl::StrCat(
+      "# HELP spindle_http_connections_accepted_total Connections accepted.\n"
+      "# TYPE spindle_http_connections_accepted_total counter\n"
+      "spindle_http_connections_accepted_total ",
+      s.connections_accepted,
+      "\n# HELP spindle_http_requests_total Requests answered, with any status.\n"
+      "# TYPE spindle_http_requests_total counter\n"
+      "spindle_http_requests_total ",
+      s.requests,
+      "\n# HELP spindle_http_bad_requests_total Requests answered 400, 413 or 431.\n"
+      "# TYPE spindle_http_bad_requests_total counter\n"
+      "spindle_http_bad_requests_total ",
+      s.bad_requests,
+      "\n# HELP spindle_http_live_connections Connections open now.\n"
+      "# TYPE spindle_http_live_connections gauge\n"
+      "spindle_http_live_connections ",
+      s.live_connections, "\n");
+}
+
 void HttpServer::Register(HttpConnection* connection) {
   std::lock_guard<Mutex> lock(mu_);
   connection->next_ = connections_;

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "io/stream.h"
@@ -87,6 +88,8 @@ class HttpServer {
   void Shutdown();
 
   HttpServerStats stats() const;
+  // stats() in the Prometheus text exposition format (spindle_http_*), for /metrics.
+  std::string PrometheusText() const;
   const HttpServerOptions& options() const { return options_; }
 
  private:

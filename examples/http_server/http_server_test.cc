@@ -301,6 +301,33 @@ TEST_F(HttpServerTest, RequestInOneByteWrites) {
   EXPECT_EQ(response->body, "hello, world\n");
 }
 
+TEST_F(HttpServerTest, MetricsInPrometheusText) {
+  Client client(server_.address());
+  client.Send("GET / HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE(client.Next().ok());
+  absl::StatusOr<Response> response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->Header("content-type"), "text/plain; version=0.0.4");
+  const std::string& body = response->body;
+  EXPECT_NE(body.find("# TYPE spindle_fibers_started_total counter\n"), std::string::npos);
+  EXPECT_NE(body.find("spindle_fiber_runs_total{group=\"0\"} "), std::string::npos);
+  EXPECT_NE(body.find("# TYPE spindle_ready_latency_seconds histogram\n"),
+            std::string::npos);
+  EXPECT_NE(body.find("spindle_ready_latency_seconds_bucket{group=\"0\",le=\"+Inf\"} "),
+            std::string::npos);
+  // The reactor served this connection: it polled and saw events.
+  EXPECT_EQ(body.find("spindle_reactor_events_total{group=\"0\"} 0\n"), std::string::npos);
+  // The server's own figures, counted before this request was answered.
+  EXPECT_NE(body.find("spindle_http_requests_total 1\n"), std::string::npos) << body;
+  EXPECT_NE(body.find("spindle_http_live_connections 1\n"), std::string::npos);
+  client.Send("POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+  response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 405);
+  EXPECT_EQ(response->Header("allow"), "GET");
+}
+
 TEST_F(HttpServerTest, UnknownPathAndWrongMethodKeepTheConnection) {
   Client client(server_.address());
   client.Send("GET /nowhere HTTP/1.1\r\n\r\nPUT / HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
