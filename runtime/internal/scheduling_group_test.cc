@@ -194,13 +194,20 @@ TEST(StrategyV2Test, OutsideFiberRunsWhileAHogKeepsItsLocalQueueFull) {
   ScopedRuntime runtime(1);
   std::atomic<bool> stop{false}, outside_ran{false};
   std::atomic<long> children{0};
+  // Stops the hog however the test ends (a failed ASSERT returns early, and the runtime
+  // would otherwise wait for the hog forever).
+  struct StopAtExit {
+    std::atomic<bool>& stop;
+    ~StopAtExit() { stop = true; }
+  } stop_at_exit{stop};
   StartFiberDetached([&] {
     while (!stop.load()) {
       StartFiberDetached([&children] { ++children; });
       this_fiber::Yield();
     }
   });
-  ASSERT_TRUE(WaitFor([&] { return children.load() > 1000; }, 10s));
+  // Generous: TSan's fiber creation is slow, and more so on 2 busy cores.
+  ASSERT_TRUE(WaitFor([&] { return children.load() > 1000; }, 120s));
   // Counted in hog rounds, not time: each round is about two scheduling rounds (the
   // child, then the hog), so the outside fiber must run within ~61 of them.
   // `before` is read after the start returns, so rounds while this thread is preempted
