@@ -22,11 +22,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <memory>
 #include <new>
 
 #include <cxxabi.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include "fiber/internal/context.h"
 #include "fiber/internal/exception_state.h"
@@ -102,10 +106,81 @@ const char* FiberStateName(FiberState state) {
   return "?";
 }
 
+const char* WaitKindName(WaitKind kind) {
+  switch (kind) {
+    case WaitKind::kNone:
+      return "nothing";
+    case WaitKind::kMutex:
+      return "mutex";
+    case WaitKind::kConditionVariable:
+      return "condition_variable";
+    case WaitKind::kEvent:
+      return "event";
+    case WaitKind::kLatch:
+      return "latch";
+    case WaitKind::kFuture:
+      return "future";
+    case WaitKind::kSleep:
+      return "timer";
+    case WaitKind::kSocket:
+      return "socket";
+    case WaitKind::kSharedMutex:
+      return "shared_mutex";
+    case WaitKind::kSemaphore:
+      return "semaphore";
+    case WaitKind::kBarrier:
+      return "barrier";
+    case WaitKind::kJoin:
+      return "join";
+    case WaitKind::kRunBlocking:
+      return "run_blocking";
+    case WaitKind::kOther:
+      return "other";
+  }
+  return "?";
+}
+
+std::uint64_t StateClockNow() {
+#if defined(__x86_64__)
+  // Not serializing, and need not be: a timestamp for humans, ~7 ns.
+  return __rdtsc();
+#elif defined(__aarch64__)
+  std::uint64_t ticks;
+  asm volatile("mrs %0, cntvct_el0" : "=r"(ticks));
+  return ticks;
+#else
+  return static_cast<std::uint64_t>(
+      std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
+
+double StateClockNanosecondsPerTick() {
+#if defined(__x86_64__)
+  // Calibrated once against steady_clock over ~10 ms (first dump only).
+  static const double ns_per_tick = [] {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::uint64_t c0 = __rdtsc();
+    auto t1 = t0;
+    while (t1 - t0 < std::chrono::milliseconds(10)) t1 = std::chrono::steady_clock::now();
+    const std::uint64_t c1 = __rdtsc();
+    const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
+    return c1 > c0 ? ns / static_cast<double>(c1 - c0) : 1.0;
+  }();
+  return ns_per_tick;
+#elif defined(__aarch64__)
+  std::uint64_t frequency;
+  asm volatile("mrs %0, cntfrq_el0" : "=r"(frequency));
+  return frequency != 0 ? 1e9 / static_cast<double>(frequency) : 1.0;
+#else
+  return 1e9 * std::chrono::steady_clock::period::num / std::chrono::steady_clock::period::den;
+#endif
+}
+
 FiberEntity::FiberEntity(std::uint64_t id, const Stack& stack, bool is_master)
     : id(id),
       reclaim(&ReclaimToThreadCache),
       state_(is_master ? FiberState::kRunning : FiberState::kReady),
+      state_since_(StateClockNow()),
       is_master_(is_master),
       stack_(stack) {}
 
@@ -119,6 +194,7 @@ void FiberEntity::SetState(FiberState next) {
       << "fiber " << id << ": illegal state transition " << FiberStateName(state_)
       << " -> " << FiberStateName(next);
   state_ = next;
+  state_since_ = StateClockNow();
 }
 
 // always_inline: SwitchTo() is the hot path, and every extra call/return around the
@@ -203,7 +279,8 @@ void FiberEntity::Exit() {
 
 std::size_t FiberControlBlockSize() {
   constexpr std::size_t kAlign = 64;
-  return (sizeof(FiberEntity) + kAlign - 1) / kAlign * kAlign;
+  static_assert(kStackHeaderSize % kAlign == 0);
+  return (sizeof(FiberEntity) + kAlign - 1) / kAlign * kAlign + kStackHeaderSize;
 }
 
 FiberEntity* InstantiateFiberEntity(const Stack& stack,
@@ -220,6 +297,7 @@ FiberEntity* InstantiateFiberEntity(const Stack& stack,
   fiber->asan_stack_bottom_ = stack.base;
   fiber->asan_stack_size_ = usable;
   fiber->tsan_fiber_ = CreateTsanFiber();
+  MarkStackEntityLive(stack);  // last: a dump may read the entity from now on
   return fiber;
 }
 
@@ -227,6 +305,7 @@ Stack DestroyFiberEntity(FiberEntity* fiber) {
   CHECK(!fiber->is_master()) << "the master fiber is not destroyed this way";
   CHECK(fiber->state() == FiberState::kReady || fiber->state() == FiberState::kDead)
       << "fiber " << fiber->id << " destroyed while " << FiberStateName(fiber->state());
+  MarkStackEntityGone(fiber->stack());  // first: waits until no dump reads the entity
   DestroyTsanFiber(fiber->tsan_fiber_);
   const Stack stack = fiber->stack();
   fiber->~FiberEntity();
@@ -263,6 +342,24 @@ FiberEntity* GetMasterFiberEntity() {
 }
 
 FiberEntity* GetCurrentFiberEntity() { return *CurrentFiberSlot(); }
+
+namespace {
+FiberEntity* CurrentUserFiberOrNull() {
+  FiberEntity* self = GetCurrentFiberEntity();
+  return self != nullptr && !self->is_master() ? self : nullptr;
+}
+}  // namespace
+
+ScopedWaitKind::ScopedWaitKind(WaitKind kind)
+    : fiber_(CurrentUserFiberOrNull()),
+      previous_(fiber_ != nullptr ? fiber_->wait_kind_override : WaitKind::kNone) {
+  if (fiber_ != nullptr) fiber_->wait_kind_override = kind;
+}
+
+// The fiber may have migrated meanwhile, but fiber_ is the entity, not a thread slot.
+ScopedWaitKind::~ScopedWaitKind() {
+  if (fiber_ != nullptr) fiber_->wait_kind_override = previous_;
+}
 
 std::uint64_t NewFiberId() {
   thread_local std::uint64_t next = 0;
