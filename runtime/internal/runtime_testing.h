@@ -7,9 +7,12 @@
 #define SPINDLE_RUNTIME_INTERNAL_RUNTIME_TESTING_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -135,6 +138,44 @@ class ScopedRuntime {
  private:
   const std::string numa_aware_;
   const std::string strategy_;
+};
+
+// A deadline for a test: if the object still lives when `timeout` has passed, it prints
+// "TestWatchdog: <what> exceeded its deadline of N ms" and the fiber dump
+// (spindle::DumpFibers()) to stderr, then aborts, so a hang in CI shows where every
+// fiber stands. Disarmed by its destructor. Thread-safe to destroy from the thread that
+// made it; one watchdog thread per object.
+class TestWatchdog {
+ public:
+  explicit TestWatchdog(std::chrono::milliseconds timeout, std::string what = "test")
+      : what_(std::move(what)), thread_([this, timeout] { Watch(timeout); }) {}
+  ~TestWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      disarmed_ = true;
+    }
+    disarm_.notify_one();
+    thread_.join();
+  }
+  TestWatchdog(const TestWatchdog&) = delete;
+  TestWatchdog& operator=(const TestWatchdog&) = delete;
+
+ private:
+  void Watch(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (disarm_.wait_for(lock, timeout, [this] { return disarmed_; })) return;
+    std::fprintf(stderr, "TestWatchdog: %s exceeded its deadline of %lld ms\n",
+                 what_.c_str(), static_cast<long long>(timeout.count()));
+    DumpFibers(std::cerr);
+    std::cerr.flush();
+    std::abort();
+  }
+
+  const std::string what_;
+  std::mutex mutex_;
+  std::condition_variable disarm_;
+  bool disarmed_ = false;
+  std::thread thread_;  // last: started once the members above exist
 };
 
 }  // namespace spindle::testing
