@@ -22,8 +22,8 @@
 //      captured (absl::GetStackTrace), others say "stack not captured".
 //   4. The raw PCs are copied, the lock and the pin released; symbolizing (slow) comes
 //      after, outside every lock.
-// The group of a Ready fiber is not read: a worker that takes it from a queue (maybe
-// stealing it for another group) writes scheduling_group before it takes the lock.
+// The group and worker of a Ready fiber are not read: a worker that takes it from a
+// queue (maybe stealing it for another group) writes both before it takes the lock.
 //
 // The stack walk follows the frame-pointer chain (the build keeps frame pointers):
 // from the saved context (context_x86_64.S / context_aarch64.S) take the return
@@ -106,7 +106,8 @@ bool SnapshotStack(const Stack& stack, const FiberEntity* caller,
     if (out->state != FiberState::kReady && fiber->scheduling_group != nullptr) {
       out->group = static_cast<int>(fiber->scheduling_group->index());
     }
-    out->worker = fiber->scheduling_worker;
+    // Only while Running: a worker taking a Ready fiber writes it before the lock.
+    if (out->state == FiberState::kRunning) out->worker = fiber->scheduling_worker;
     if (out->is_caller) {
       out->pcs = caller_pcs;
     } else if (out->state == FiberState::kReady || out->state == FiberState::kWaiting) {
