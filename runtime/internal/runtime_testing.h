@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -177,6 +178,28 @@ class TestWatchdog {
   bool disarmed_ = false;
   std::thread thread_;  // last: started once the members above exist
 };
+
+// Arms a TestWatchdog over the whole test binary at 90% of Bazel's TEST_TIMEOUT (when
+// Bazel runs it), so a hang dumps every fiber before Bazel kills the process silently.
+// Use at namespace scope: `const bool kWatchdog = testing::AddBazelTimeoutWatchdog();`.
+class BazelTimeoutWatchdog : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const char* timeout = std::getenv("TEST_TIMEOUT");
+    const long seconds = timeout != nullptr ? std::atol(timeout) : 0;
+    if (seconds <= 0) return;
+    watchdog_ = std::make_unique<TestWatchdog>(std::chrono::milliseconds(seconds * 900),
+                                               "the test binary (90% of TEST_TIMEOUT)");
+  }
+  void TearDown() override { watchdog_.reset(); }
+
+ private:
+  std::unique_ptr<TestWatchdog> watchdog_;
+};
+inline bool AddBazelTimeoutWatchdog() {
+  ::testing::AddGlobalTestEnvironment(new BazelTimeoutWatchdog);  // gtest owns it
+  return true;
+}
 
 }  // namespace spindle::testing
 
