@@ -16,7 +16,10 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <sstream>
 #include <utility>
+
+#include "runtime/runtime.h"
 
 namespace spindle::examples::http {
 
@@ -269,6 +272,8 @@ void HttpConnection::RouteRequest() {
     route_ = method == HTTP_GET ? Route::kHello : Route::kHelloWrongMethod;
   } else if (path == "/echo") {
     route_ = method == HTTP_POST ? Route::kEcho : Route::kEchoWrongMethod;
+  } else if (path == "/fibers") {
+    route_ = method == HTTP_GET ? Route::kFibers : Route::kHelloWrongMethod;
   } else {
     route_ = Route::kNotFound;
   }
@@ -289,6 +294,12 @@ void HttpConnection::AnswerRequest(bool keep_alive) {
       AppendResponse("HTTP/1.1 200 OK\r\n", "application/octet-stream", body_,
                      keep_alive);
       return;
+    case Route::kFibers: {
+      std::ostringstream dump;
+      spindle::DumpFibers(dump);
+      AppendResponse("HTTP/1.1 200 OK\r\n", "text/plain", dump.str(), keep_alive);
+      return;
+    }
     case Route::kNotFound:
       AppendResponse("HTTP/1.1 404 Not Found\r\n", "text/plain", "not found\n",
                      keep_alive);

@@ -46,7 +46,14 @@ class HttpConnection {
 
  private:
   friend class HttpServer;
-  enum class Route { kHello, kEcho, kNotFound, kHelloWrongMethod, kEchoWrongMethod };
+  enum class Route {
+    kHello,
+    kEcho,
+    kFibers,
+    kNotFound,
+    kHelloWrongMethod,  // also /fibers: both answer 405 "Allow: GET"
+    kEchoWrongMethod
+  };
   enum State : int { kIdle, kBusy, kClosing };
 
   // The parser's callbacks (http_parser_settings); `parser->data` is the connection.

@@ -232,6 +232,25 @@ TEST_F(HttpServerTest, GetHello) {
   EXPECT_EQ(response->body, "hello, world\n");
 }
 
+TEST_F(HttpServerTest, GetFibersDumpsEveryFiber) {
+  Client client(server_.address());
+  client.Send("GET /fibers HTTP/1.1\r\n\r\n");
+  absl::StatusOr<Response> response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->Header("content-type"), "text/plain");
+  const std::string& dump = response->body;
+  EXPECT_NE(dump.find("--- fiber dump: "), std::string::npos) << dump;
+  // The connection's own fiber takes the dump; the accept loop waits for connections.
+  EXPECT_NE(dump.find("(this fiber, taking the dump)"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("waiting on socket"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("--- end of fiber dump ---"), std::string::npos) << dump;
+  client.Send("POST /fibers HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+  response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 405);
+}
+
 TEST_F(HttpServerTest, PostEchoWithContentLengthAndChunked) {
   Client client(server_.address());
   client.Send("POST /echo HTTP/1.1\r\nContent-Length: 11\r\n\r\nhello echo!");
