@@ -70,26 +70,37 @@ std::size_t ReadMaxMapCount() {
 }
 
 // Every stack created and not yet destroyed, by base address, for the fiber dump.
-// Stacks are created and destroyed rarely (they are recycled through caches), so one
-// mutex is enough; a dump holds it while it walks the stacks, so none is unmapped under
-// it.
+// Stacks are created and destroyed rarely (they are recycled through caches), so
+// mutexes are enough. Two of them, because a worker may create a stack while it holds
+// a fiber's scheduler lock (Halt() instantiates the next fiber before its own lock is
+// released) and a dump waits for scheduler locks: the dump holds `walk_mutex_`, which
+// only Remove() (a stack being freed, never under a scheduler lock) also takes, and
+// holds `list_mutex_`, which Add() takes, only to copy the list.
 class StackRegistry {
  public:
   void Add(const Stack& stack) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> lock(list_mutex_);
     stacks_[stack.base] = stack;
   }
   void Remove(const Stack& stack) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<std::mutex> walk(walk_mutex_);
+    std::lock_guard<std::mutex> lock(list_mutex_);
     stacks_.erase(stack.base);
   }
   void ForEach(const std::function<void(const Stack&)>& fn) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [base, stack] : stacks_) fn(stack);
+    std::lock_guard<std::mutex> walk(walk_mutex_);
+    std::vector<Stack> stacks;
+    {
+      std::lock_guard<std::mutex> lock(list_mutex_);
+      stacks.reserve(stacks_.size());
+      for (const auto& [base, stack] : stacks_) stacks.push_back(stack);
+    }
+    for (const Stack& stack : stacks) fn(stack);
   }
 
  private:
-  std::mutex mutex_;
+  std::mutex walk_mutex_;
+  std::mutex list_mutex_;
   std::map<char*, Stack> stacks_;
 };
 

@@ -87,9 +87,10 @@ inline void UnpinStackEntity(const Stack& stack) {
   StackLiveness(stack).store(kStackLive, std::memory_order_release);
 }
 
-// Calls `fn` on every stack that any StackAllocator has created and not yet destroyed,
-// holding the registry's lock: no stack is released while `fn` runs, and `fn` must not
-// create or destroy stacks. Thread-safe; not for hot paths (the dump).
+// Calls `fn` on every stack that any StackAllocator had created and not destroyed when
+// the call began (stacks created meanwhile may be missed). No stack is released while
+// `fn` runs (Destroy() waits), so `fn` must not destroy stacks; it may wait for a
+// thread that creates one. Thread-safe; not for hot paths (the dump).
 void ForEachRegisteredStack(const std::function<void(const Stack&)>& fn);
 
 // Options of one StackAllocator. The process-wide allocator takes them from the

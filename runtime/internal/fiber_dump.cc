@@ -10,7 +10,9 @@
 // the entities found; both are snapshots, so the figure is approximate).
 //
 // Reading a fiber another thread may be running, finishing or reviving:
-//   1. The registry's lock is held for the whole walk: no stack is unmapped meanwhile.
+//   1. The registry's walk lock is held throughout: no stack is unmapped meanwhile. (A
+//      stack may be created meanwhile, even by a worker that holds a scheduler lock we
+//      wait for: that does not need the walk lock.)
 //   2. The stack's liveness word (stack_allocator.h) is moved Live -> Pinned. A Vacant
 //      stack (cached, or its entity destroyed) is skipped. While Pinned, the entity's
 //      owner cannot destroy it (MarkStackEntityGone() waits), and it was fully built
@@ -193,10 +195,10 @@ void WriteFiberDump(std::ostream& out, const std::vector<FiberSnapshot>& fibers,
     }
     for (std::size_t i = 0; i < fiber.pcs.size(); ++i) {
       char symbol[1024];
-      // The return address points after the call: look up the call instruction.
+      // Every PC is a return address (the saved context's too), which points after
+      // its call: look up the call instruction, in case the call ends a function.
       const char* name =
-          absl::Symbolize(static_cast<char*>(fiber.pcs[i]) - (i == 0 ? 0 : 1), symbol,
-                          sizeof(symbol))
+          absl::Symbolize(static_cast<char*>(fiber.pcs[i]) - 1, symbol, sizeof(symbol))
               ? symbol
               : "(unknown)";
       char line[64];
