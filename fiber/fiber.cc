@@ -42,7 +42,7 @@ class JoinState {
     // acq_rel: publishes the waiter to Signal(); on failure, acquires the exit.
     if (waiter_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(&waiter),
                                         std::memory_order_acq_rel)) {
-      waiter.WaitUntil(TimerClock::time_point::max());
+      waiter.WaitUntil(TimerClock::time_point::max(), WaitKind::kJoin);
     }
   }
 

@@ -38,7 +38,7 @@ void SleepUntil(std::chrono::steady_clock::time_point deadline) {
   }
   // Nobody notifies this waiter: it always times out, at the deadline.
   internal::TimedWaiter waiter;
-  waiter.WaitUntil(deadline);
+  waiter.WaitUntil(deadline, internal::WaitKind::kSleep);
 }
 
 }  // namespace this_fiber

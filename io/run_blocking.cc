@@ -20,6 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "gflags/gflags.h"
+#include "fiber/internal/fiber_entity.h"
 #include "glog/logging.h"
 #include "sync/event.h"
 
@@ -87,6 +88,7 @@ class BlockingPool {
         }
       }
     }
+    const spindle::internal::ScopedWaitKind kind(spindle::internal::WaitKind::kRunBlocking);
     call->done.Wait();
   }
 

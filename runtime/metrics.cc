@@ -44,15 +44,13 @@ void Accumulate(GroupMetrics &into, const GroupMetrics &from) {
 }
 
 GroupMetrics GroupSince(const GroupMetrics &now, const GroupMetrics &before) {
-  GroupMetrics d = now; // identity and gauges: now's
+  GroupMetrics d = now;  // identity and gauges: now's
   d.fibers_started = Minus(now.fibers_started, before.fibers_started);
   d.fibers_begun = Minus(now.fibers_begun, before.fibers_begun);
   d.fibers_run_inline = Minus(now.fibers_run_inline, before.fibers_run_inline);
   d.fibers_run = Minus(now.fibers_run, before.fibers_run);
-  d.steals_in_same_node =
-      Minus(now.steals_in_same_node, before.steals_in_same_node);
-  d.steals_in_cross_node =
-      Minus(now.steals_in_cross_node, before.steals_in_cross_node);
+  d.steals_in_same_node = Minus(now.steals_in_same_node, before.steals_in_same_node);
+  d.steals_in_cross_node = Minus(now.steals_in_cross_node, before.steals_in_cross_node);
   d.steals_out = Minus(now.steals_out, before.steals_out);
   d.steals_in_group = Minus(now.steals_in_group, before.steals_in_group);
   d.wakeups = Minus(now.wakeups, before.wakeups);
@@ -62,8 +60,7 @@ GroupMetrics GroupSince(const GroupMetrics &now, const GroupMetrics &before) {
   d.reactor_polls = Minus(now.reactor_polls, before.reactor_polls);
   d.reactor_events = Minus(now.reactor_events, before.reactor_events);
   d.ready_latency = now.ready_latency.Since(before.ready_latency);
-  for (std::size_t w = 0;
-       w < d.per_worker.size() && w < before.per_worker.size(); ++w) {
+  for (std::size_t w = 0; w < d.per_worker.size() && w < before.per_worker.size(); ++w) {
     WorkerMetrics &dw = d.per_worker[w];
     const WorkerMetrics &bw = before.per_worker[w];
     dw.fibers_run = Minus(dw.fibers_run, bw.fibers_run);
@@ -74,19 +71,17 @@ GroupMetrics GroupSince(const GroupMetrics &now, const GroupMetrics &before) {
   return d;
 }
 
-} // namespace
+}  // namespace
 
 GroupMetrics RuntimeMetrics::Total() const {
   GroupMetrics total;
-  for (const GroupMetrics &group : groups)
-    Accumulate(total, group);
+  for (const GroupMetrics &group : groups) Accumulate(total, group);
   return total;
 }
 
 RuntimeMetrics RuntimeMetrics::Since(const RuntimeMetrics &earlier) const {
   RuntimeMetrics delta = *this;
-  for (std::size_t g = 0; g < delta.groups.size() && g < earlier.groups.size();
-       ++g) {
+  for (std::size_t g = 0; g < delta.groups.size() && g < earlier.groups.size(); ++g) {
     delta.groups[g] = GroupSince(groups[g], earlier.groups[g]);
   }
   return delta;
@@ -99,8 +94,7 @@ RuntimeMetrics GetRuntimeMetrics() {
   for (std::size_t g = 0; g < runtime.group_count(); ++g) {
     const internal::SchedulingGroup &group = *runtime.group(g);
     internal::SchedulingStrategy &strategy = *group.strategy();
-    if (g == 0)
-      metrics.strategy = group.options().strategy;
+    if (g == 0) metrics.strategy = group.options().strategy;
     GroupMetrics m;
     m.index = g;
     m.numa_node = group.numa_node();
@@ -117,8 +111,7 @@ RuntimeMetrics GetRuntimeMetrics() {
     m.wakeups = stats.wakeups;
     m.run_queue_depth = stats.global_queue_size;
     m.local_queue_depth = stats.local_queue_size;
-    if (const internal::TimerWorker *timers =
-            internal::TimerWorkerFor(&group)) {
+    if (const internal::TimerWorker *timers = internal::TimerWorkerFor(&group)) {
       m.timers_fired = timers->fired();
     }
     if (const internal::GroupPoller *poller = group.poller()) {
@@ -148,24 +141,20 @@ RuntimeMetrics GetRuntimeMetrics() {
 
 std::string FormatPrometheus(const RuntimeMetrics &metrics) {
   std::ostringstream out;
-  const auto family = [&](const char *name, const char *type,
-                          const char *help) {
-    out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' '
-        << type << '\n';
+  const auto family = [&](const char *name, const char *type, const char *help) {
+    out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
   };
-  const auto per_group = [&](const char *name, const char *type,
-                             const char *help,
+  const auto per_group = [&](const char *name, const char *type, const char *help,
                              std::uint64_t GroupMetrics::*field) {
     family(name, type, help);
     for (const GroupMetrics &g : metrics.groups) {
       out << name << "{group=\"" << g.index << "\"} " << g.*field << '\n';
     }
   };
-  family("spindle_live_fibers", "gauge",
-         "Fibers started and not yet finished.");
+  family("spindle_live_fibers", "gauge", "Fibers started and not yet finished.");
   out << "spindle_live_fibers " << metrics.live_fibers << '\n';
-  per_group("spindle_fibers_started_total", "counter",
-            "New fibers queued to the group.", &GroupMetrics::fibers_started);
+  per_group("spindle_fibers_started_total", "counter", "New fibers queued to the group.",
+            &GroupMetrics::fibers_started);
   per_group("spindle_fibers_begun_total", "counter",
             "New fibers given a stack by the group (their first run).",
             &GroupMetrics::fibers_begun);
@@ -173,8 +162,7 @@ std::string FormatPrometheus(const RuntimeMetrics &metrics) {
             "Fibers started in the group and run inline by their joiner.",
             &GroupMetrics::fibers_run_inline);
   per_group("spindle_fiber_runs_total", "counter",
-            "Times the group's workers made a fiber Running.",
-            &GroupMetrics::fibers_run);
+            "Times the group's workers made a fiber Running.", &GroupMetrics::fibers_run);
   per_group("spindle_steals_in_same_node_total", "counter",
             "Fibers the group's workers stole from groups on their NUMA node.",
             &GroupMetrics::steals_in_same_node);
@@ -182,8 +170,7 @@ std::string FormatPrometheus(const RuntimeMetrics &metrics) {
             "Fibers the group's workers stole from groups on other NUMA nodes.",
             &GroupMetrics::steals_in_cross_node);
   per_group("spindle_steals_out_total", "counter",
-            "The group's fibers that other groups stole.",
-            &GroupMetrics::steals_out);
+            "The group's fibers that other groups stole.", &GroupMetrics::steals_out);
   per_group("spindle_steals_in_group_total", "counter",
             "Fibers taken from a sibling worker's local queue (v2).",
             &GroupMetrics::steals_in_group);
@@ -191,13 +178,11 @@ std::string FormatPrometheus(const RuntimeMetrics &metrics) {
             &GroupMetrics::wakeups);
   per_group("spindle_sleeps_total", "counter", "Times a worker went to sleep.",
             &GroupMetrics::sleeps);
-  per_group(
-      "spindle_spurious_wakeups_total", "counter",
-      "Sleeps after which the worker found no fiber before sleeping again.",
-      &GroupMetrics::spurious_wakeups);
+  per_group("spindle_spurious_wakeups_total", "counter",
+            "Sleeps after which the worker found no fiber before sleeping again.",
+            &GroupMetrics::spurious_wakeups);
   per_group("spindle_timers_fired_total", "counter",
-            "Timers fired by the group's timer thread.",
-            &GroupMetrics::timers_fired);
+            "Timers fired by the group's timer thread.", &GroupMetrics::timers_fired);
   per_group("spindle_reactor_polls_total", "counter",
             "epoll_wait calls of the group's IO reactor (since process start).",
             &GroupMetrics::reactor_polls);
@@ -205,8 +190,7 @@ std::string FormatPrometheus(const RuntimeMetrics &metrics) {
             "Descriptor events returned by the group's IO reactor (since "
             "process start).",
             &GroupMetrics::reactor_events);
-  per_group("spindle_run_queue_depth", "gauge",
-            "Fibers in the group's shared queue now.",
+  per_group("spindle_run_queue_depth", "gauge", "Fibers in the group's shared queue now.",
             &GroupMetrics::run_queue_depth);
   per_group("spindle_local_queue_depth", "gauge",
             "Fibers in the group's workers' local queues now (v2).",
@@ -223,25 +207,23 @@ std::string FormatPrometheus(const RuntimeMetrics &metrics) {
     std::uint64_t cumulative = 0;
     std::size_t b = 0;
     for (std::size_t log2 = 1; log2 <= internal::kHistogramMaxLog2; ++log2) {
-      const std::uint64_t bound = std::uint64_t{1} << log2; // values < bound
-      while (b < h.buckets.size() &&
-             internal::HistogramBucketLowerBound(b) < bound) {
+      const std::uint64_t bound = std::uint64_t{1} << log2;  // values < bound
+      while (b < h.buckets.size() && internal::HistogramBucketLowerBound(b) < bound) {
         cumulative += h.buckets[b++];
       }
       // le is "<=": values below 2^k ns are those <= 2^k - 1 ns.
-      std::snprintf(le, sizeof le, "%.9g",
-                    static_cast<double>(bound - 1) * 1e-9);
-      out << "spindle_ready_latency_seconds_bucket{group=\"" << g.index
-          << "\",le=\"" << le << "\"} " << cumulative << '\n';
+      std::snprintf(le, sizeof le, "%.9g", static_cast<double>(bound - 1) * 1e-9);
+      out << "spindle_ready_latency_seconds_bucket{group=\"" << g.index << "\",le=\""
+          << le << "\"} " << cumulative << '\n';
     }
     out << "spindle_ready_latency_seconds_bucket{group=\"" << g.index
         << "\",le=\"+Inf\"} " << h.count << '\n';
     out << "spindle_ready_latency_seconds_sum{group=\"" << g.index << "\"} "
         << h.sum * 1e-9 << '\n';
-    out << "spindle_ready_latency_seconds_count{group=\"" << g.index << "\"} "
-        << h.count << '\n';
+    out << "spindle_ready_latency_seconds_count{group=\"" << g.index << "\"} " << h.count
+        << '\n';
   }
   return out.str();
 }
 
-} // namespace spindle
+}  // namespace spindle

@@ -38,12 +38,12 @@ using Histogram = internal::HistogramSnapshot;
 // One worker of a group (counters since StartRuntime()).
 struct WorkerMetrics {
   std::size_t index = 0;
-  std::uint64_t fibers_run = 0; // times it made a fiber Running
-  std::uint64_t sleeps = 0;     // times it went to sleep (futex or poller)
-  std::uint64_t spurious_wakeups = 0; // sleeps after which it found no fiber
-                                      // before sleeping again
-  std::uint64_t local_queue_depth = 0; // v2: its runnext and local queue, now
-  Histogram ready_latency;             // of the fibers it ran (sampled; ns)
+  std::uint64_t fibers_run = 0;         // times it made a fiber Running
+  std::uint64_t sleeps = 0;             // times it went to sleep (futex or poller)
+  std::uint64_t spurious_wakeups = 0;   // sleeps after which it found no fiber
+                                        // before sleeping again
+  std::uint64_t local_queue_depth = 0;  // v2: its runnext and local queue, now
+  Histogram ready_latency;              // of the fibers it ran (sampled; ns)
 };
 
 // One scheduling group. Counters count since StartRuntime() unless noted;
@@ -51,30 +51,28 @@ struct WorkerMetrics {
 // agree with each other exactly only when the runtime is quiet.
 struct GroupMetrics {
   std::size_t index = 0;
-  int numa_node = -1; // -1 when the runtime is not NUMA-aware
+  int numa_node = -1;  // -1 when the runtime is not NUMA-aware
   std::size_t workers = 0;
 
-  std::uint64_t fibers_started = 0; // new fibers queued to this group
-  std::uint64_t fibers_begun = 0;   // new fibers given a stack here (first run)
-  std::uint64_t fibers_run_inline =
-      0;                        // started here, run inline by their joiner
-  std::uint64_t fibers_run = 0; // times its workers made a fiber Running
-  std::uint64_t steals_in_same_node =
-      0; // fibers its workers stole on their node
-  std::uint64_t steals_in_cross_node = 0; // ... from groups on other nodes
-  std::uint64_t steals_out = 0;           // its fibers that other groups stole
-  std::uint64_t steals_in_group = 0; // v2: taken from a sibling worker's queue
-  std::uint64_t wakeups = 0; // sleeping workers woken (a system call each)
-  std::uint64_t sleeps = 0;  // summed over its workers
-  std::uint64_t spurious_wakeups = 0; // summed over its workers
-  std::uint64_t timers_fired = 0;     // by its TimerWorker
+  std::uint64_t fibers_started = 0;        // new fibers queued to this group
+  std::uint64_t fibers_begun = 0;          // new fibers given a stack here (first run)
+  std::uint64_t fibers_run_inline = 0;     // started here, run inline by their joiner
+  std::uint64_t fibers_run = 0;            // times its workers made a fiber Running
+  std::uint64_t steals_in_same_node = 0;   // fibers its workers stole on their node
+  std::uint64_t steals_in_cross_node = 0;  // ... from groups on other nodes
+  std::uint64_t steals_out = 0;            // its fibers that other groups stole
+  std::uint64_t steals_in_group = 0;       // v2: taken from a sibling worker's queue
+  std::uint64_t wakeups = 0;               // sleeping workers woken (a system call each)
+  std::uint64_t sleeps = 0;                // summed over its workers
+  std::uint64_t spurious_wakeups = 0;      // summed over its workers
+  std::uint64_t timers_fired = 0;          // by its TimerWorker
   // The group's IO reactor, if io/ is used: epoll_wait calls and descriptor
   // events (since the process started: a reactor outlives runtimes).
   std::uint64_t reactor_polls = 0;
   std::uint64_t reactor_events = 0;
 
-  std::uint64_t run_queue_depth = 0;   // its shared (global) queue, now
-  std::uint64_t local_queue_depth = 0; // v2: all workers' local queues, now
+  std::uint64_t run_queue_depth = 0;    // its shared (global) queue, now
+  std::uint64_t local_queue_depth = 0;  // v2: all workers' local queues, now
 
   // From a fiber becoming Ready (started, woken, yielded) to a worker starting
   // to run it, in nanoseconds; one readiness in eight is timed.
@@ -84,8 +82,8 @@ struct GroupMetrics {
 };
 
 struct RuntimeMetrics {
-  std::string strategy;          // "v1" or "v2"
-  std::uint64_t live_fibers = 0; // started and not yet finished, now
+  std::string strategy;           // "v1" or "v2"
+  std::uint64_t live_fibers = 0;  // started and not yet finished, now
   std::vector<GroupMetrics> groups;
 
   // Counters of all groups added up (gauges too; per_worker empty; index 0).
@@ -107,6 +105,6 @@ RuntimeMetrics GetRuntimeMetrics();
 // (spindle_ready_latency_seconds_bucket{group="G",le="..."}, _sum, _count).
 std::string FormatPrometheus(const RuntimeMetrics &metrics);
 
-} // namespace spindle
+}  // namespace spindle
 
-#endif // SPINDLE_RUNTIME_METRICS_H_
+#endif  // SPINDLE_RUNTIME_METRICS_H_

@@ -12,10 +12,10 @@
 
 #include "fiber/fiber.h"
 #include "fiber/this_fiber.h"
+#include "gtest/gtest.h"
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
-#include "gtest/gtest.h"
 
 namespace spindle {
 namespace {
@@ -25,8 +25,7 @@ using ::spindle::testing::ScopedRuntime;
 using ::spindle::testing::WaitFor;
 
 class MetricsTest : public ::testing::TestWithParam<std::size_t> {};
-INSTANTIATE_TEST_SUITE_P(Workers, MetricsTest,
-                         ::spindle::testing::WorkerCounts(),
+INSTANTIATE_TEST_SUITE_P(Workers, MetricsTest, ::spindle::testing::WorkerCounts(),
                          ::spindle::testing::WorkerCountName);
 
 // Every started fiber is accounted for once (given a stack, or run inline by
@@ -49,14 +48,12 @@ TEST_P(MetricsTest, CountersAddUpAcrossThreads) {
           children_ran.fetch_add(1, std::memory_order_relaxed);
         });
       }
-      release.Wait(); // parked: the children run elsewhere, or inline at join()
-      for (Fiber &child : children)
-        child.join();
+      release.Wait();  // parked: the children run elsewhere, or inline at join()
+      for (Fiber &child : children) child.join();
     });
   }
   release.Set();
-  for (Fiber &fiber : fibers)
-    fiber.join();
+  for (Fiber &fiber : fibers) fiber.join();
   ASSERT_EQ(children_ran.load(), parents * kChildren);
   ASSERT_TRUE(WaitFor([] { return GetFiberCount() == 0; }));
 
@@ -65,8 +62,7 @@ TEST_P(MetricsTest, CountersAddUpAcrossThreads) {
   EXPECT_EQ(metrics.live_fibers, 0u);
   EXPECT_EQ(total.fibers_started, parents * (1 + kChildren));
   EXPECT_EQ(total.fibers_started, total.fibers_begun + total.fibers_run_inline);
-  EXPECT_EQ(total.steals_in_same_node + total.steals_in_cross_node,
-            total.steals_out);
+  EXPECT_EQ(total.steals_in_same_node + total.steals_in_cross_node, total.steals_out);
   // Every begun fiber ran at least once, parents at least twice (they parked).
   EXPECT_GE(total.fibers_run, total.fibers_begun + parents);
   EXPECT_EQ(total.workers, GetParam());
@@ -99,28 +95,22 @@ TEST(ReadyLatencyTest, MovesWhenTheWorkerIsHeldBusy) {
     while (!others_started.load(std::memory_order_acquire)) {
     }
     // Hold the worker (no yield, no park) for 20 ms of wall time.
-    const auto until =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
     while (std::chrono::steady_clock::now() < until) {
     }
   });
-  ASSERT_TRUE(
-      WaitFor([&] { return busy_running.load(std::memory_order_acquire); }));
+  ASSERT_TRUE(WaitFor([&] { return busy_running.load(std::memory_order_acquire); }));
   const RuntimeMetrics before = GetRuntimeMetrics();
   std::vector<Fiber> waiting;
-  for (int i = 0; i < 64; ++i)
-    waiting.emplace_back([] {});
+  for (int i = 0; i < 64; ++i) waiting.emplace_back([] {});
   others_started.store(true, std::memory_order_release);
   busy.join();
-  for (Fiber &fiber : waiting)
-    fiber.join();
-  const Histogram latency =
-      GetRuntimeMetrics().Since(before).Total().ready_latency;
+  for (Fiber &fiber : waiting) fiber.join();
+  const Histogram latency = GetRuntimeMetrics().Since(before).Total().ready_latency;
   // 64 consecutive new fibers: 8 of their ids (7 across an id-block boundary)
   // are multiples of 8.
   ASSERT_GE(latency.count, 7u);
-  EXPECT_GE(latency.Percentile(0.5), 15e6)
-      << "p50 " << latency.Percentile(0.5) << " ns";
+  EXPECT_GE(latency.Percentile(0.5), 15e6) << "p50 " << latency.Percentile(0.5) << " ns";
   EXPECT_GE(latency.Mean(), 10e6);
 }
 
@@ -129,16 +119,13 @@ TEST(MetricsTest, IdleWorkersCountTheirSleeps) {
   Fiber([] {}).join();
   // Each worker goes to sleep once nothing is left to run.
   ASSERT_TRUE(WaitFor([] {
-    for (const WorkerMetrics &worker :
-         GetRuntimeMetrics().groups[0].per_worker) {
-      if (worker.sleeps == 0)
-        return false;
+    for (const WorkerMetrics &worker : GetRuntimeMetrics().groups[0].per_worker) {
+      if (worker.sleeps == 0) return false;
     }
     return true;
   }));
   const GroupMetrics group = GetRuntimeMetrics().groups[0];
-  EXPECT_EQ(group.sleeps,
-            group.per_worker[0].sleeps + group.per_worker[1].sleeps);
+  EXPECT_EQ(group.sleeps, group.per_worker[0].sleeps + group.per_worker[1].sleeps);
   EXPECT_LE(group.spurious_wakeups, group.sleeps);
   EXPECT_EQ(GetRuntimeMetrics().strategy, ::spindle::testing::TestStrategy());
 }
@@ -146,9 +133,8 @@ TEST(MetricsTest, IdleWorkersCountTheirSleeps) {
 // The text parses as Prometheus exposition: HELP/TYPE before each family, one
 // sample per group, cumulative buckets that never decrease and end at _count.
 TEST(MetricsTest, PrometheusText) {
-  ScopedRuntime runtime(4, 2); // two groups of two
-  for (int i = 0; i < 100; ++i)
-    Fiber([] { this_fiber::Yield(); }).join();
+  ScopedRuntime runtime(4, 2);  // two groups of two
+  for (int i = 0; i < 100; ++i) Fiber([] { this_fiber::Yield(); }).join();
   const RuntimeMetrics metrics = GetRuntimeMetrics();
   const std::string text = FormatPrometheus(metrics);
   std::istringstream lines(text);
@@ -165,8 +151,7 @@ TEST(MetricsTest, PrometheusText) {
       types[name] = type;
       continue;
     }
-    if (line[0] == '#')
-      continue;
+    if (line[0] == '#') continue;
     const std::size_t space = line.rfind(' ');
     ASSERT_NE(space, std::string::npos) << line;
     const std::string series = line.substr(0, space);
@@ -195,8 +180,7 @@ TEST(MetricsTest, PrometheusText) {
     const std::string g = "{group=\"" + std::to_string(group.index) + "\"}";
     EXPECT_EQ(samples["spindle_fibers_started_total" + g],
               static_cast<double>(group.fibers_started));
-    EXPECT_EQ(samples["spindle_wakeups_total" + g],
-              static_cast<double>(group.wakeups));
+    EXPECT_EQ(samples["spindle_wakeups_total" + g], static_cast<double>(group.wakeups));
     EXPECT_EQ(samples["spindle_ready_latency_seconds_count" + g],
               static_cast<double>(group.ready_latency.count));
     EXPECT_EQ(samples["spindle_ready_latency_seconds_bucket{group=\"" +
@@ -206,5 +190,5 @@ TEST(MetricsTest, PrometheusText) {
   EXPECT_EQ(metrics.Total().fibers_started, 100u);
 }
 
-} // namespace
-} // namespace spindle
+}  // namespace
+}  // namespace spindle

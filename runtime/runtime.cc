@@ -2,10 +2,15 @@
 
 #include "runtime/runtime.h"
 
+#include <chrono>
+#include <iostream>
+#include <sstream>
 #include <vector>
 
 #include "fiber/internal/fiber_entity.h"
 #include "glog/logging.h"
+#include "runtime/internal/dump_signal.h"
+#include "runtime/internal/fiber_dump.h"
 #include "runtime/internal/fiber_worker.h"
 #include "runtime/internal/live_fibers.h"
 #include "runtime/internal/runtime_impl.h"
@@ -15,6 +20,32 @@
 #include "timer/internal/timer_worker.h"
 
 namespace spindle {
+namespace {
+
+// From the options of the running runtime (StartRuntime() and TerminateRuntime() do not
+// race, so plain variables).
+std::chrono::milliseconds g_terminate_grace{0};
+
+// Waits for the live fibers to finish; after each grace period, logs how many are left
+// and dumps them.
+void WaitForFibersLoggingStragglers() {
+  if (g_terminate_grace.count() == 0) {
+    internal::WaitUntilNoLiveFibers();
+    return;
+  }
+  std::chrono::milliseconds waited{0};
+  while (!internal::WaitUntilNoLiveFibersFor(g_terminate_grace)) {
+    waited += g_terminate_grace;
+    std::ostringstream dump;
+    DumpFibers(dump);
+    LOG(WARNING) << "TerminateRuntime: still waiting for " << internal::GetLiveFiberCount()
+                 << " fibers after " << waited.count()
+                 << " ms (--fiber_terminate_grace_ms):\n"
+                 << dump.str();
+  }
+}
+
+}  // namespace
 
 std::string TryStartRuntime() {
   const internal::RuntimeOptions options = internal::RuntimeOptionsFromFlags();
@@ -27,6 +58,8 @@ std::string TryStartRuntime() {
   std::vector<internal::SchedulingGroup*> groups;
   for (std::size_t g = 0; g < runtime.group_count(); ++g) groups.push_back(runtime.group(g));
   internal::StartTimerWorkers(groups);
+  g_terminate_grace = options.terminate_grace;
+  internal::StartDumpSignalListener(options.dump_signal, [] { DumpFibers(std::cerr); });
   return "";
 }
 
@@ -44,7 +77,8 @@ void TerminateRuntime() {
   // (pending timers are cancelled; no callback starts after this); the scheduler then
   // drains the fibers their last firings started and stops. The timer objects outlive
   // the groups' last fibers, so a late look-up still finds one.
-  internal::WaitUntilNoLiveFibers();
+  WaitForFibersLoggingStragglers();
+  internal::StopDumpSignalListener();
   internal::StopTimerWorkers();
   internal::Runtime::Terminate();
   internal::DestroyTimerWorkers();
@@ -95,6 +129,12 @@ std::vector<SchedulingGroupStats> GetSchedulingGroupStats() {
     all.push_back(std::move(stats));
   }
   return all;
+}
+
+void DumpFibers(std::ostream& out) {
+  const std::vector<internal::FiberSnapshot> fibers = internal::SnapshotFibers();
+  internal::WriteFiberDump(out, fibers, internal::GetLiveFiberCount());
+  out.flush();
 }
 
 }  // namespace spindle

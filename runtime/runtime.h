@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -34,7 +35,10 @@ void StartRuntime();
 std::string TryStartRuntime();
 
 // Waits until every fiber started so far (and every fiber they start) has finished,
-// then stops the workers. Call from a plain thread, not from a fiber.
+// then stops the workers. Call from a plain thread, not from a fiber. While fibers
+// remain after --fiber_terminate_grace_ms, it logs (glog WARNING) "TerminateRuntime:
+// still waiting for N fibers" with the fiber dump, and again after each further grace
+// period.
 void TerminateRuntime();
 
 // Runs `f` in a fiber and blocks the calling thread until it returns. Called from a
@@ -75,6 +79,33 @@ struct SchedulingGroupStats {
 
 // Every group's stats, in group order. Valid while the runtime runs; thread-safe.
 std::vector<SchedulingGroupStats> GetSchedulingGroupStats();
+
+// Writes every live fiber to `out`: its state, how long it has been in it, and its stack
+// (symbolized). Thread-safe; callable from a fiber or a plain thread while the runtime
+// runs (fibers keep running meanwhile; each is frozen only while it is read). Costs
+// nothing to fibers that are not being dumped. Also run by --fiber_dump_signal, by
+// TerminateRuntime() after its grace period and by the test watchdog
+// (runtime/internal/runtime_testing.h). Format, one block per fiber, by id:
+//
+//   --- fiber dump: 3 fibers (1 ready, 1 running, 1 waiting); about 0 more started but not yet scheduled ---
+//   fiber 1025 group 0 waiting on event for 1.503s
+//     #0  0x55d0c0a1b2c3 spindle::internal::SchedulingGroup::Halt()
+//     ...
+//     #9  0x55d0c0a1c4d5 ParkOnEvent()
+//   fiber 1026 group 0 running on worker 1 for 0.002s
+//     (stack not captured)
+//   fiber 1027 group - ready for 0.000s
+//     ...
+//   --- end of fiber dump ---
+//
+// States: "ready", "ready (not started)", "running on worker W", "waiting on K" with K
+// one of mutex, condition_variable, event, latch, future, timer (a sleep), socket,
+// shared_mutex, semaphore, barrier, join, run_blocking, other; "exiting". The group of
+// a ready fiber is "-" (it may be moving between groups). Stacks: a switched-out fiber's
+// from its saved context by frame pointers; the calling fiber's own; a fiber running on
+// another worker is not captured. Fibers started but still queued without a stack are
+// only counted ("not yet scheduled").
+void DumpFibers(std::ostream& out);
 
 }  // namespace spindle
 

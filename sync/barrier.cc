@@ -40,7 +40,8 @@ void Barrier::arrive_and_wait() {
     if (ArriveLocked()) return;  // this arrival ended the phase
   }
   std::unique_lock<internal::Spinlock> guard(lock_);
-  while (phase_ == phase) waiters_.Wait(guard, internal::TimerClock::time_point::max());
+  while (phase_ == phase) waiters_.Wait(guard, internal::TimerClock::time_point::max(),
+                                        internal::WaitKind::kBarrier);
 }
 
 void Barrier::arrive_and_drop() {

@@ -18,7 +18,7 @@ bool ConditionVariable::WaitUntil(std::unique_lock<Mutex>& lock,
   std::unique_lock<internal::Spinlock> guard(lock_);
   lock.unlock();
   const bool notified =
-      waiters_.Wait(guard, deadline) == internal::TimedWaiter::Result::kNotified;
+      waiters_.Wait(guard, deadline, internal::WaitKind::kConditionVariable) == internal::TimedWaiter::Result::kNotified;
   guard.unlock();
   lock.lock();
   return notified;

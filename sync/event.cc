@@ -31,7 +31,7 @@ bool Event::WaitUntil(internal::TimerClock::time_point deadline) {
   if (IsSet()) return true;
   std::unique_lock<internal::Spinlock> guard(lock_);
   while (!set_.load(std::memory_order_relaxed)) {  // relaxed: under lock_
-    if (waiters_.Wait(guard, deadline) == internal::TimedWaiter::Result::kTimedOut) {
+    if (waiters_.Wait(guard, deadline, internal::WaitKind::kEvent) == internal::TimedWaiter::Result::kTimedOut) {
       return set_.load(std::memory_order_relaxed);  // relaxed: under lock_
     }
   }

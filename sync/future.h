@@ -18,6 +18,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "fiber/fiber.h"
+#include "fiber/internal/fiber_entity.h"
 #include "glog/logging.h"
 #include "sync/event.h"
 
@@ -417,7 +418,10 @@ void AttachAll(const std::shared_ptr<Gather>& gather, std::index_sequence<I...>,
 template <class T>
 T BlockingGet(Future<T>&& future) {
   auto slot = internal::WaitInSlot(std::move(future));
-  slot->ready.Wait();
+  {
+    const internal::ScopedWaitKind kind(internal::WaitKind::kFuture);
+    slot->ready.Wait();
+  }
   if constexpr (std::is_void_v<T>) {
     internal::ValueOrThrow<T>(std::move(*slot->outcome));
   } else {
@@ -431,7 +435,12 @@ template <class T, class Rep, class Period>
 std::optional<internal::FutureValue<T>> BlockingTryGet(
     Future<T>&& future, std::chrono::duration<Rep, Period> timeout) {
   auto slot = internal::WaitInSlot(std::move(future));
-  if (!slot->ready.WaitFor(timeout)) return std::nullopt;
+  bool ready;
+  {
+    const internal::ScopedWaitKind kind(internal::WaitKind::kFuture);
+    ready = slot->ready.WaitFor(timeout);
+  }
+  if (!ready) return std::nullopt;
   return internal::ValueOrThrow<T>(std::move(*slot->outcome));
 }
 

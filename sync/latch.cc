@@ -31,7 +31,7 @@ bool Latch::try_wait() const {
 bool Latch::WaitUntil(internal::TimerClock::time_point deadline) const {
   std::unique_lock<internal::Spinlock> guard(lock_);
   while (count_ != 0) {
-    if (waiters_.Wait(guard, deadline) == internal::TimedWaiter::Result::kTimedOut) {
+    if (waiters_.Wait(guard, deadline, internal::WaitKind::kLatch) == internal::TimedWaiter::Result::kTimedOut) {
       return count_ == 0;
     }
   }

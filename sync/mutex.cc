@@ -119,7 +119,7 @@ bool Mutex::LockSlow(internal::TimerClock::time_point deadline) {
       waited = true;
       wait_start = internal::TimerClock::now();
     }
-    if (waiters_.Wait(guard, deadline, detail) == internal::TimedWaiter::Result::kTimedOut) {
+    if (waiters_.Wait(guard, deadline, detail, internal::WaitKind::kMutex) == internal::TimedWaiter::Result::kTimedOut) {
       // relaxed: under lock_, like every change of the count.
       if (detail.removed_self) state_.fetch_sub(kOneWaiter, std::memory_order_relaxed);
       return false;

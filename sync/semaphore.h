@@ -66,7 +66,7 @@ class CountingSemaphore {
       return true;
     }
     // Woken means a release() handed us its permit.
-    return waiters_.Wait(guard, deadline) == internal::TimedWaiter::Result::kNotified;
+    return waiters_.Wait(guard, deadline, internal::WaitKind::kSemaphore) == internal::TimedWaiter::Result::kNotified;
   }
 
  private:

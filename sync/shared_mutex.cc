@@ -21,7 +21,8 @@ void SharedMutex::lock() {
   bool starving = false;
   while (writer_ || readers_ != 0) {
     const auto result = writer_queue_.Wait(
-        guard, internal::TimerClock::now() + std::chrono::milliseconds(1));
+        guard, internal::TimerClock::now() + std::chrono::milliseconds(1),
+        internal::WaitKind::kSharedMutex);
     if (result == internal::TimedWaiter::Result::kTimedOut && !starving) {
       starving = true;
       ++starving_writers_;
@@ -54,7 +55,8 @@ void SharedMutex::unlock() {
 void SharedMutex::lock_shared() {
   std::unique_lock<internal::Spinlock> guard(lock_);
   while (!ReadersMayEnter()) {
-    reader_queue_.Wait(guard, internal::TimerClock::time_point::max());
+    reader_queue_.Wait(guard, internal::TimerClock::time_point::max(),
+                       internal::WaitKind::kSharedMutex);
   }
   ++readers_;
 }

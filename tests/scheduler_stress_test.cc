@@ -31,6 +31,9 @@ using testing::Scaled;
 using testing::ScopedRuntime;
 using testing::WaitFor;
 
+// A hang shows where every fiber stands before Bazel's timeout kills the binary.
+const bool kWatchdog = testing::AddBazelTimeoutWatchdog();
+
 TEST(SchedulerStressTest, MillionFibersEachRunExactlyOnce) {
   ScopedRuntime runtime(2);
   const std::size_t n = Scaled(1000000);

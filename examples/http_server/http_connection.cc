@@ -16,9 +16,11 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <sstream>
 #include <utility>
 
 #include "runtime/metrics.h"
+#include "runtime/runtime.h"
 
 namespace spindle::examples::http {
 
@@ -273,6 +275,8 @@ void HttpConnection::RouteRequest() {
     route_ = method == HTTP_POST ? Route::kEcho : Route::kEchoWrongMethod;
   } else if (path == "/metrics") {
     route_ = method == HTTP_GET ? Route::kMetrics : Route::kGetOnlyWrongMethod;
+  } else if (path == "/fibers") {
+    route_ = method == HTTP_GET ? Route::kFibers : Route::kGetOnlyWrongMethod;
   } else {
     route_ = Route::kNotFound;
   }
@@ -300,6 +304,12 @@ void HttpConnection::AnswerRequest(bool keep_alive) {
                      FormatPrometheus(GetRuntimeMetrics()) + server_->PrometheusText(),
                      keep_alive);
       return;
+    case Route::kFibers: {
+      std::ostringstream dump;
+      spindle::DumpFibers(dump);
+      AppendResponse("HTTP/1.1 200 OK\r\n", "text/plain", dump.str(), keep_alive);
+      return;
+    }
     case Route::kNotFound:
       AppendResponse("HTTP/1.1 404 Not Found\r\n", "text/plain", "not found\n",
                      keep_alive);

@@ -50,10 +50,11 @@ class HttpConnection {
     kHello,
     kEcho,
     kMetrics,
+    kFibers,
     kNotFound,
     kHelloWrongMethod,
     kEchoWrongMethod,
-    kGetOnlyWrongMethod,
+    kGetOnlyWrongMethod,  // /metrics, /fibers: 405 "Allow: GET"
   };
   enum State : int { kIdle, kBusy, kClosing };
 

@@ -5,6 +5,7 @@
 //
 //   GET /        200 "hello, world\n" (text/plain)
 //   POST /echo   200 with the request body (Content-Length or chunked)
+//   GET /fibers  200 spindle::DumpFibers() (text/plain): every fiber's state and stack
 //   other paths  404; a known path with another method 405
 //   malformed    400, then the connection closes; request line + headers over
 //                max_header_bytes: 431 and close; an /echo body over max_body_bytes:

@@ -232,6 +232,31 @@ TEST_F(HttpServerTest, GetHello) {
   EXPECT_EQ(response->body, "hello, world\n");
 }
 
+TEST_F(HttpServerTest, GetFibersDumpsEveryFiber) {
+  Client client(server_.address());
+  absl::StatusOr<Response> response;
+  std::string dump;
+  // The connection's own fiber takes the dump; the accept loop waits for connections,
+  // once it has handed ours over (it may still be running at the first request).
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    client.Send("GET /fibers HTTP/1.1\r\n\r\n");
+    response = client.Next();
+    ASSERT_TRUE(response.ok()) << response.status();
+    dump = response->body;
+    if (dump.find("waiting on socket") != std::string::npos) break;
+  }
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->Header("content-type"), "text/plain");
+  EXPECT_NE(dump.find("--- fiber dump: "), std::string::npos) << dump;
+  EXPECT_NE(dump.find("(this fiber, taking the dump)"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("waiting on socket"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("--- end of fiber dump ---"), std::string::npos) << dump;
+  client.Send("POST /fibers HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+  response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 405);
+}
+
 TEST_F(HttpServerTest, PostEchoWithContentLengthAndChunked) {
   Client client(server_.address());
   client.Send("POST /echo HTTP/1.1\r\nContent-Length: 11\r\n\r\nhello echo!");

@@ -18,15 +18,20 @@
 
 #include "fiber/internal/fiber_entity.h"
 
+#include "fiber/internal/cycle_clock.h"
+
 #include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <memory>
 #include <new>
 
 #include <cxxabi.h>
+#if defined(__x86_64__)
+#endif
 
 #include "fiber/internal/context.h"
 #include "fiber/internal/exception_state.h"
@@ -102,10 +107,45 @@ const char* FiberStateName(FiberState state) {
   return "?";
 }
 
+const char* WaitKindName(WaitKind kind) {
+  switch (kind) {
+    case WaitKind::kNone:
+      return "nothing";
+    case WaitKind::kMutex:
+      return "mutex";
+    case WaitKind::kConditionVariable:
+      return "condition_variable";
+    case WaitKind::kEvent:
+      return "event";
+    case WaitKind::kLatch:
+      return "latch";
+    case WaitKind::kFuture:
+      return "future";
+    case WaitKind::kSleep:
+      return "timer";
+    case WaitKind::kSocket:
+      return "socket";
+    case WaitKind::kSharedMutex:
+      return "shared_mutex";
+    case WaitKind::kSemaphore:
+      return "semaphore";
+    case WaitKind::kBarrier:
+      return "barrier";
+    case WaitKind::kJoin:
+      return "join";
+    case WaitKind::kRunBlocking:
+      return "run_blocking";
+    case WaitKind::kOther:
+      return "other";
+  }
+  return "?";
+}
+
 FiberEntity::FiberEntity(std::uint64_t id, const Stack& stack, bool is_master)
     : id(id),
       reclaim(&ReclaimToThreadCache),
       state_(is_master ? FiberState::kRunning : FiberState::kReady),
+      state_since_(0),
       is_master_(is_master),
       stack_(stack) {}
 
@@ -119,6 +159,10 @@ void FiberEntity::SetState(FiberState next) {
       << "fiber " << id << ": illegal state transition " << FiberStateName(state_)
       << " -> " << FiberStateName(next);
   state_ = next;
+  // Only a park is timed: the dump's question is how long a fiber has waited, and a
+  // clock read on every transition would cost spawn_join several percent (a TSC read
+  // is 10-20 ns on a VM; a fiber's life has four transitions).
+  state_since_ = next == FiberState::kWaiting ? CycleClockNow() : 0;
 }
 
 // always_inline: SwitchTo() is the hot path, and every extra call/return around the
@@ -203,7 +247,8 @@ void FiberEntity::Exit() {
 
 std::size_t FiberControlBlockSize() {
   constexpr std::size_t kAlign = 64;
-  return (sizeof(FiberEntity) + kAlign - 1) / kAlign * kAlign;
+  static_assert(kStackHeaderSize % kAlign == 0);
+  return (sizeof(FiberEntity) + kAlign - 1) / kAlign * kAlign + kStackHeaderSize;
 }
 
 FiberEntity* InstantiateFiberEntity(const Stack& stack,
@@ -220,6 +265,7 @@ FiberEntity* InstantiateFiberEntity(const Stack& stack,
   fiber->asan_stack_bottom_ = stack.base;
   fiber->asan_stack_size_ = usable;
   fiber->tsan_fiber_ = CreateTsanFiber();
+  MarkStackEntityLive(stack);  // last: a dump may read the entity from now on
   return fiber;
 }
 
@@ -227,6 +273,7 @@ Stack DestroyFiberEntity(FiberEntity* fiber) {
   CHECK(!fiber->is_master()) << "the master fiber is not destroyed this way";
   CHECK(fiber->state() == FiberState::kReady || fiber->state() == FiberState::kDead)
       << "fiber " << fiber->id << " destroyed while " << FiberStateName(fiber->state());
+  MarkStackEntityGone(fiber->stack());  // first: waits until no dump reads the entity
   DestroyTsanFiber(fiber->tsan_fiber_);
   const Stack stack = fiber->stack();
   fiber->~FiberEntity();
@@ -263,6 +310,24 @@ FiberEntity* GetMasterFiberEntity() {
 }
 
 FiberEntity* GetCurrentFiberEntity() { return *CurrentFiberSlot(); }
+
+namespace {
+FiberEntity* CurrentUserFiberOrNull() {
+  FiberEntity* self = GetCurrentFiberEntity();
+  return self != nullptr && !self->is_master() ? self : nullptr;
+}
+}  // namespace
+
+ScopedWaitKind::ScopedWaitKind(WaitKind kind)
+    : fiber_(CurrentUserFiberOrNull()),
+      previous_(fiber_ != nullptr ? fiber_->wait_kind_override : WaitKind::kNone) {
+  if (fiber_ != nullptr) fiber_->wait_kind_override = kind;
+}
+
+// The fiber may have migrated meanwhile, but fiber_ is the entity, not a thread slot.
+ScopedWaitKind::~ScopedWaitKind() {
+  if (fiber_ != nullptr) fiber_->wait_kind_override = previous_;
+}
 
 std::uint64_t NewFiberId() {
   thread_local std::uint64_t next = 0;

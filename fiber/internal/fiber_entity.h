@@ -3,6 +3,7 @@
 #ifndef SPINDLE_FIBER_INTERNAL_FIBER_ENTITY_H_
 #define SPINDLE_FIBER_INTERNAL_FIBER_ENTITY_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -26,6 +27,29 @@ class SchedulingGroup;  // runtime/internal/scheduling_group.h (a layer above)
 enum class FiberState : std::uint8_t { kReady, kRunning, kWaiting, kDead };
 
 const char* FiberStateName(FiberState state);
+
+// What a Waiting fiber waits for, for the fiber dump (runtime/internal/fiber_dump.h).
+// Recorded by the park path (TimedWaiter) under the fiber's scheduler_lock; meaningful
+// only while the state is kWaiting.
+enum class WaitKind : std::uint8_t {
+  kNone,
+  kMutex,
+  kConditionVariable,
+  kEvent,
+  kLatch,
+  kFuture,
+  kSleep,
+  kSocket,
+  kSharedMutex,
+  kSemaphore,
+  kBarrier,
+  kJoin,         // Fiber::join()
+  kRunBlocking,  // io/run_blocking.h
+  kOther,
+};
+
+const char* WaitKindName(WaitKind kind);
+
 
 // Work that the context switched *to* runs for the context switched *from*, right after
 // landing and before doing anything else. It closes the race between "a fiber decides to
@@ -74,8 +98,20 @@ class FiberEntity {
 
   FiberState state() const { return state_; }
   // Changes the state; CHECKs that `scheduler_lock` is held and that the transition is
-  // legal (see FiberState).
+  // legal (see FiberState). Stamps state_since() when the fiber parks.
   void SetState(FiberState next);
+  // When the fiber parked (a CycleClockNow() tick, fiber/internal/cycle_clock.h) while
+  // it is Waiting; 0 in the other states (not timed). Under `scheduler_lock`.
+  std::uint64_t state_since() const { return state_since_; }
+
+  // What the fiber waits for while Waiting; written by the park path under
+  // `scheduler_lock`, read by the dump under it.
+  WaitKind wait_kind = WaitKind::kNone;
+  // Set by the running fiber itself (ScopedWaitKind) to name a wait that a higher-level
+  // primitive makes through a lower one (a Future waits through an Event); the park
+  // path prefers it to its own kind. Owner fiber only, read under `scheduler_lock` by
+  // the park path running on that same fiber.
+  WaitKind wait_kind_override = WaitKind::kNone;
 
   // Opaque to this layer (declared only): the scheduling group that owns the fiber, and
   // its flags.
@@ -106,6 +142,9 @@ class FiberEntity {
 
   bool is_master() const { return is_master_; }
   const Stack& stack() const { return stack_; }
+  // Where the fiber's registers were saved when it last switched away (context.h
+  // layout); meaningful only while it is not Running, read under `scheduler_lock`.
+  const void* saved_stack_pointer() const { return saved_sp_; }
 
   // Switches the calling thread from this fiber, which must be the one running on it,
   // to `target`, which must not be running anywhere. `hook` runs on `target` right after
@@ -132,6 +171,7 @@ class FiberEntity {
   [[noreturn]] void Exit();
 
   FiberState state_;
+  std::uint64_t state_since_;
   const bool is_master_;
   const Stack stack_;
   void* saved_sp_ = nullptr;
@@ -146,8 +186,23 @@ class FiberEntity {
   ExceptionState exception_state_;
 };
 
-// Bytes reserved at the top of each stack for the control block.
+// Bytes reserved at the top of each stack for the control block: the FiberEntity and,
+// above it, the stack's liveness word (StackLiveness(), stack_allocator.h).
 std::size_t FiberControlBlockSize();
+
+// Names the kind of wait of the calling fiber's parks in its scope (see
+// FiberEntity::wait_kind_override); no effect on a plain thread. Nests.
+class ScopedWaitKind {
+ public:
+  explicit ScopedWaitKind(WaitKind kind);
+  ~ScopedWaitKind();
+  ScopedWaitKind(const ScopedWaitKind&) = delete;
+  ScopedWaitKind& operator=(const ScopedWaitKind&) = delete;
+
+ private:
+  FiberEntity* const fiber_;
+  const WaitKind previous_;
+};
 
 // Builds a Ready fiber on `stack` that will run `start_proc`. The fiber starts running
 // the first time some fiber SwitchTo()s it. `id` 0 means: take a new one.

@@ -23,6 +23,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <new>
 
 #include "fiber/internal/sanitizers.h"
 #include "gflags/gflags.h"
@@ -66,7 +69,72 @@ std::size_t ReadMaxMapCount() {
   return kDefaultMaxMapCount;
 }
 
+// Every stack created and not yet destroyed, by base address, for the fiber dump.
+// Stacks are created and destroyed rarely (they are recycled through caches), so
+// mutexes are enough. Two of them, because a worker may create a stack while it holds
+// a fiber's scheduler lock (Halt() instantiates the next fiber before its own lock is
+// released) and a dump waits for scheduler locks: the dump holds `walk_mutex_`, which
+// only Remove() (a stack being freed, never under a scheduler lock) also takes, and
+// holds `list_mutex_`, which Add() takes, only to copy the list.
+class StackRegistry {
+ public:
+  void Add(const Stack& stack) {
+    std::lock_guard<std::mutex> lock(list_mutex_);
+    stacks_[stack.base] = stack;
+  }
+  void Remove(const Stack& stack) {
+    std::lock_guard<std::mutex> walk(walk_mutex_);
+    std::lock_guard<std::mutex> lock(list_mutex_);
+    stacks_.erase(stack.base);
+  }
+  void ForEach(const std::function<void(const Stack&)>& fn) {
+    std::lock_guard<std::mutex> walk(walk_mutex_);
+    std::vector<Stack> stacks;
+    {
+      std::lock_guard<std::mutex> lock(list_mutex_);
+      stacks.reserve(stacks_.size());
+      for (const auto& [base, stack] : stacks_) stacks.push_back(stack);
+    }
+    for (const Stack& stack : stacks) fn(stack);
+  }
+
+ private:
+  std::mutex walk_mutex_;
+  std::mutex list_mutex_;
+  std::map<char*, Stack> stacks_;
+};
+
+StackRegistry& Registry() {
+  static auto* const registry = new StackRegistry;  // never destroyed
+  return *registry;
+}
+
+// Constructs the header of a new stack and registers it.
+void RegisterStack(const Stack& stack) {
+  new (stack.top() - kStackHeaderSize) std::atomic<std::uint32_t>(kStackVacant);
+  Registry().Add(stack);
+}
+
 }  // namespace
+
+void MarkStackEntityGone(const Stack& stack) {
+  std::atomic<std::uint32_t>& word = StackLiveness(stack);
+  for (;;) {
+    std::uint32_t expected = kStackLive;
+    // acquire: pairs with UnpinStackEntity()'s release store, so a dump's reads of the
+    // entity happen before the caller destroys it.
+    if (word.compare_exchange_weak(expected, kStackVacant, std::memory_order_acquire,
+                                   std::memory_order_relaxed)) {
+      return;
+    }
+    CHECK(expected == kStackPinned || expected == kStackLive)
+        << "fiber stack liveness word corrupted: " << expected;
+  }
+}
+
+void ForEachRegisteredStack(const std::function<void(const Stack&)>& fn) {
+  Registry().ForEach(fn);
+}
 
 std::string ValidateStackAllocatorOptions(const StackAllocatorOptions& options) {
   if (options.stack_size < kMinStackSize || options.stack_size > kMaxStackSize ||
@@ -163,6 +231,7 @@ Stack StackAllocator::CreateMmapped() {
   stack.size = options_.stack_size;
   stack.origin = Stack::Origin::kMmapped;
   stack.guarded = guard != 0;
+  RegisterStack(stack);
   return stack;
 }
 
@@ -178,10 +247,12 @@ Stack StackAllocator::CreateFromHeap() {
   stack.size = options_.stack_size;
   stack.origin = Stack::Origin::kHeap;
   stack.guarded = false;
+  RegisterStack(stack);
   return stack;
 }
 
 void StackAllocator::Destroy(const Stack& stack) {
+  Registry().Remove(stack);
   UnpoisonStack(stack.base, stack.size);
   if (stack.origin == Stack::Origin::kHeap) {
     std::free(stack.base);
@@ -227,7 +298,8 @@ Stack StackCache::Get() {
 }
 
 void StackCache::Put(const Stack& stack) {
-  PoisonStack(stack.base, stack.size);
+  // The header stays readable: the fiber dump looks at cached stacks' liveness words.
+  PoisonStack(stack.base, stack.size - kStackHeaderSize);
   cached_.push_back(stack);
   allocator_->pool().SpillIfFull(&cached_);
 }

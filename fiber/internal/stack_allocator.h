@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,62 @@ struct Stack {
   char* top() const { return base + size; }
   explicit operator bool() const { return base != nullptr; }
 };
+
+// The top kStackHeaderSize bytes of every stack a StackAllocator makes hold the stack's
+// liveness word, constructed (0) when the stack is created and never poisoned for ASan:
+// the fiber dump reads it on stacks that sit in a cache. The fiber's control block is
+// placed below it (FiberControlBlockSize() counts it).
+inline constexpr std::size_t kStackHeaderSize = 64;
+
+// The liveness protocol between a fiber's life and the fiber dump, one word per stack:
+//   kStackVacant  no entity on the stack (new, cached, or its fiber died and was reclaimed)
+//   kStackLive    an entity is constructed at the stack's control block
+//   kStackPinned  live, and a dump is reading it: the entity may not be destroyed
+// The owner of the entity moves Vacant -> Live after constructing it
+// (MarkStackEntityLive) and Live -> Vacant before destroying it (MarkStackEntityGone,
+// which waits out a pin). A dump moves Live -> Pinned -> Live (PinStackEntity,
+// UnpinStackEntity). So a pinned entity is fully constructed and stays so until unpinned,
+// and a destroyed one is never read. Cost to a fiber's life: one release store and one
+// compare-and-swap.
+inline constexpr std::uint32_t kStackVacant = 0;
+inline constexpr std::uint32_t kStackLive = 1;
+inline constexpr std::uint32_t kStackPinned = 2;
+
+// The liveness word of `stack` (its first header word).
+inline std::atomic<std::uint32_t>& StackLiveness(const Stack& stack) {
+  return *reinterpret_cast<std::atomic<std::uint32_t>*>(stack.top() - kStackHeaderSize);
+}
+
+inline void MarkStackEntityLive(const Stack& stack) {
+  // release: publishes the constructed entity to PinStackEntity()'s acquire CAS.
+  StackLiveness(stack).store(kStackLive, std::memory_order_release);
+}
+
+// Waits (spinning) while a dump has the entity pinned; a dump holds a pin for a few
+// loads and a bounded stack walk.
+void MarkStackEntityGone(const Stack& stack);
+
+// True if the stack holds a live entity, now pinned until UnpinStackEntity().
+inline bool PinStackEntity(const Stack& stack) {
+  std::uint32_t expected = kStackLive;
+  // acquire: pairs with the release store of MarkStackEntityLive() (the entity is
+  // constructed) and of UnpinStackEntity() by an earlier dump.
+  return StackLiveness(stack).compare_exchange_strong(expected, kStackPinned,
+                                                      std::memory_order_acquire,
+                                                      std::memory_order_relaxed);
+}
+
+inline void UnpinStackEntity(const Stack& stack) {
+  // release: our reads of the entity happen before MarkStackEntityGone()'s acquire CAS
+  // succeeds, so before the entity is destroyed.
+  StackLiveness(stack).store(kStackLive, std::memory_order_release);
+}
+
+// Calls `fn` on every stack that any StackAllocator had created and not destroyed when
+// the call began (stacks created meanwhile may be missed). No stack is released while
+// `fn` runs (Destroy() waits), so `fn` must not destroy stacks; it may wait for a
+// thread that creates one. Thread-safe; not for hot paths (the dump).
+void ForEachRegisteredStack(const std::function<void(const Stack&)>& fn);
 
 // Options of one StackAllocator. The process-wide allocator takes them from the
 // --fiber_stack_* flags.

@@ -281,7 +281,8 @@ Descriptor::WaitResult Descriptor::WaitAsFiber(
   if (direction != kNeither) {
     spindle::internal::Runtime::Get().group(reactor_index)->EnsurePollerAwake();
   }
-  const TimedWaiter::Result result = waiter.WaitUntil(deadline);
+  const TimedWaiter::Result result =
+      waiter.WaitUntil(deadline, spindle::internal::WaitKind::kSocket);
   {
     std::lock_guard<Spinlock> lock(lock_);
     // Still published only if nobody notified us (a time-out).

@@ -91,13 +91,21 @@ void CountFiberStarted(std::size_t n) {
 }
 
 void WaitUntilNoLiveFibers() {
+  while (!WaitUntilNoLiveFibersFor(std::chrono::hours(1))) {
+  }
+}
+
+bool WaitUntilNoLiveFibersFor(std::chrono::milliseconds timeout) {
   // Termination is rare and not latency-sensitive: poll with a growing pause rather than
   // make every fiber exit check for a waiter.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto pause = std::chrono::microseconds(50);
   while (GetLiveFiberCount() != 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(pause);
     pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(5));
   }
+  return true;
 }
 
 }  // namespace spindle::internal

@@ -3,6 +3,7 @@
 #ifndef SPINDLE_RUNTIME_INTERNAL_LIVE_FIBERS_H_
 #define SPINDLE_RUNTIME_INTERNAL_LIVE_FIBERS_H_
 
+#include <chrono>
 #include <cstddef>
 
 namespace spindle::internal {
@@ -12,6 +13,8 @@ namespace spindle::internal {
 std::size_t GetLiveFiberCount();
 // Blocks the calling pthread until GetLiveFiberCount() is 0.
 void WaitUntilNoLiveFibers();
+// Like WaitUntilNoLiveFibers(), giving up after `timeout`; true if the count reached 0.
+bool WaitUntilNoLiveFibersFor(std::chrono::milliseconds timeout);
 // For a fiber being started: counts it as live. Every started fiber is counted once and
 // uncounted when it has died and its stack is recycled.
 void CountFiberStarted(std::size_t n);

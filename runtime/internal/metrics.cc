@@ -16,8 +16,8 @@ namespace {
 // Per-thread rows of cells, in chunks allocated on a thread's first touch of a
 // slot in that chunk, so a thread that bumps two counters owns two cells' worth
 // of chunks, not the whole table.
-constexpr std::size_t kChunkSlots = 512; // 4 KiB of cells
-constexpr std::size_t kMaxChunks = 128;  // 65,536 slots
+constexpr std::size_t kChunkSlots = 512;  // 4 KiB of cells
+constexpr std::size_t kMaxChunks = 128;   // 65,536 slots
 constexpr std::size_t kMaxSlots = kChunkSlots * kMaxChunks;
 
 struct Chunk {
@@ -36,7 +36,7 @@ struct ThreadRow {
 // Thread-safety: every member under `lock` (a std::mutex: Debian's abseil is
 // not built for TSan, which would miss an absl::Mutex's ordering).
 class Registry {
-public:
+ public:
   std::uint32_t AllocateSlot() {
     std::lock_guard<std::mutex> lock(lock_);
     std::uint32_t slot;
@@ -44,8 +44,7 @@ public:
       slot = free_.back();
       free_.pop_back();
     } else {
-      CHECK(next_ < kMaxSlots)
-          << "more than " << kMaxSlots << " live metric counters";
+      CHECK(next_ < kMaxSlots) << "more than " << kMaxSlots << " live metric counters";
       slot = next_++;
       retired_.push_back(0);
     }
@@ -53,8 +52,7 @@ public:
     // and no thread writes it any more (ThreadCounter's contract).
     retired_[slot] = 0;
     for (ThreadRow *row : rows_) {
-      Chunk *chunk =
-          row->chunks[slot / kChunkSlots].load(std::memory_order_acquire);
+      Chunk *chunk = row->chunks[slot / kChunkSlots].load(std::memory_order_acquire);
       if (chunk != nullptr) {
         chunk->cells[slot % kChunkSlots].store(0, std::memory_order_relaxed);
       }
@@ -72,8 +70,7 @@ public:
     std::uint64_t sum = retired_[slot];
     for (ThreadRow *row : rows_) {
       // acquire: pairs with the owner's release when it installed the chunk.
-      Chunk *chunk =
-          row->chunks[slot / kChunkSlots].load(std::memory_order_acquire);
+      Chunk *chunk = row->chunks[slot / kChunkSlots].load(std::memory_order_acquire);
       // relaxed: a statistic; the cell is a snapshot of its owner's count.
       if (chunk != nullptr)
         sum += chunk->cells[slot % kChunkSlots].load(std::memory_order_relaxed);
@@ -89,14 +86,10 @@ public:
   void RetireRow(ThreadRow *row) {
     std::lock_guard<std::mutex> lock(lock_);
     for (std::size_t c = 0; c < kMaxChunks; ++c) {
-      Chunk *chunk =
-          row->chunks[c].load(std::memory_order_relaxed); // our own row
-      if (chunk == nullptr)
-        continue;
-      for (std::size_t i = 0; i < kChunkSlots && c * kChunkSlots + i < next_;
-           ++i) {
-        retired_[c * kChunkSlots + i] +=
-            chunk->cells[i].load(std::memory_order_relaxed);
+      Chunk *chunk = row->chunks[c].load(std::memory_order_relaxed);  // our own row
+      if (chunk == nullptr) continue;
+      for (std::size_t i = 0; i < kChunkSlots && c * kChunkSlots + i < next_; ++i) {
+        retired_[c * kChunkSlots + i] += chunk->cells[i].load(std::memory_order_relaxed);
       }
       delete chunk;
     }
@@ -114,31 +107,28 @@ public:
     return in_use_;
   }
 
-private:
+ private:
   std::mutex lock_;
   std::vector<ThreadRow *> rows_;
-  std::vector<std::uint64_t> retired_; // indexed by slot
+  std::vector<std::uint64_t> retired_;  // indexed by slot
   std::vector<std::uint32_t> free_;
   std::uint32_t next_ = 0;
   std::size_t in_use_ = 0;
 };
 
 Registry &GetRegistry() {
-  static auto *registry =
-      new Registry; // never destroyed: threads may outlive main()
+  static auto *registry = new Registry;  // never destroyed: threads may outlive main()
   return *registry;
 }
 
 // The calling thread's row: null before its first Add, a live row, or
 // kRetiredRow after its thread-local destructor ran.
-ThreadRow *const kRetiredRow =
-    reinterpret_cast<ThreadRow *>(alignof(ThreadRow));
+ThreadRow *const kRetiredRow = reinterpret_cast<ThreadRow *>(alignof(ThreadRow));
 
 struct RowHolder {
   ThreadRow *row = nullptr;
   ~RowHolder() {
-    if (row != nullptr)
-      GetRegistry().RetireRow(row);
+    if (row != nullptr) GetRegistry().RetireRow(row);
     row = kRetiredRow;
   }
 };
@@ -149,12 +139,11 @@ thread_local RowHolder tls_row;
 // GetCurrentFiberEntity()).
 __attribute__((noinline)) RowHolder *ThisThreadRowHolder() {
   RowHolder *holder = &tls_row;
-  __asm__ __volatile__("" : "+r"(holder)); // opaque to the optimiser
+  __asm__ __volatile__("" : "+r"(holder));  // opaque to the optimiser
   return holder;
 }
 
-__attribute__((noinline)) Chunk *NewChunk(RowHolder *holder,
-                                          std::size_t index) {
+__attribute__((noinline)) Chunk *NewChunk(RowHolder *holder, std::size_t index) {
   if (holder->row == nullptr) {
     holder->row = new ThreadRow;
     GetRegistry().AddRow(holder->row);
@@ -165,7 +154,7 @@ __attribute__((noinline)) Chunk *NewChunk(RowHolder *holder,
   return chunk;
 }
 
-} // namespace
+}  // namespace
 
 ThreadCounter::ThreadCounter() : slot_(GetRegistry().AllocateSlot()) {}
 
@@ -181,58 +170,46 @@ void ThreadCounter::Add(std::uint64_t n) {
   Chunk *chunk =
       holder->row == nullptr
           ? nullptr
-          : holder->row->chunks[index].load(std::memory_order_relaxed); // ours
-  if (__builtin_expect(chunk == nullptr, 0))
-    chunk = NewChunk(holder, index);
+          : holder->row->chunks[index].load(std::memory_order_relaxed);  // ours
+  if (__builtin_expect(chunk == nullptr, 0)) chunk = NewChunk(holder, index);
   std::atomic<std::uint64_t> &cell = chunk->cells[slot_ % kChunkSlots];
   // relaxed load + store: this thread is the cell's only writer; readers take
   // relaxed snapshots.
-  cell.store(cell.load(std::memory_order_relaxed) + n,
-             std::memory_order_relaxed);
+  cell.store(cell.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
 std::uint64_t ThreadCounter::Read() const { return GetRegistry().Sum(slot_); }
 
-std::size_t ThreadCounterSlotsInUseForTesting() {
-  return GetRegistry().in_use();
-}
+std::size_t ThreadCounterSlotsInUseForTesting() { return GetRegistry().in_use(); }
 
 std::uint64_t HistogramBucketLowerBound(std::size_t bucket) {
-  if (bucket < kHistogramSubBuckets)
-    return bucket;
-  if (bucket >= kHistogramBuckets - 1)
-    return std::uint64_t{1} << kHistogramMaxLog2;
-  const std::size_t log2 =
-      (bucket - kHistogramSubBuckets) / kHistogramSubBuckets + 2;
-  const std::uint64_t sub =
-      (bucket - kHistogramSubBuckets) % kHistogramSubBuckets;
+  if (bucket < kHistogramSubBuckets) return bucket;
+  if (bucket >= kHistogramBuckets - 1) return std::uint64_t{1} << kHistogramMaxLog2;
+  const std::size_t log2 = (bucket - kHistogramSubBuckets) / kHistogramSubBuckets + 2;
+  const std::uint64_t sub = (bucket - kHistogramSubBuckets) % kHistogramSubBuckets;
   return (kHistogramSubBuckets + sub) << (log2 - 2);
 }
 
 double HistogramSnapshot::Percentile(double q) const {
-  if (count == 0)
-    return 0.0;
+  if (count == 0) return 0.0;
   q = std::clamp(q, 0.0, 1.0);
   const auto rank = std::max<std::uint64_t>(
       1, static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(count))));
   std::uint64_t seen = 0;
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     seen += buckets[b];
-    if (seen < rank)
-      continue;
+    if (seen < rank) continue;
     const double low = static_cast<double>(HistogramBucketLowerBound(b));
-    const double high =
-        b + 1 < kHistogramBuckets
-            ? static_cast<double>(HistogramBucketLowerBound(b + 1))
-            : low * 2;
+    const double high = b + 1 < kHistogramBuckets
+                            ? static_cast<double>(HistogramBucketLowerBound(b + 1))
+                            : low * 2;
     // Values are integers: a bucket [low, high) holds low..high-1.
     return (low + (high - 1)) / 2;
   }
   return static_cast<double>(HistogramBucketLowerBound(kHistogramBuckets - 1));
 }
 
-HistogramSnapshot
-HistogramSnapshot::Since(const HistogramSnapshot &earlier) const {
+HistogramSnapshot HistogramSnapshot::Since(const HistogramSnapshot &earlier) const {
   HistogramSnapshot delta = *this;
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     // Snapshots are taken bucket by bucket while writers run: never go below 0.
@@ -240,15 +217,13 @@ HistogramSnapshot::Since(const HistogramSnapshot &earlier) const {
         buckets[b] >= earlier.buckets[b] ? buckets[b] - earlier.buckets[b] : 0;
   }
   delta.count = 0;
-  for (std::uint64_t n : delta.buckets)
-    delta.count += n;
+  for (std::uint64_t n : delta.buckets) delta.count += n;
   delta.sum = std::max(0.0, sum - earlier.sum);
   return delta;
 }
 
 void HistogramSnapshot::MergeFrom(const HistogramSnapshot &other) {
-  for (std::size_t b = 0; b < buckets.size(); ++b)
-    buckets[b] += other.buckets[b];
+  for (std::size_t b = 0; b < buckets.size(); ++b) buckets[b] += other.buckets[b];
   count += other.count;
   sum += other.sum;
 }
@@ -262,34 +237,4 @@ void SingleWriterHistogram::AddTo(HistogramSnapshot &into) const {
   into.sum += static_cast<double>(sum_.Read());
 }
 
-std::uint64_t CycleClockFallbackNow() {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
-
-double CycleClockNanosPerTick() {
-#if !defined(__x86_64__) && !defined(__aarch64__)
-  return 1.0; // the fallback clock counts nanoseconds
-#else
-  // Measured once, over 2 ms against the steady clock: two clock reads of error
-  // (tens of nanoseconds) in 2 ms is a 0.002% error, far below a histogram
-  // bucket's width.
-  static const double nanos_per_tick = [] {
-    const auto w0 = std::chrono::steady_clock::now();
-    const std::uint64_t t0 = CycleClockNow();
-    std::chrono::steady_clock::time_point w1;
-    do {
-      w1 = std::chrono::steady_clock::now();
-    } while (w1 - w0 < std::chrono::milliseconds(2));
-    const std::uint64_t t1 = CycleClockNow();
-    const double ns = static_cast<double>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(w1 - w0).count());
-    return t1 > t0 ? ns / static_cast<double>(t1 - t0) : 1.0;
-  }();
-  return nanos_per_tick;
-#endif
-}
-
-} // namespace spindle::internal
+}  // namespace spindle::internal

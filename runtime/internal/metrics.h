@@ -3,9 +3,8 @@
 #ifndef SPINDLE_RUNTIME_INTERNAL_METRICS_H_
 #define SPINDLE_RUNTIME_INTERNAL_METRICS_H_
 
-// The metrics core: counters that threads bump without sharing a cache line,
-// log-bucketed histograms, and a cheap cycle clock for the ready-to-run
-// latency. The runtime's own figures (runtime/metrics.h) are built from these.
+// The metrics core: counters that threads bump without sharing a cache line, and
+// log-bucketed histograms (the latency stamps use fiber/internal/cycle_clock.h). The runtime's own figures (runtime/metrics.h) are built from these.
 //
 // Why per-thread cells. A counter bumped by many threads with a locked
 // read-modify-write bounces its cache line between them (the figure that
@@ -27,6 +26,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "fiber/internal/cycle_clock.h"  // CycleClockNow(), for the latency stamps
+
 namespace spindle::internal {
 
 // ---- Counters bumped from any thread.
@@ -38,7 +39,7 @@ namespace spindle::internal {
 // the slot for a later counter (the slot's cells are zeroed before reuse).
 // Add() must not race with the destructor.
 class ThreadCounter {
-public:
+ public:
   ThreadCounter();
   ~ThreadCounter();
   ThreadCounter(const ThreadCounter &) = delete;
@@ -47,7 +48,7 @@ public:
   void Add(std::uint64_t n = 1);
   std::uint64_t Read() const;
 
-private:
+ private:
   std::uint32_t slot_;
 };
 
@@ -56,16 +57,15 @@ private:
 // A counter written by one thread at a time (the owner places it where no other
 // writer shares the line); read by any thread.
 class SingleWriterCounter {
-public:
+ public:
   void Add(std::uint64_t n = 1) {
     // relaxed load + relaxed store, no read-modify-write: one writer. Readers
     // take a relaxed snapshot (a statistic orders nothing).
-    value_.store(value_.load(std::memory_order_relaxed) + n,
-                 std::memory_order_relaxed);
+    value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
   std::uint64_t Read() const { return value_.load(std::memory_order_relaxed); }
 
-private:
+ private:
   std::atomic<std::uint64_t> value_{0};
 };
 
@@ -77,18 +77,14 @@ private:
 // read from it is off by under 25%, under 12.5% when reported at the bucket's
 // midpoint). Values of 2^kHistogramMaxLog2 and more share the last bucket.
 inline constexpr std::size_t kHistogramSubBuckets = 4;
-inline constexpr std::size_t kHistogramMaxLog2 =
-    46; // 2^46 ns is about 19.5 hours
+inline constexpr std::size_t kHistogramMaxLog2 = 46;  // 2^46 ns is about 19.5 hours
 inline constexpr std::size_t kHistogramBuckets =
     kHistogramSubBuckets + (kHistogramMaxLog2 - 2) * kHistogramSubBuckets + 1;
 
 inline std::size_t HistogramBucketOf(std::uint64_t value) {
-  if (value < kHistogramSubBuckets)
-    return static_cast<std::size_t>(value);
-  const std::size_t log2 =
-      63 - static_cast<std::size_t>(__builtin_clzll(value));
-  if (log2 >= kHistogramMaxLog2)
-    return kHistogramBuckets - 1;
+  if (value < kHistogramSubBuckets) return static_cast<std::size_t>(value);
+  const std::size_t log2 = 63 - static_cast<std::size_t>(__builtin_clzll(value));
+  if (log2 >= kHistogramMaxLog2) return kHistogramBuckets - 1;
   const std::size_t sub = static_cast<std::size_t>(value >> (log2 - 2)) & 3;
   return kHistogramSubBuckets + (log2 - 2) * kHistogramSubBuckets + sub;
 }
@@ -99,17 +95,14 @@ std::uint64_t HistogramBucketLowerBound(std::size_t bucket);
 // total and the sum of the recorded values, in the unit they were recorded in.
 // Plain data, copyable.
 struct HistogramSnapshot {
-  std::vector<std::uint64_t> buckets =
-      std::vector<std::uint64_t>(kHistogramBuckets);
+  std::vector<std::uint64_t> buckets = std::vector<std::uint64_t>(kHistogramBuckets);
   std::uint64_t count = 0;
   double sum = 0;
 
   // The value at quantile `q` in [0, 1]: the midpoint of the bucket holding the
   // ceil(q * count)-th smallest value; 0 when empty.
   double Percentile(double q) const;
-  double Mean() const {
-    return count == 0 ? 0.0 : sum / static_cast<double>(count);
-  }
+  double Mean() const { return count == 0 ? 0.0 : sum / static_cast<double>(count); }
   // This minus `earlier` (an older snapshot of the same histogram): what was
   // recorded in between.
   HistogramSnapshot Since(const HistogramSnapshot &earlier) const;
@@ -118,7 +111,7 @@ struct HistogramSnapshot {
 
 // A histogram recorded by one thread at a time (a worker's own), read by any.
 class SingleWriterHistogram {
-public:
+ public:
   void Record(std::uint64_t value) {
     buckets_[HistogramBucketOf(value)].Add(1);
     sum_.Add(value);
@@ -126,41 +119,16 @@ public:
   // Adds the counts and the sum to `into`.
   void AddTo(HistogramSnapshot &into) const;
 
-private:
+ private:
   SingleWriterCounter buckets_[kHistogramBuckets];
   SingleWriterCounter sum_;
 };
-
-// ---- The cycle clock.
-
-// A monotonic tick count that is cheap to read: the TSC on x86-64 (constant and
-// non-stop on every CPU we target), the virtual counter on AArch64, else the
-// steady clock's nanoseconds. Ticks are only compared with ticks of the same
-// machine.
-inline std::uint64_t CycleClockNow() {
-#if defined(__x86_64__)
-  std::uint32_t lo, hi;
-  __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-  return (static_cast<std::uint64_t>(hi) << 32) | lo;
-#elif defined(__aarch64__)
-  std::uint64_t ticks;
-  __asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(ticks));
-  return ticks;
-#else
-  return CycleClockFallbackNow();
-#endif
-}
-std::uint64_t CycleClockFallbackNow();
-// Nanoseconds per tick: measured once per process, the first call spinning 2 ms
-// against the steady clock (call it where 2 ms do not matter, e.g. at
-// start-up). Thread-safe.
-double CycleClockNanosPerTick();
 
 // ---- Test hooks.
 // How many counter slots are in use (tests check that destroyed counters give
 // theirs back).
 std::size_t ThreadCounterSlotsInUseForTesting();
 
-} // namespace spindle::internal
+}  // namespace spindle::internal
 
-#endif // SPINDLE_RUNTIME_INTERNAL_METRICS_H_
+#endif  // SPINDLE_RUNTIME_INTERNAL_METRICS_H_

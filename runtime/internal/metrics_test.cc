@@ -21,13 +21,11 @@ TEST(ThreadCounterTest, SumsOverThreadsIncludingExitedOnes) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&counter] {
-      for (std::uint64_t i = 0; i < kPerThread; ++i)
-        counter.Add(1);
+      for (std::uint64_t i = 0; i < kPerThread; ++i) counter.Add(1);
     });
   }
-  counter.Add(5); // this thread's own row
-  for (std::thread &thread : threads)
-    thread.join();
+  counter.Add(5);  // this thread's own row
+  for (std::thread &thread : threads) thread.join();
   // The workers exited: their rows were folded into the retired sums.
   EXPECT_EQ(counter.Read(), kThreads * kPerThread + 5);
 }
@@ -38,8 +36,7 @@ TEST(ThreadCounterTest, ReadWhileWritersRunNeverGoesBackwards) {
   std::vector<std::thread> writers;
   for (int t = 0; t < 3; ++t) {
     writers.emplace_back([&] {
-      while (!stop.load(std::memory_order_relaxed))
-        counter.Add(1);
+      while (!stop.load(std::memory_order_relaxed)) counter.Add(1);
     });
   }
   std::uint64_t last = 0;
@@ -49,8 +46,7 @@ TEST(ThreadCounterTest, ReadWhileWritersRunNeverGoesBackwards) {
     last = now;
   }
   stop.store(true, std::memory_order_relaxed);
-  for (std::thread &writer : writers)
-    writer.join();
+  for (std::thread &writer : writers) writer.join();
   EXPECT_GE(counter.Read(), last);
 }
 
@@ -64,7 +60,7 @@ TEST(ThreadCounterTest, ASlotReusedByANewCounterStartsAtZero) {
     EXPECT_EQ(ThreadCounterSlotsInUseForTesting(), before + 1);
   }
   EXPECT_EQ(ThreadCounterSlotsInUseForTesting(), before);
-  ThreadCounter second; // takes the freed slot
+  ThreadCounter second;  // takes the freed slot
   EXPECT_EQ(second.Read(), 0u);
   second.Add(3);
   EXPECT_EQ(second.Read(), 3u);
@@ -72,14 +68,11 @@ TEST(ThreadCounterTest, ASlotReusedByANewCounterStartsAtZero) {
 
 TEST(ThreadCounterTest, ManyCountersSpanChunks) {
   std::vector<std::unique_ptr<ThreadCounter>> counters;
-  for (int i = 0; i < 1500; ++i)
-    counters.push_back(std::make_unique<ThreadCounter>());
+  for (int i = 0; i < 1500; ++i) counters.push_back(std::make_unique<ThreadCounter>());
   std::thread([&] {
-    for (std::size_t i = 0; i < counters.size(); ++i)
-      counters[i]->Add(i);
+    for (std::size_t i = 0; i < counters.size(); ++i) counters[i]->Add(i);
   }).join();
-  for (std::size_t i = 0; i < counters.size(); ++i)
-    EXPECT_EQ(counters[i]->Read(), i);
+  for (std::size_t i = 0; i < counters.size(); ++i) EXPECT_EQ(counters[i]->Read(), i);
 }
 
 TEST(HistogramTest, BucketsAreContiguousAndBoundsMatch) {
@@ -101,8 +94,7 @@ TEST(HistogramTest, BucketsAreContiguousAndBoundsMatch) {
 TEST(HistogramTest, PercentilesWithinABucketsWidth) {
   SingleWriterHistogram histogram;
   // 1..10000: p50 = 5000, p99 = 9900, p999 = 9990.
-  for (std::uint64_t v = 1; v <= 10000; ++v)
-    histogram.Record(v);
+  for (std::uint64_t v = 1; v <= 10000; ++v) histogram.Record(v);
   HistogramSnapshot snapshot;
   histogram.AddTo(snapshot);
   EXPECT_EQ(snapshot.count, 10000u);
@@ -116,12 +108,10 @@ TEST(HistogramTest, PercentilesWithinABucketsWidth) {
 
 TEST(HistogramTest, SinceSubtractsAnEarlierSnapshot) {
   SingleWriterHistogram histogram;
-  for (int i = 0; i < 100; ++i)
-    histogram.Record(10);
+  for (int i = 0; i < 100; ++i) histogram.Record(10);
   HistogramSnapshot before;
   histogram.AddTo(before);
-  for (int i = 0; i < 50; ++i)
-    histogram.Record(1000);
+  for (int i = 0; i < 50; ++i) histogram.Record(1000);
   HistogramSnapshot after;
   histogram.AddTo(after);
   const HistogramSnapshot delta = after.Since(before);
@@ -132,13 +122,12 @@ TEST(HistogramTest, SinceSubtractsAnEarlierSnapshot) {
 }
 
 TEST(CycleClockTest, TicksConvertToNanoseconds) {
-  const double nanos_per_tick = CycleClockNanosPerTick(); // calibrates once
+  const double nanos_per_tick = CycleClockNanosPerTick();  // calibrates once
   EXPECT_EQ(CycleClockNanosPerTick(), nanos_per_tick);
   const std::uint64_t t0 = CycleClockNow();
   const auto w0 = std::chrono::steady_clock::now();
   std::uint64_t t1 = t0;
-  while (std::chrono::steady_clock::now() - w0 <
-         std::chrono::milliseconds(20)) {
+  while (std::chrono::steady_clock::now() - w0 < std::chrono::milliseconds(20)) {
     t1 = CycleClockNow();
   }
   ASSERT_GT(t1, t0);
@@ -149,5 +138,5 @@ TEST(CycleClockTest, TicksConvertToNanoseconds) {
   EXPECT_LT(ns, 10e9);
 }
 
-} // namespace
-} // namespace spindle::internal
+}  // namespace
+}  // namespace spindle::internal

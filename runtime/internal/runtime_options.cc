@@ -3,6 +3,7 @@
 #include "runtime/internal/runtime_options.h"
 
 #include <sched.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <fstream>
@@ -74,10 +75,24 @@ DEFINE_uint64(fiber_cross_numa_work_stealing_ratio, 0,
               "Like --fiber_work_stealing_ratio, for groups on other NUMA nodes "
               "(default 0 = never steal across nodes). Range [0, 1048576].");
 
+DEFINE_uint64(fiber_terminate_grace_ms, 10000,
+              "Milliseconds TerminateRuntime() waits for the remaining fibers before it "
+              "logs how many are left and dumps them (then again at each further such "
+              "interval until they finish). Default 10000; range [0, 86400000], 0 = "
+              "never log.");
+DEFINE_int32(fiber_dump_signal, 0,
+             "A signal number that makes the runtime write the fiber dump (DumpFibers()) "
+             "to stderr, e.g. 12 for SIGUSR2 (default 0 = none). Range [0, 64]; "
+             "SIGKILL, SIGSTOP and the synchronous fault signals (SIGSEGV, SIGBUS, "
+             "SIGFPE, SIGILL) are refused. The dump runs on a runtime thread, not in the "
+             "handler.");
+
 namespace spindle::internal {
 namespace {
 
 constexpr std::size_t kMaxConcurrency = 1024;
+constexpr std::uint64_t kMaxTerminateGraceMs = 86400000;
+constexpr int kMaxSignal = 64;
 constexpr std::size_t kMaxSpinTimeUs = 10000;
 constexpr std::size_t kMaxStealingRatio = std::size_t{1} << 20;
 constexpr std::uint64_t kMaxGlobalCheckInterval = 1000000;
@@ -112,6 +127,8 @@ RuntimeOptions RuntimeOptionsFromFlags() {
   options.numa_topology_override = FLAGS_fiber_numa_topology_override;
   options.work_stealing_ratio = FLAGS_fiber_work_stealing_ratio;
   options.cross_numa_work_stealing_ratio = FLAGS_fiber_cross_numa_work_stealing_ratio;
+  options.terminate_grace = std::chrono::milliseconds(FLAGS_fiber_terminate_grace_ms);
+  options.dump_signal = FLAGS_fiber_dump_signal;
   return options;
 }
 
@@ -161,6 +178,19 @@ std::string ValidateRuntimeOptions(const RuntimeOptions& options) {
            std::to_string(options.cross_numa_work_stealing_ratio) +
            " is invalid: expected idle rounds per steal attempt in [0, " +
            std::to_string(kMaxStealingRatio) + "] (0 = never)";
+  }
+  if (static_cast<std::uint64_t>(options.terminate_grace.count()) > kMaxTerminateGraceMs) {
+    return "--fiber_terminate_grace_ms=" + std::to_string(options.terminate_grace.count()) +
+           " is invalid: expected milliseconds in [0, " +
+           std::to_string(kMaxTerminateGraceMs) + "] (0 = never log)";
+  }
+  if (options.dump_signal < 0 || options.dump_signal > kMaxSignal ||
+      options.dump_signal == SIGKILL || options.dump_signal == SIGSTOP ||
+      options.dump_signal == SIGSEGV || options.dump_signal == SIGBUS ||
+      options.dump_signal == SIGFPE || options.dump_signal == SIGILL) {
+    return "--fiber_dump_signal=" + std::to_string(options.dump_signal) +
+           " is invalid: expected a signal number in [0, " + std::to_string(kMaxSignal) +
+           "] (0 = none), not SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGFPE or SIGILL";
   }
   error = ValidateStackAllocatorOptions(options.stacks);
   if (!error.empty()) return error;

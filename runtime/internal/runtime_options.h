@@ -28,6 +28,8 @@ DECLARE_bool(fiber_worker_disallow_cpu_migration);
 DECLARE_string(fiber_numa_topology_override);
 DECLARE_uint64(fiber_work_stealing_ratio);
 DECLARE_uint64(fiber_cross_numa_work_stealing_ratio);
+DECLARE_uint64(fiber_terminate_grace_ms);
+DECLARE_int32(fiber_dump_signal);
 
 namespace spindle::internal {
 
@@ -51,6 +53,10 @@ struct RuntimeOptions {
   // internal baselines only: the flag refuses it.
   std::size_t work_stealing_ratio = 16;
   std::size_t cross_numa_work_stealing_ratio = 0;  // across nodes; 0 = never
+  // TerminateRuntime() logs and dumps the fibers it still waits for after this, and
+  // again after each further such interval; 0 = never.
+  std::chrono::milliseconds terminate_grace{10000};
+  int dump_signal = 0;  // 0 = no signal dumps the fibers
 };
 
 // What the options resolve to on this machine: the topology the runtime uses and its

@@ -44,8 +44,8 @@ FiberEntity* CurrentFiberOrNull() {
 
 TimedWaiter::TimedWaiter() : fiber_(CurrentFiberOrNull()) {}
 
-TimedWaiter::Result TimedWaiter::WaitUntil(TimerClock::time_point deadline) {
-  return fiber_ != nullptr ? WaitAsFiber(deadline) : WaitAsThread(deadline);
+TimedWaiter::Result TimedWaiter::WaitUntil(TimerClock::time_point deadline, WaitKind kind) {
+  return fiber_ != nullptr ? WaitAsFiber(deadline, kind) : WaitAsThread(deadline);
 }
 
 bool TimedWaiter::Notify() {
@@ -84,7 +84,8 @@ void TimedWaiter::OnDeadline(void* arg) {
   waiter->deadline_callback_done_.store(true, std::memory_order_release);
 }
 
-TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline) {
+TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline,
+                                             WaitKind kind) {
   SchedulingGroup* group = fiber_->scheduling_group;
   TimerEntry* timer = nullptr;
   if (deadline != TimerClock::time_point::max()) {
@@ -100,6 +101,10 @@ TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline) {
     std::unique_lock<Spinlock> lock(fiber_->scheduler_lock);
     // acquire: pairs with the winning flip (made under this same lock).
     if (state_.load(std::memory_order_acquire) == kWaiting) {
+      // Under the scheduler lock, as the fiber dump reads it.
+      fiber_->wait_kind = fiber_->wait_kind_override != WaitKind::kNone
+                              ? fiber_->wait_kind_override
+                              : kind;
       ParkFiber(fiber_, std::move(lock));
     }
   }

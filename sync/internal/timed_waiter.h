@@ -31,7 +31,9 @@ class TimedWaiter {
   TimedWaiter& operator=(const TimedWaiter&) = delete;
 
   // Blocks until Notify() or `deadline` (TimerClock::time_point::max(): no deadline).
-  Result WaitUntil(TimerClock::time_point deadline);
+  // A fiber waiter is shown by the fiber dump as waiting for `kind` (unless a
+  // ScopedWaitKind on it names the wait).
+  Result WaitUntil(TimerClock::time_point deadline, WaitKind kind = WaitKind::kOther);
 
   // Wakes the waiter unless it has already timed out (or been notified). True if this
   // call is the one that woke it.
@@ -44,7 +46,7 @@ class TimedWaiter {
   // Flips kWaiting -> `to` under the fiber's scheduler lock and queues the fiber if it
   // is parked. Returns whether the flip won.
   bool WinAndWakeFiber(int to);
-  Result WaitAsFiber(TimerClock::time_point deadline);
+  Result WaitAsFiber(TimerClock::time_point deadline, WaitKind kind);
   Result WaitAsThread(TimerClock::time_point deadline);
 
   std::atomic<int> state_{kWaiting};

@@ -12,17 +12,18 @@ WaitQueue::~WaitQueue() {
 }
 
 TimedWaiter::Result WaitQueue::Wait(std::unique_lock<Spinlock>& lock,
-                                    TimerClock::time_point deadline) {
+                                    TimerClock::time_point deadline, WaitKind kind) {
   WaitDetail detail;
-  return Wait(lock, deadline, detail);
+  return Wait(lock, deadline, detail, kind);
 }
 
 TimedWaiter::Result WaitQueue::Wait(std::unique_lock<Spinlock>& lock,
-                                    TimerClock::time_point deadline, WaitDetail& detail) {
+                                    TimerClock::time_point deadline, WaitDetail& detail,
+                                    WaitKind kind) {
   Node node;
   Link(&node, detail.front);
   lock.unlock();
-  const TimedWaiter::Result result = node.waiter.WaitUntil(deadline);
+  const TimedWaiter::Result result = node.waiter.WaitUntil(deadline, kind);
   lock.lock();
   detail.removed_self = node.linked;
   if (node.linked) Unlink(&node);  // timed out before anybody chose it

@@ -1,0 +1,43 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_FIBER_DUMP_H_
+#define SPINDLE_RUNTIME_INTERNAL_FIBER_DUMP_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <ostream>
+#include <vector>
+
+#include "fiber/internal/fiber_entity.h"
+
+namespace spindle::internal {
+
+// One live fiber as the dump saw it. A plain value.
+struct FiberSnapshot {
+  std::uint64_t id = 0;
+  FiberState state = FiberState::kReady;
+  WaitKind wait_kind = WaitKind::kNone;  // meaningful when Waiting
+  int group = -1;                        // -1: not known (a Ready fiber may be stolen)
+  std::uint32_t worker = 0;              // meaningful when Running
+  double seconds_in_state = -1;  // how long it has been Waiting; -1: not timed
+  bool is_caller = false;    // the fiber that took the dump
+  bool not_started = false;  // Ready, never ran
+  std::vector<void*> pcs;    // innermost first; empty when not captured
+};
+
+// Every fiber that has a stack right now (that is, all but those still queued as
+// descriptors), ordered by id. Thread-safe; callable from a fiber or a plain thread. It
+// holds the stack registry's lock throughout and each fiber's scheduler lock for a few
+// loads and a bounded frame-pointer walk: no fiber is resumed, destroyed or unmapped
+// while it is read.
+std::vector<FiberSnapshot> SnapshotFibers();
+
+// Writes SnapshotFibers() as text (format in runtime/runtime.h, DumpFibers()),
+// symbolized. `live_fibers`: the runtime's count of live fibers, for the "not started"
+// figure.
+void WriteFiberDump(std::ostream& out, const std::vector<FiberSnapshot>& fibers,
+                    std::size_t live_fibers);
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_FIBER_DUMP_H_
