@@ -109,18 +109,30 @@ TEST(OsLockCheckTest, RecursiveMutexCountsEachLevel) {
   EXPECT_EQ(OsMutexesHeldByThisThread(), 0);
 }
 
-TEST(OsLockCheckTest, TimedLocksCountAndFailedUnlockDoesNot) {
+TEST(OsLockCheckTest, TimedLocksCount) {
   SPINDLE_SKIP_WITHOUT_CHECK();
   std::timed_mutex timed;
+#if !defined(__SANITIZE_THREAD__)
+  // GCC 12's TSan runtime has no pthread_mutex_clocklock interceptor, so it would take
+  // the unlock below for an unlock of an unlocked mutex (with or without this check).
   ASSERT_TRUE(timed.try_lock_for(10ms));  // pthread_mutex_clocklock
   EXPECT_EQ(OsMutexesHeldByThisThread(), 1);
   timed.unlock();
+#endif
   ASSERT_TRUE(
       timed.try_lock_until(std::chrono::system_clock::now() + 10ms));  // timedlock
   EXPECT_EQ(OsMutexesHeldByThisThread(), 1);
   timed.unlock();
   EXPECT_EQ(OsMutexesHeldByThisThread(), 0);
+}
 
+TEST(OsLockCheckTest, FailedUnlockDoesNotCount) {
+  SPINDLE_SKIP_WITHOUT_CHECK();
+#if defined(__SANITIZE_THREAD__)
+  // TSan reports the bad unlock below itself, which shows that its interceptor is
+  // reached through ours; the count is checked in the other lanes.
+  GTEST_SKIP() << "ThreadSanitizer reports an unlock of an unlocked mutex";
+#endif
   pthread_mutexattr_t attr;
   pthread_mutexattr_init(&attr);
   pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
