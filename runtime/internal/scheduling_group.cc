@@ -49,6 +49,7 @@
 #include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
 #include "runtime/internal/live_fibers.h"
+#include "runtime/internal/os_lock_check.h"
 #include "runtime/internal/ready_batch.h"
 #include "runtime/internal/strategy_v1.h"
 #include "runtime/internal/strategy_v2.h"
@@ -328,6 +329,7 @@ void SchedulingGroup::UnlockAndRequeue(void* arg) {
 }
 
 void SchedulingGroup::Yield(FiberEntity* self) {
+  CheckNoOsMutexHeld(self->id, "yield");  // even when nothing else is ready
   if (BusyPollDue(self->scheduling_worker)) {
     // No lock is held here: poll in place (the fibers it readies queue behind us).
     if (strategy_->poller()->PollNow(MonotonicNowNs())) strategy_->WakeOneSleeper();
@@ -341,6 +343,7 @@ void SchedulingGroup::Yield(FiberEntity* self) {
 }
 
 void SchedulingGroup::Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
+  CheckNoOsMutexHeld(self->id, "park");
   CHECK(self_lock.owns_lock() && self_lock.mutex() == &self->scheduler_lock)
       << "Halt() needs the fiber's own scheduler lock";
   self->SetState(FiberState::kWaiting);
@@ -358,6 +361,7 @@ void SchedulingGroup::Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lo
 }
 
 void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
+  CheckNoOsMutexHeld(self->id, "dispatch");
   // Runs now, so nobody may run it inline later. relaxed: the only possible joiner is
   // the caller's own handle, which this fiber creates after we return.
   if (desc->claim != nullptr) desc->claim->store(true, std::memory_order_relaxed);

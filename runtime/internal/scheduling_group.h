@@ -85,6 +85,8 @@ class SchedulingGroup {
   void SetThieves(const std::vector<SchedulingGroup*>& thieves);
 
   // ---- Running fiber side (the fiber `self`, running on a worker of this group).
+  // In debug and sanitizer builds, Yield, Halt and Dispatch abort if the calling thread
+  // holds a pthread mutex (os_lock_check.h).
 
   // Lets other Ready fibers run; returns at once if there are none.
   void Yield(FiberEntity* self);
