@@ -53,9 +53,10 @@ inline std::size_t ScaledLiveFibers(std::size_t n) {
 
 // Polls `condition` until it holds or `timeout` passes; returns whether it held. The
 // polling thread yields between checks; the deadline turns a lost wake-up into a test
-// failure instead of a hang.
+// failure instead of a hang. The default is generous: the sanitizer lanes on 2 busy
+// cores run some workloads ten times slower, and a too-tight default made them flaky.
 template <class F>
-bool WaitFor(F&& condition, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+bool WaitFor(F&& condition, std::chrono::milliseconds timeout = std::chrono::seconds(120)) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!condition()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
