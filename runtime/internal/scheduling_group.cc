@@ -227,7 +227,6 @@ FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc) {
   fiber->scheduling_group = this;
   fiber->scheduling_group_local = desc->scheduling_group_local;
   fiber->reclaim = &ReclaimFiber;
-  fiber->ready_stamp = desc->ready_stamp;
   fibers_begun_.Add(1);
   FreeFiberDesc(desc);
   return fiber;
@@ -281,9 +280,24 @@ std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup* victim) {
   return entry;
 }
 
+bool SchedulingGroup::ThisThreadSamplesReadiness() {
+  thread_local std::uint32_t tick = 0;
+  return ++tick % kReadySamplePeriod == 0;
+}
+
 FiberEntity* SchedulingGroup::MakeRunning(std::uintptr_t entry, std::size_t worker) {
-  FiberEntity* fiber = IsDescEntry(entry) ? Instantiate(DecodeDesc(entry))
-                                          : DecodeFiber(entry);
+  // The readiness stamp (written before the push, which our pop is ordered after).
+  std::uint64_t stamp;
+  FiberEntity* fiber;
+  if (IsDescEntry(entry)) {
+    FiberDesc* desc = DecodeDesc(entry);
+    stamp = desc->ready_stamp;
+    fiber = Instantiate(desc);
+  } else {
+    fiber = DecodeFiber(entry);
+    stamp = fiber->ready_stamp;
+    if (stamp != 0) fiber->ready_stamp = 0;  // written only when sampled (StampReady)
+  }
   // A fiber may have been stolen from another group: it belongs to ours from now on.
   // Plain write: the fiber is not running and no one else holds it (we took its entry);
   // whoever reads it next is ordered after us through the scheduler lock below.
@@ -293,9 +307,6 @@ FiberEntity* SchedulingGroup::MakeRunning(std::uintptr_t entry, std::size_t work
     // Single writer (this worker's thread): no read-modify-write.
     WorkerCounters& counters = worker_counters_[worker];
     counters.fibers_run.Add(1);
-    // The readiness stamp (written before the push, which our pop is ordered after; a
-    // descriptor's was copied by Instantiate()).
-    const std::uint64_t stamp = fiber->ready_stamp;
     if (stamp != 0) {
       const std::uint64_t now = CycleClockNow();
       counters.ready_latency.Record(

@@ -161,11 +161,17 @@ class SchedulingGroup {
   template <class T>
   void EnqueueMany(T* const* items, std::size_t n);
   FiberEntity* Instantiate(FiberDesc* desc);
+  // Whether the calling thread's next readiness is one of its 1 in kReadySamplePeriod
+  // (a per-thread tick, read out of line: a fiber may move threads between two calls).
+  static bool ThisThreadSamplesReadiness();
   // Marks `fiber`/`desc` as made Ready now, for the ready-to-run latency (one in
   // kReadySamplePeriod readinesses is stamped with the cycle clock; the rest with 0).
+  // A fiber's stamp is written only when sampled, and cleared by the worker that takes
+  // it (MakeRunning()): a waker on another CPU must not write the wakee's control
+  // block on every wake-up (that line then bounces between the CPUs: pingpong's round
+  // trip cost 10% more when every wake-up wrote a stamp or a count there).
   static void StampReady(FiberEntity* fiber) {
-    fiber->ready_stamp =
-        ++fiber->ready_count % kReadySamplePeriod == 0 ? CycleClockNow() : 0;
+    if (ThisThreadSamplesReadiness()) fiber->ready_stamp = CycleClockNow();
   }
   static void StampReady(FiberDesc* desc) {
     desc->ready_stamp = desc->id % kReadySamplePeriod == 0 ? CycleClockNow() : 0;
