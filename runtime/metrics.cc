@@ -22,7 +22,7 @@ std::uint64_t Minus(std::uint64_t now, std::uint64_t before) {
 }
 
 // Adds `from`'s counters, gauges and latency samples to `into`'s.
-void Accumulate(GroupMetrics &into, const GroupMetrics &from) {
+void Accumulate(GroupMetrics& into, const GroupMetrics& from) {
   into.workers += from.workers;
   into.fibers_started += from.fibers_started;
   into.fibers_begun += from.fibers_begun;
@@ -43,7 +43,7 @@ void Accumulate(GroupMetrics &into, const GroupMetrics &from) {
   into.ready_latency.MergeFrom(from.ready_latency);
 }
 
-GroupMetrics GroupSince(const GroupMetrics &now, const GroupMetrics &before) {
+GroupMetrics GroupSince(const GroupMetrics& now, const GroupMetrics& before) {
   GroupMetrics d = now;  // identity and gauges: now's
   d.fibers_started = Minus(now.fibers_started, before.fibers_started);
   d.fibers_begun = Minus(now.fibers_begun, before.fibers_begun);
@@ -61,8 +61,8 @@ GroupMetrics GroupSince(const GroupMetrics &now, const GroupMetrics &before) {
   d.reactor_events = Minus(now.reactor_events, before.reactor_events);
   d.ready_latency = now.ready_latency.Since(before.ready_latency);
   for (std::size_t w = 0; w < d.per_worker.size() && w < before.per_worker.size(); ++w) {
-    WorkerMetrics &dw = d.per_worker[w];
-    const WorkerMetrics &bw = before.per_worker[w];
+    WorkerMetrics& dw = d.per_worker[w];
+    const WorkerMetrics& bw = before.per_worker[w];
     dw.fibers_run = Minus(dw.fibers_run, bw.fibers_run);
     dw.sleeps = Minus(dw.sleeps, bw.sleeps);
     dw.spurious_wakeups = Minus(dw.spurious_wakeups, bw.spurious_wakeups);
@@ -75,11 +75,11 @@ GroupMetrics GroupSince(const GroupMetrics &now, const GroupMetrics &before) {
 
 GroupMetrics RuntimeMetrics::Total() const {
   GroupMetrics total;
-  for (const GroupMetrics &group : groups) Accumulate(total, group);
+  for (const GroupMetrics& group : groups) Accumulate(total, group);
   return total;
 }
 
-RuntimeMetrics RuntimeMetrics::Since(const RuntimeMetrics &earlier) const {
+RuntimeMetrics RuntimeMetrics::Since(const RuntimeMetrics& earlier) const {
   RuntimeMetrics delta = *this;
   for (std::size_t g = 0; g < delta.groups.size() && g < earlier.groups.size(); ++g) {
     delta.groups[g] = GroupSince(groups[g], earlier.groups[g]);
@@ -88,12 +88,12 @@ RuntimeMetrics RuntimeMetrics::Since(const RuntimeMetrics &earlier) const {
 }
 
 RuntimeMetrics GetRuntimeMetrics() {
-  internal::Runtime &runtime = internal::Runtime::Get();
+  internal::Runtime& runtime = internal::Runtime::Get();
   RuntimeMetrics metrics;
   metrics.live_fibers = internal::GetLiveFiberCount();
   for (std::size_t g = 0; g < runtime.group_count(); ++g) {
-    const internal::SchedulingGroup &group = *runtime.group(g);
-    internal::SchedulingStrategy &strategy = *group.strategy();
+    const internal::SchedulingGroup& group = *runtime.group(g);
+    internal::SchedulingStrategy& strategy = *group.strategy();
     if (g == 0) metrics.strategy = group.options().strategy;
     GroupMetrics m;
     m.index = g;
@@ -111,10 +111,10 @@ RuntimeMetrics GetRuntimeMetrics() {
     m.wakeups = stats.wakeups;
     m.run_queue_depth = stats.global_queue_size;
     m.local_queue_depth = stats.local_queue_size;
-    if (const internal::TimerWorker *timers = internal::TimerWorkerFor(&group)) {
+    if (const internal::TimerWorker* timers = internal::TimerWorkerFor(&group)) {
       m.timers_fired = timers->fired();
     }
-    if (const internal::GroupPoller *poller = group.poller()) {
+    if (const internal::GroupPoller* poller = group.poller()) {
       const internal::GroupPoller::Counters counters = poller->counters();
       m.reactor_polls = counters.polls;
       m.reactor_events = counters.events;
@@ -139,15 +139,15 @@ RuntimeMetrics GetRuntimeMetrics() {
   return metrics;
 }
 
-std::string FormatPrometheus(const RuntimeMetrics &metrics) {
+std::string FormatPrometheus(const RuntimeMetrics& metrics) {
   std::ostringstream out;
-  const auto family = [&](const char *name, const char *type, const char *help) {
+  const auto family = [&](const char* name, const char* type, const char* help) {
     out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
   };
-  const auto per_group = [&](const char *name, const char *type, const char *help,
+  const auto per_group = [&](const char* name, const char* type, const char* help,
                              std::uint64_t GroupMetrics::*field) {
     family(name, type, help);
-    for (const GroupMetrics &g : metrics.groups) {
+    for (const GroupMetrics& g : metrics.groups) {
       out << name << "{group=\"" << g.index << "\"} " << g.*field << '\n';
     }
   };
@@ -200,8 +200,8 @@ std::string FormatPrometheus(const RuntimeMetrics &metrics) {
          "From a fiber becoming ready to it starting to run (one readiness in "
          "8 sampled).");
   char le[32];
-  for (const GroupMetrics &g : metrics.groups) {
-    const Histogram &h = g.ready_latency;
+  for (const GroupMetrics& g : metrics.groups) {
+    const Histogram& h = g.ready_latency;
     // Bounds at powers of two nanoseconds (bucket edges of the log histogram,
     // so the cumulative counts are exact): 2 ns .. 2^kHistogramMaxLog2 ns.
     std::uint64_t cumulative = 0;

@@ -91,7 +91,7 @@ struct RuntimeMetrics {
   // This snapshot minus an earlier one of the same runtime: what happened in
   // between. Counters and histograms are subtracted; gauges are this
   // snapshot's.
-  RuntimeMetrics Since(const RuntimeMetrics &earlier) const;
+  RuntimeMetrics Since(const RuntimeMetrics& earlier) const;
 };
 
 // A snapshot of every group. Thread-safe; from fibers and plain threads while
@@ -103,7 +103,7 @@ RuntimeMetrics GetRuntimeMetrics();
 // as spindle_*_total{group="G"}, gauges, and the ready-to-run latency as a
 // histogram in seconds
 // (spindle_ready_latency_seconds_bucket{group="G",le="..."}, _sum, _count).
-std::string FormatPrometheus(const RuntimeMetrics &metrics);
+std::string FormatPrometheus(const RuntimeMetrics& metrics);
 
 }  // namespace spindle
 

@@ -49,11 +49,11 @@ TEST_P(MetricsTest, CountersAddUpAcrossThreads) {
         });
       }
       release.Wait();  // parked: the children run elsewhere, or inline at join()
-      for (Fiber &child : children) child.join();
+      for (Fiber& child : children) child.join();
     });
   }
   release.Set();
-  for (Fiber &fiber : fibers) fiber.join();
+  for (Fiber& fiber : fibers) fiber.join();
   ASSERT_EQ(children_ran.load(), parents * kChildren);
   ASSERT_TRUE(WaitFor([] { return GetFiberCount() == 0; }));
 
@@ -68,9 +68,9 @@ TEST_P(MetricsTest, CountersAddUpAcrossThreads) {
   EXPECT_EQ(total.workers, GetParam());
   std::uint64_t per_worker_runs = 0;
   std::uint64_t per_worker_samples = 0;
-  for (const GroupMetrics &group : metrics.groups) {
+  for (const GroupMetrics& group : metrics.groups) {
     ASSERT_EQ(group.per_worker.size(), group.workers);
-    for (const WorkerMetrics &worker : group.per_worker) {
+    for (const WorkerMetrics& worker : group.per_worker) {
       per_worker_runs += worker.fibers_run;
       per_worker_samples += worker.ready_latency.count;
     }
@@ -105,7 +105,7 @@ TEST(ReadyLatencyTest, MovesWhenTheWorkerIsHeldBusy) {
   for (int i = 0; i < 64; ++i) waiting.emplace_back([] {});
   others_started.store(true, std::memory_order_release);
   busy.join();
-  for (Fiber &fiber : waiting) fiber.join();
+  for (Fiber& fiber : waiting) fiber.join();
   const Histogram latency = GetRuntimeMetrics().Since(before).Total().ready_latency;
   // 64 consecutive new fibers: 8 of their ids (7 across an id-block boundary)
   // are multiples of 8.
@@ -119,7 +119,8 @@ TEST(MetricsTest, IdleWorkersCountTheirSleeps) {
   Fiber([] {}).join();
   // Each worker goes to sleep once nothing is left to run.
   ASSERT_TRUE(WaitFor([] {
-    for (const WorkerMetrics &worker : GetRuntimeMetrics().groups[0].per_worker) {
+    const RuntimeMetrics metrics = GetRuntimeMetrics();  // outlives the loop
+    for (const WorkerMetrics& worker : metrics.groups[0].per_worker) {
       if (worker.sleeps == 0) return false;
     }
     return true;
@@ -158,7 +159,7 @@ TEST(MetricsTest, PrometheusText) {
     const double value = std::stod(line.substr(space + 1));
     const std::string name = series.substr(0, series.find('{'));
     std::string family = name;
-    for (const char *suffix : {"_bucket", "_sum", "_count"}) {
+    for (const char* suffix : {"_bucket", "_sum", "_count"}) {
       const std::string s = suffix;
       if (types.count(family) == 0 && family.size() > s.size() &&
           family.compare(family.size() - s.size(), s.size(), s) == 0) {
@@ -176,7 +177,7 @@ TEST(MetricsTest, PrometheusText) {
   EXPECT_EQ(types["spindle_fibers_started_total"], "counter");
   EXPECT_EQ(types["spindle_run_queue_depth"], "gauge");
   EXPECT_EQ(types["spindle_ready_latency_seconds"], "histogram");
-  for (const GroupMetrics &group : metrics.groups) {
+  for (const GroupMetrics& group : metrics.groups) {
     const std::string g = "{group=\"" + std::to_string(group.index) + "\"}";
     EXPECT_EQ(samples["spindle_fibers_started_total" + g],
               static_cast<double>(group.fibers_started));

@@ -28,7 +28,7 @@ struct ThreadRow {
   // Written by the owning thread (a new chunk, release) and read by readers
   // under the registry lock (acquire); a chunk is freed only when the row is
   // retired, under that lock.
-  std::atomic<Chunk *> chunks[kMaxChunks] = {};
+  std::atomic<Chunk*> chunks[kMaxChunks] = {};
 };
 
 // Rows of live threads, what exited threads left, and the slot allocator.
@@ -51,8 +51,8 @@ class Registry {
     // A reused slot starts at 0 in every row: the counter that had it is gone
     // and no thread writes it any more (ThreadCounter's contract).
     retired_[slot] = 0;
-    for (ThreadRow *row : rows_) {
-      Chunk *chunk = row->chunks[slot / kChunkSlots].load(std::memory_order_acquire);
+    for (ThreadRow* row : rows_) {
+      Chunk* chunk = row->chunks[slot / kChunkSlots].load(std::memory_order_acquire);
       if (chunk != nullptr) {
         chunk->cells[slot % kChunkSlots].store(0, std::memory_order_relaxed);
       }
@@ -68,25 +68,25 @@ class Registry {
   std::uint64_t Sum(std::uint32_t slot) {
     std::lock_guard<std::mutex> lock(lock_);
     std::uint64_t sum = retired_[slot];
-    for (ThreadRow *row : rows_) {
+    for (ThreadRow* row : rows_) {
       // acquire: pairs with the owner's release when it installed the chunk.
-      Chunk *chunk = row->chunks[slot / kChunkSlots].load(std::memory_order_acquire);
+      Chunk* chunk = row->chunks[slot / kChunkSlots].load(std::memory_order_acquire);
       // relaxed: a statistic; the cell is a snapshot of its owner's count.
       if (chunk != nullptr)
         sum += chunk->cells[slot % kChunkSlots].load(std::memory_order_relaxed);
     }
     return sum;
   }
-  void AddRow(ThreadRow *row) {
+  void AddRow(ThreadRow* row) {
     std::lock_guard<std::mutex> lock(lock_);
     rows_.push_back(row);
   }
   // The exiting owner's counts move to `retired_`; the row and its chunks are
   // freed.
-  void RetireRow(ThreadRow *row) {
+  void RetireRow(ThreadRow* row) {
     std::lock_guard<std::mutex> lock(lock_);
     for (std::size_t c = 0; c < kMaxChunks; ++c) {
-      Chunk *chunk = row->chunks[c].load(std::memory_order_relaxed);  // our own row
+      Chunk* chunk = row->chunks[c].load(std::memory_order_relaxed);  // our own row
       if (chunk == nullptr) continue;
       for (std::size_t i = 0; i < kChunkSlots && c * kChunkSlots + i < next_; ++i) {
         retired_[c * kChunkSlots + i] += chunk->cells[i].load(std::memory_order_relaxed);
@@ -109,24 +109,24 @@ class Registry {
 
  private:
   std::mutex lock_;
-  std::vector<ThreadRow *> rows_;
+  std::vector<ThreadRow*> rows_;
   std::vector<std::uint64_t> retired_;  // indexed by slot
   std::vector<std::uint32_t> free_;
   std::uint32_t next_ = 0;
   std::size_t in_use_ = 0;
 };
 
-Registry &GetRegistry() {
-  static auto *registry = new Registry;  // never destroyed: threads may outlive main()
+Registry& GetRegistry() {
+  static auto* registry = new Registry;  // never destroyed: threads may outlive main()
   return *registry;
 }
 
 // The calling thread's row: null before its first Add, a live row, or
 // kRetiredRow after its thread-local destructor ran.
-ThreadRow *const kRetiredRow = reinterpret_cast<ThreadRow *>(alignof(ThreadRow));
+ThreadRow* const kRetiredRow = reinterpret_cast<ThreadRow*>(alignof(ThreadRow));
 
 struct RowHolder {
-  ThreadRow *row = nullptr;
+  ThreadRow* row = nullptr;
   ~RowHolder() {
     if (row != nullptr) GetRegistry().RetireRow(row);
     row = kRetiredRow;
@@ -137,18 +137,18 @@ thread_local RowHolder tls_row;
 // Out of line, so that a caller that switches fibers (and so maybe threads)
 // between two bumps never reuses the first thread's row address (see
 // GetCurrentFiberEntity()).
-__attribute__((noinline)) RowHolder *ThisThreadRowHolder() {
-  RowHolder *holder = &tls_row;
+__attribute__((noinline)) RowHolder* ThisThreadRowHolder() {
+  RowHolder* holder = &tls_row;
   __asm__ __volatile__("" : "+r"(holder));  // opaque to the optimiser
   return holder;
 }
 
-__attribute__((noinline)) Chunk *NewChunk(RowHolder *holder, std::size_t index) {
+__attribute__((noinline)) Chunk* NewChunk(RowHolder* holder, std::size_t index) {
   if (holder->row == nullptr) {
     holder->row = new ThreadRow;
     GetRegistry().AddRow(holder->row);
   }
-  auto *chunk = new Chunk;
+  auto* chunk = new Chunk;
   // release: pairs with a reader's acquire, so it sees the zeroed cells.
   holder->row->chunks[index].store(chunk, std::memory_order_release);
   return chunk;
@@ -161,18 +161,18 @@ ThreadCounter::ThreadCounter() : slot_(GetRegistry().AllocateSlot()) {}
 ThreadCounter::~ThreadCounter() { GetRegistry().FreeSlot(slot_); }
 
 void ThreadCounter::Add(std::uint64_t n) {
-  RowHolder *holder = ThisThreadRowHolder();
+  RowHolder* holder = ThisThreadRowHolder();
   if (__builtin_expect(holder->row == kRetiredRow, 0)) {
     GetRegistry().AddRetired(slot_, n);
     return;
   }
   const std::size_t index = slot_ / kChunkSlots;
-  Chunk *chunk =
+  Chunk* chunk =
       holder->row == nullptr
           ? nullptr
           : holder->row->chunks[index].load(std::memory_order_relaxed);  // ours
   if (__builtin_expect(chunk == nullptr, 0)) chunk = NewChunk(holder, index);
-  std::atomic<std::uint64_t> &cell = chunk->cells[slot_ % kChunkSlots];
+  std::atomic<std::uint64_t>& cell = chunk->cells[slot_ % kChunkSlots];
   // relaxed load + store: this thread is the cell's only writer; readers take
   // relaxed snapshots.
   cell.store(cell.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
@@ -209,7 +209,7 @@ double HistogramSnapshot::Percentile(double q) const {
   return static_cast<double>(HistogramBucketLowerBound(kHistogramBuckets - 1));
 }
 
-HistogramSnapshot HistogramSnapshot::Since(const HistogramSnapshot &earlier) const {
+HistogramSnapshot HistogramSnapshot::Since(const HistogramSnapshot& earlier) const {
   HistogramSnapshot delta = *this;
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     // Snapshots are taken bucket by bucket while writers run: never go below 0.
@@ -222,13 +222,13 @@ HistogramSnapshot HistogramSnapshot::Since(const HistogramSnapshot &earlier) con
   return delta;
 }
 
-void HistogramSnapshot::MergeFrom(const HistogramSnapshot &other) {
+void HistogramSnapshot::MergeFrom(const HistogramSnapshot& other) {
   for (std::size_t b = 0; b < buckets.size(); ++b) buckets[b] += other.buckets[b];
   count += other.count;
   sum += other.sum;
 }
 
-void SingleWriterHistogram::AddTo(HistogramSnapshot &into) const {
+void SingleWriterHistogram::AddTo(HistogramSnapshot& into) const {
   for (std::size_t b = 0; b < kHistogramBuckets; ++b) {
     const std::uint64_t n = buckets_[b].Read();
     into.buckets[b] += n;

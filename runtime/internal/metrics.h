@@ -4,7 +4,8 @@
 #define SPINDLE_RUNTIME_INTERNAL_METRICS_H_
 
 // The metrics core: counters that threads bump without sharing a cache line, and
-// log-bucketed histograms (the latency stamps use fiber/internal/cycle_clock.h). The runtime's own figures (runtime/metrics.h) are built from these.
+// log-bucketed histograms (the latency stamps use fiber/internal/cycle_clock.h). The
+// runtime's own figures (runtime/metrics.h) are built from these.
 //
 // Why per-thread cells. A counter bumped by many threads with a locked
 // read-modify-write bounces its cache line between them (the figure that
@@ -42,8 +43,8 @@ class ThreadCounter {
  public:
   ThreadCounter();
   ~ThreadCounter();
-  ThreadCounter(const ThreadCounter &) = delete;
-  ThreadCounter &operator=(const ThreadCounter &) = delete;
+  ThreadCounter(const ThreadCounter&) = delete;
+  ThreadCounter& operator=(const ThreadCounter&) = delete;
 
   void Add(std::uint64_t n = 1);
   std::uint64_t Read() const;
@@ -105,8 +106,8 @@ struct HistogramSnapshot {
   double Mean() const { return count == 0 ? 0.0 : sum / static_cast<double>(count); }
   // This minus `earlier` (an older snapshot of the same histogram): what was
   // recorded in between.
-  HistogramSnapshot Since(const HistogramSnapshot &earlier) const;
-  void MergeFrom(const HistogramSnapshot &other);
+  HistogramSnapshot Since(const HistogramSnapshot& earlier) const;
+  void MergeFrom(const HistogramSnapshot& other);
 };
 
 // A histogram recorded by one thread at a time (a worker's own), read by any.
@@ -117,7 +118,7 @@ class SingleWriterHistogram {
     sum_.Add(value);
   }
   // Adds the counts and the sum to `into`.
-  void AddTo(HistogramSnapshot &into) const;
+  void AddTo(HistogramSnapshot& into) const;
 
  private:
   SingleWriterCounter buckets_[kHistogramBuckets];

@@ -25,7 +25,7 @@ TEST(ThreadCounterTest, SumsOverThreadsIncludingExitedOnes) {
     });
   }
   counter.Add(5);  // this thread's own row
-  for (std::thread &thread : threads) thread.join();
+  for (std::thread& thread : threads) thread.join();
   // The workers exited: their rows were folded into the retired sums.
   EXPECT_EQ(counter.Read(), kThreads * kPerThread + 5);
 }
@@ -46,7 +46,7 @@ TEST(ThreadCounterTest, ReadWhileWritersRunNeverGoesBackwards) {
     last = now;
   }
   stop.store(true, std::memory_order_relaxed);
-  for (std::thread &writer : writers) writer.join();
+  for (std::thread& writer : writers) writer.join();
   EXPECT_GE(counter.Read(), last);
 }
 
