@@ -34,6 +34,9 @@ void Runtime::Terminate() {
   // The timer threads are stopped (no firing starts a fiber any more): drain what is
   // left, then stop the groups.
   WaitUntilNoLiveFibers();
+  // A plain thread may still be finishing the wake-up of a fiber that has since run to
+  // its end: it must leave the strategy before we free it.
+  WaitForForeignProducers();
   for (auto& group : runtime->groups_) group->Stop();
   for (auto& worker : runtime->workers_) worker->Join();
   g_runtime.store(nullptr, std::memory_order_release);

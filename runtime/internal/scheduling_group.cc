@@ -43,6 +43,8 @@
 #include "runtime/internal/scheduling_group.h"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <utility>
 
 #include "fiber/internal/stack_allocator.h"
@@ -69,6 +71,37 @@ struct BoundWorker {
 };
 thread_local BoundWorker tls_bound_worker;
 SPINDLE_SWITCH_SAFE_TLS_ACCESSOR(BoundWorker, tls_bound_worker, BoundWorkerSlot)
+
+// Producers running on threads that are no worker of any group (plain threads, the
+// RunBlocking pool), between their push and the end of its wake-up. A fiber such a
+// thread wakes may finish, and the runtime terminate, while that thread is still inside
+// the strategy (waking a sleeper): TerminateRuntime() waits for this count to reach 0
+// (WaitForForeignProducers) before it frees the groups. Workers are joined first and
+// timer threads stopped first, so only these threads need counting.
+//
+// Why a count read after "no live fiber" sees every producer that matters: the
+// increment is sequenced before the push, the push (release) before the worker's pop
+// (acquire), which is before the fiber's finish, whose count Terminate reads with
+// acquire before it reads this one; so that read finds the increment, or a later value.
+std::atomic<std::size_t> g_foreign_producers{0};
+
+class ForeignProducerScope {
+ public:
+  ForeignProducerScope() : foreign_(BoundWorkerSlot()->group == nullptr) {
+    // relaxed: ordered before the push, see above.
+    if (foreign_) g_foreign_producers.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~ForeignProducerScope() {
+    // release: pairs with WaitForForeignProducers()'s acquire, so all this producer
+    // did to the strategy happens before the runtime frees it.
+    if (foreign_) g_foreign_producers.fetch_sub(1, std::memory_order_release);
+  }
+  ForeignProducerScope(const ForeignProducerScope&) = delete;
+  ForeignProducerScope& operator=(const ForeignProducerScope&) = delete;
+
+ private:
+  const bool foreign_;
+};
 
 void ReclaimFiber(FiberEntity* dead) {
   StackCache::ForThisThread().Put(DestroyFiberEntity(dead));
@@ -144,6 +177,7 @@ void SchedulingGroup::SetThieves(const std::vector<SchedulingGroup*>& thieves) {
 }
 
 void SchedulingGroup::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason) {
+  ForeignProducerScope scope;
   strategy_->Enqueue(entry, stealable, reason, CurrentWorker());
 }
 
@@ -155,6 +189,7 @@ void SchedulingGroup::StartFiber(FiberDesc* desc) {
 
 template <class T>
 void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n) {
+  ForeignProducerScope scope;
   constexpr std::size_t kChunk = 64;
   std::uintptr_t entries[kChunk];
   bool stealable[kChunk];
@@ -211,6 +246,12 @@ ReadyBatch::~ReadyBatch() {
     group->QueueReadyBatch(&*split, static_cast<std::size_t>(fibers_.end() - split));
     fibers_.erase(split, fibers_.end());
   }
+}
+
+void WaitForForeignProducers() {
+  // acquire: pairs with ForeignProducerScope's release. Such a producer is at most a
+  // wake-up system call away from leaving.
+  while (g_foreign_producers.load(std::memory_order_acquire) != 0) std::this_thread::yield();
 }
 
 void ResumeFiber(FiberEntity* fiber) { fiber->scheduling_group->Resume(fiber); }

@@ -215,6 +215,12 @@ class SchedulingGroup {
   ThreadCounter steals_out_;
 };
 
+// Blocks until no thread outside the runtime's workers is inside a group's producer
+// side (a plain thread or the RunBlocking pool still finishing a wake-up whose fiber
+// has already run). TerminateRuntime() calls it once no fiber is live, before it frees
+// the groups.
+void WaitForForeignProducers();
+
 // A new descriptor for a fiber that runs `start_proc`, with a new id, counted as live.
 FiberDesc* NewFiberDesc(absl::AnyInvocable<void()> start_proc);
 
