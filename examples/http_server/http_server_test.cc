@@ -341,8 +341,9 @@ TEST_F(HttpServerTest, MetricsInPrometheusText) {
             std::string::npos);
   EXPECT_NE(body.find("spindle_ready_latency_seconds_bucket{group=\"0\",le=\"+Inf\"} "),
             std::string::npos);
-  // The reactor served this connection: it polled and saw events.
-  EXPECT_EQ(body.find("spindle_reactor_events_total{group=\"0\"} 0\n"), std::string::npos);
+  // The reactor's figures are there (whether it saw events depends on whether any read
+  // found its socket empty: a fresh-clone CI run saw none).
+  EXPECT_NE(body.find("spindle_reactor_events_total{group=\"0\"} "), std::string::npos);
   // The server's own figures, counted before this request was answered.
   EXPECT_NE(body.find("spindle_http_requests_total 1\n"), std::string::npos) << body;
   EXPECT_NE(body.find("spindle_http_live_connections 1\n"), std::string::npos);
