@@ -87,7 +87,7 @@ std::atomic<std::size_t> g_foreign_producers{0};
 
 class ForeignProducerScope {
  public:
-  ForeignProducerScope() : foreign_(BoundWorkerSlot()->group == nullptr) {
+  explicit ForeignProducerScope(const BoundWorker& bound) : foreign_(bound.group == nullptr) {
     // relaxed: ordered before the push, see above.
     if (foreign_) g_foreign_producers.fetch_add(1, std::memory_order_relaxed);
   }
@@ -165,11 +165,6 @@ void SchedulingGroup::BindWorkerThread(std::size_t worker) {
   *BoundWorkerSlot() = worker == kNoWorker ? BoundWorker{} : BoundWorker{this, worker};
 }
 
-std::size_t SchedulingGroup::CurrentWorker() const {
-  const BoundWorker& bound = *BoundWorkerSlot();
-  return bound.group == this ? bound.index : kNoWorker;
-}
-
 void SchedulingGroup::SetThieves(const std::vector<SchedulingGroup*>& thieves) {
   std::vector<SchedulingStrategy*> strategies;
   for (SchedulingGroup* thief : thieves) strategies.push_back(thief->strategy_.get());
@@ -177,8 +172,12 @@ void SchedulingGroup::SetThieves(const std::vector<SchedulingGroup*>& thieves) {
 }
 
 void SchedulingGroup::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason) {
-  ForeignProducerScope scope;
-  strategy_->Enqueue(entry, stealable, reason, CurrentWorker());
+  // One read of the thread's binding serves both the count and the origin (a push is
+  // a hot path).
+  const BoundWorker bound = *BoundWorkerSlot();
+  ForeignProducerScope scope(bound);
+  strategy_->Enqueue(entry, stealable, reason,
+                     bound.group == this ? bound.index : kNoWorker);
 }
 
 void SchedulingGroup::StartFiber(FiberDesc* desc) {
@@ -189,7 +188,9 @@ void SchedulingGroup::StartFiber(FiberDesc* desc) {
 
 template <class T>
 void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n) {
-  ForeignProducerScope scope;
+  const BoundWorker bound = *BoundWorkerSlot();
+  ForeignProducerScope scope(bound);
+  const std::size_t origin = bound.group == this ? bound.index : kNoWorker;
   constexpr std::size_t kChunk = 64;
   std::uintptr_t entries[kChunk];
   bool stealable[kChunk];
@@ -200,7 +201,7 @@ void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n) {
       entries[i] = EncodeEntry(items[done + i]);
       stealable[i] = !items[done + i]->scheduling_group_local;
     }
-    strategy_->EnqueueBatch(entries, stealable, count, CurrentWorker());
+    strategy_->EnqueueBatch(entries, stealable, count, origin);
   }
 }
 

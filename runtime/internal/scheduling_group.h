@@ -154,8 +154,6 @@ class SchedulingGroup {
   static constexpr std::uint32_t kReadySamplePeriod = 8;
 
  private:
-  // The calling thread's worker number in this group, or kNoWorker.
-  std::size_t CurrentWorker() const;
   void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason);
   // Queues n descriptors or Ready fibers in batches of 64 (EnqueueBatch).
   template <class T>
