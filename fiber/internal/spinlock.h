@@ -3,6 +3,8 @@
 #ifndef SPINDLE_FIBER_INTERNAL_SPINLOCK_H_
 #define SPINDLE_FIBER_INTERNAL_SPINLOCK_H_
 
+#include <sched.h>
+
 #include <atomic>
 
 namespace spindle::internal {
@@ -17,7 +19,9 @@ inline void CpuRelax() {
 }
 
 // A test-and-test-and-set spinlock for critical sections of a few dozen instructions,
-// such as a fiber's scheduler lock. Thread-safe. Not recursive. It never parks: holding
+// such as a fiber's scheduler lock. Thread-safe. Not recursive. A waiter that has spun
+// for a few microseconds yields its CPU between looks (sched_yield), so a holder
+// preempted on an oversubscribed machine gets to run. It never parks: holding
 // it across anything that may block or switch fibers is a bug, except for the one
 // documented hand-over in FiberEntity (the lock taken by a fiber before it suspends is
 // released by the context it switches to). Satisfies Lockable, so std::lock_guard and
@@ -58,10 +62,22 @@ class Spinlock {
   void LockSlow() noexcept {
     do {
       // relaxed spin on a shared cache line until it looks free; the exchange below is
-      // the acquire.
-      while (locked_.load(std::memory_order_relaxed)) CpuRelax();
+      // the acquire. After kSpinsBeforeYield pauses the holder is probably not running
+      // (preempted: more runnable threads than CPUs), so give it our CPU instead of
+      // burning the rest of our time slice.
+      for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
+        if (spins < kSpinsBeforeYield) {
+          CpuRelax();
+        } else {
+          sched_yield();
+        }
+      }
     } while (locked_.exchange(true, std::memory_order_acquire));
   }
+
+  // A critical section is a few dozen instructions: a holder that keeps the lock for
+  // 256 pauses (a few microseconds) has lost its CPU.
+  static constexpr int kSpinsBeforeYield = 256;
 
   std::atomic<bool> locked_{false};
 };
