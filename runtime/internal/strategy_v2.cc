@@ -24,8 +24,9 @@
 //     --fiber_v2_spawn=fifo turns runnext off (everything goes to the local tail).
 //
 // Taking (TakeNext, the worker's own sources, no blocking):
-//   T1. Every `global_check_interval`-th round (61, as Go), the global queue first, so
-//       fibers from outside cannot starve behind a worker that keeps feeding itself.
+//   T1. For every `global_check_interval`-th fiber taken (61, as Go), the global queue
+//       first, so fibers from outside cannot starve behind a worker that keeps feeding
+//       itself.
 //   T2. runnext, unless it was picked kMaxRunnextStreak times in a row: we have no
 //       preemption, so two fibers that hand off to each other through runnext would
 //       otherwise starve the local queue forever (Go relies on sysmon; Tokio caps its
@@ -321,12 +322,25 @@ std::uintptr_t StrategyV2::TakeFromGlobal(Worker& me) {
 
 std::uintptr_t StrategyV2::TakeNext(std::size_t worker) {
   Worker& me = *workers_[worker];
-  // A count-down, not a modulo: a 64-bit division cost this path more than the rest of
-  // it (perf annotate of the yield workload).
-  if (--me.rounds_to_global_check == 0) {  // T1
-    me.rounds_to_global_check = options_.global_check_interval;
-    if (std::uintptr_t entry = global_.Take()) return entry;
+  // T1 counts fibers taken, as Go's schedtick counts goroutines run: polls that find
+  // nothing (an idle worker searching) do not move it, so its phase does not depend on
+  // how long a worker spun (chaos mode's same-seed-same-order on one worker needs
+  // that). A count-down, not a modulo: a 64-bit division cost this path more than the
+  // rest of it (perf annotate of the yield workload).
+  if (me.rounds_to_global_check == 1) {  // T1: this take is the interval-th
+    if (std::uintptr_t entry = global_.Take()) {
+      me.rounds_to_global_check = options_.global_check_interval;
+      return entry;
+    }
   }
+  const std::uintptr_t entry = TakeOwnSources(me);
+  if (entry != 0 && --me.rounds_to_global_check == 0) {
+    me.rounds_to_global_check = options_.global_check_interval;
+  }
+  return entry;
+}
+
+std::uintptr_t StrategyV2::TakeOwnSources(Worker& me) {
   auto take_runnext = [&me]() -> std::uintptr_t {
     // relaxed load: a hint; acquire exchange: pairs with the producer's exchange.
     while (me.runnext.load(std::memory_order_relaxed) != 0) {

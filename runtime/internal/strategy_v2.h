@@ -57,13 +57,15 @@ class StrategyV2 final : public SchedulingStrategy {
     LocalQueue local;
     WaitSlot slot;
     // The owner's alone.
-    std::uint64_t rounds_to_global_check = 1;  // T1's count-down (set after each check)
+    // T1's count-down of fibers taken (reset after each check).
+    std::uint64_t rounds_to_global_check = 1;
     unsigned runnext_streak = 0;     // consecutive picks from runnext
     std::uint64_t random = 0;        // victim choice
     std::unique_ptr<std::uintptr_t[]> steal_buffer;  // half a local queue
   };
 
   std::uintptr_t TakeLocal(Worker& me);
+  std::uintptr_t TakeOwnSources(Worker& me);  // T2-T4
   std::uintptr_t TakeFromGlobal(Worker& me);
   // One pass over the siblings: half of a local queue (or one entry), else a runnext.
   std::uintptr_t StealFromSiblings(std::size_t worker);
