@@ -66,6 +66,7 @@
 
 #include "glog/logging.h"
 #include "io/internal/descriptor.h"
+#include "runtime/internal/chaos.h"
 #include "runtime/internal/ready_batch.h"
 #include "runtime/internal/scheduling_group.h"
 
@@ -143,6 +144,7 @@ bool Reactor::Wait(std::int64_t deadline_ns) {
   // relaxed: statistics.
   polls_.fetch_add(1, std::memory_order_relaxed);
   if (timeout_ms != 0) blocking_polls_.fetch_add(1, std::memory_order_relaxed);
+  spindle::internal::ChaosPause();  // the poller's token taken, not yet blocked (chaos.h)
   int n = epoll_wait(epoll_fd_, events_, kMaxEvents, timeout_ms);
   if (n < 0) {
     if (errno != EINTR) PLOG(ERROR) << "epoll_wait in the reactor of group " << index_;

@@ -138,6 +138,8 @@ TEST_P(ImbalanceTest, GroupOneRunsFibersStartedIntoGroupZero) {
   EXPECT_GT(ran_on[1].load(), 0);
   const auto stats = GetSchedulingGroupStats();
   EXPECT_GT(stats[1].steals_in_same_node, 0u);
+  // Chaos mode moves fibers to group 1 too (its D2), and group 0 then steals them back.
+  if (testing::UnderChaos()) return;
   EXPECT_EQ(stats[1].steals_in_same_node, stats[0].steals_out);
   EXPECT_EQ(stats[0].steals_in_same_node + stats[1].steals_in_cross_node +
                 stats[0].steals_in_cross_node,
@@ -377,8 +379,10 @@ TEST(NearestGroupTest, StartsFromAPlainThreadStayOnTheCallersNode) {
                    static_cast<std::int64_t>(stats[g].steals_in_same_node +
                                              stats[g].steals_in_cross_node);
     }
-    EXPECT_EQ(started[0], n / 2);
-    EXPECT_EQ(started[1], n / 2);
+    if (!testing::UnderChaos()) {  // chaos moves fibers between the node's groups
+      EXPECT_EQ(started[0], n / 2);
+      EXPECT_EQ(started[1], n / 2);
+    }
     EXPECT_EQ(started[2] + started[3], 0);
   }
   ASSERT_TRUE(SetCurrentThreadAffinity(mask, mask));

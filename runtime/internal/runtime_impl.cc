@@ -7,6 +7,7 @@
 #include <string>
 
 #include "glog/logging.h"
+#include "runtime/internal/chaos.h"
 #include "runtime/internal/live_fibers.h"
 
 namespace spindle::internal {
@@ -22,6 +23,11 @@ void Runtime::Start(const RuntimeOptions& options) {
   CHECK(g_runtime.load(std::memory_order_acquire) == nullptr)
       << "StartRuntime() called while the runtime is already running";
   auto* runtime = new Runtime(options);
+  if (options.chaos_seed != 0) {
+    std::vector<ChaosGroup> groups;
+    for (auto& group : runtime->groups_) groups.push_back({group.get(), group->numa_node()});
+    StartChaos(options.chaos_seed, std::move(groups));  // before any worker runs
+  }
   g_runtime.store(runtime, std::memory_order_release);
   for (auto& worker : runtime->workers_) worker->Start();
 }
@@ -39,6 +45,7 @@ void Runtime::Terminate() {
   WaitForForeignProducers();
   for (auto& group : runtime->groups_) group->Stop();
   for (auto& worker : runtime->workers_) worker->Join();
+  StopChaos();  // no worker runs; the timer threads stopped before we were called
   g_runtime.store(nullptr, std::memory_order_release);
   delete runtime;
 }
@@ -72,7 +79,10 @@ Runtime::Runtime(const RuntimeOptions& options) {
             << (options.stacks.guard_page ? " + guard page" : "")
             << (layout_.topology.numa_available && layout_.numa_aware
                     ? ", memory on each group's node"
-                    : "");
+                    : "")
+            << (options.chaos_seed != 0
+                    ? "; CHAOS MODE, seed " + std::to_string(options.chaos_seed)
+                    : std::string());
 }
 
 void Runtime::BuildGroups(const RuntimeOptions& options) {

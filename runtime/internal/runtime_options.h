@@ -30,6 +30,7 @@ DECLARE_uint64(fiber_work_stealing_ratio);
 DECLARE_uint64(fiber_cross_numa_work_stealing_ratio);
 DECLARE_uint64(fiber_terminate_grace_ms);
 DECLARE_int32(fiber_dump_signal);
+DECLARE_uint64(fiber_chaos_seed);
 
 namespace spindle::internal {
 
@@ -57,6 +58,7 @@ struct RuntimeOptions {
   // again after each further such interval; 0 = never.
   std::chrono::milliseconds terminate_grace{10000};
   int dump_signal = 0;  // 0 = no signal dumps the fibers
+  std::uint64_t chaos_seed = 0;  // chaos scheduling (chaos.h); 0 = off
 };
 
 // What the options resolve to on this machine: the topology the runtime uses and its

@@ -31,10 +31,14 @@ namespace spindle::testing {
 
 // `n` scaled down for slow lanes: the sanitizer configs define
 // SPINDLE_STRESS_SCALE_DEFAULT (TSan 0.1, ASan 0.25); SPINDLE_STRESS_SCALE in the
-// environment overrides it. At least 1.
+// environment overrides it; chaos scheduling halves it. At least 1.
 inline std::size_t Scaled(std::size_t n) {
   double scale = SPINDLE_STRESS_SCALE_DEFAULT;
   if (const char* env = std::getenv("SPINDLE_STRESS_SCALE")) scale = std::atof(env);
+  // Chaos scheduling makes every step slower: half the loops (runtime_testing.cc).
+  if (const char* env = std::getenv("SPINDLE_TEST_CHAOS_SEED")) {
+    if (std::strtoull(env, nullptr, 10) != 0) scale *= 0.5;
+  }
   const auto scaled = static_cast<std::size_t>(static_cast<double>(n) * scale);
   return scaled == 0 ? 1 : scaled;
 }
@@ -106,6 +110,11 @@ inline std::string TestStrategy() {
   const char* env = std::getenv("SPINDLE_TEST_STRATEGY");
   return env != nullptr && *env != '\0' ? std::string(env) : std::string("v1");
 }
+
+// Whether the tests run under chaos scheduling (SPINDLE_TEST_CHAOS_SEED, see
+// runtime_testing.cc): a check of an order or a placement that chaos mode changes on
+// purpose (which fiber runs next, that a joiner runs its child inline) is skipped then.
+inline bool UnderChaos() { return FLAGS_fiber_chaos_seed != 0; }
 
 // Starts a runtime of `workers` workers (one group unless `group_size` says otherwise)
 // under TestStrategy() for the lifetime of the object, restoring the flags afterwards. On the real machine

@@ -50,6 +50,7 @@
 #include "fiber/internal/stack_allocator.h"
 #include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
+#include "runtime/internal/chaos.h"
 #include "runtime/internal/live_fibers.h"
 #include "runtime/internal/os_lock_check.h"
 #include "runtime/internal/ready_batch.h"
@@ -228,6 +229,11 @@ void SchedulingGroup::QueueReady(FiberEntity* fiber) {
     return;
   }
   StampReady(fiber);
+  if (ChaosOn()) {
+    const BoundWorker bound = *BoundWorkerSlot();
+    ChaosQueue(fiber, ReadyReason::kWoken, bound.group == this ? bound.index : kNoWorker);
+    return;
+  }
   Enqueue(EncodeEntry(fiber), !fiber->scheduling_group_local, ReadyReason::kWoken);
 }
 
@@ -282,7 +288,7 @@ FiberEntity* SchedulingGroup::FindRunnable(std::size_t worker, IdleHooks& hooks)
     const std::int64_t now = MonotonicNowNs();
     if (poller->PollDue(now) && poller->PollNow(now)) strategy_->WakeOneSleeper();
   }
-  const std::uintptr_t entry = strategy_->FindRunnable(worker, hooks);
+  std::uintptr_t entry = strategy_->FindRunnable(worker, hooks);
   // Our sleep left the poller vacant (see Sleep()): a sleeping sibling takes it over
   // (it finds no fiber, sleeps again, and wins the token), unless someone already has.
   // Our sleeping bit is clear by now, so the wake-up cannot come back to us.
@@ -292,6 +298,7 @@ FiberEntity* SchedulingGroup::FindRunnable(std::size_t worker, IdleHooks& hooks)
   }
   if (entry == 0) return nullptr;
   strategy_->NoteFoundWork(worker);
+  if (ChaosOn()) entry = ChaosPick(entry, worker);
   return MakeRunning(entry, worker);
 }
 
@@ -365,8 +372,10 @@ FiberEntity* SchedulingGroup::MakeRunning(std::uintptr_t entry, std::size_t work
 FiberEntity* SchedulingGroup::TakeNextForSwitch(FiberEntity* self) {
   // self is Running here, on the worker MakeRunning() recorded.
   const std::size_t worker = self->scheduling_worker;
-  const std::uintptr_t entry = strategy_->TakeNext(worker);
-  return entry == 0 ? nullptr : MakeRunning(entry, worker);
+  std::uintptr_t entry = strategy_->TakeNext(worker);
+  if (entry == 0) return nullptr;
+  if (ChaosOn()) entry = ChaosPick(entry, worker);
+  return MakeRunning(entry, worker);
 }
 
 void SchedulingGroup::UnlockAndRequeue(void* arg) {
@@ -375,6 +384,11 @@ void SchedulingGroup::UnlockAndRequeue(void* arg) {
   StampReady(fiber);  // ours until queued: it is Ready and no queue holds it yet
   // A producer's push like any other, with its wake-up (see "Parking" at the top). We
   // run on the worker the fiber left, which it recorded when it was made Running.
+  if (ChaosOn()) {
+    fiber->scheduling_group->ChaosQueue(fiber, ReadyReason::kYielded,
+                                        fiber->scheduling_worker);
+    return;
+  }
   fiber->scheduling_group->strategy_->Enqueue(EncodeEntry(fiber),
                                               !fiber->scheduling_group_local,
                                               ReadyReason::kYielded,
@@ -406,11 +420,69 @@ void SchedulingGroup::Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lo
   FiberEntity* next =
       BusyPollDue(self->scheduling_worker) ? nullptr : TakeNextForSwitch(self);
   FiberEntity* target = next != nullptr ? next : GetMasterFiberEntity();
+  ChaosPause();  // Waiting but not yet switched out: a waker spins on our lock meanwhile
   self->SwitchTo(target, LandingHook{[](void* fiber) {
                                        static_cast<FiberEntity*>(fiber)
                                            ->scheduler_lock.unlock();
                                      },
                                      self});
+  // D3 (chaos.h): back from the park, holding no lock (a park is allowed only there),
+  // sometimes yield at once. We may have moved to another group meanwhile.
+  if (ChaosOn() && self->scheduling_worker < self->scheduling_group->options_.workers &&
+      ChaosOneIn(8)) {
+    ChaosCount(ChaosEvent::kForcedYield);
+    YieldFiber(self);
+  }
+}
+
+std::uintptr_t SchedulingGroup::ChaosPick(std::uintptr_t entry, std::size_t worker) {
+  if (worker >= options_.workers || !ChaosOneIn(2)) return entry;
+  std::uintptr_t taken[4] = {entry};
+  std::size_t n = 1;
+  for (const std::size_t want = 2 + ChaosBelow(3); n < want; ++n) {
+    taken[n] = strategy_->TakeNext(worker);  // claimed, like any taken entry
+    if (taken[n] == 0) break;
+  }
+  if (n > 1) ChaosCount(ChaosEvent::kPick);
+  for (std::size_t i = n - 1; i > 0; --i) {  // Fisher-Yates
+    std::swap(taken[i], taken[ChaosBelow(i + 1)]);
+  }
+  for (std::size_t i = 1; i < n; ++i) {
+    // A descriptor was claimed when we took it, so its joiner can no longer run it
+    // inline: give it its stack and queue it as the Ready fiber it now is.
+    FiberEntity* fiber;
+    if (IsDescEntry(taken[i])) {
+      FiberDesc* desc = DecodeDesc(taken[i]);
+      const std::uint64_t stamp = desc->ready_stamp;  // keeps timing its first wait
+      fiber = Instantiate(desc);
+      fiber->ready_stamp = stamp;
+    } else {
+      fiber = DecodeFiber(taken[i]);
+    }
+    ChaosQueue(fiber, ReadyReason::kYielded, worker);
+  }
+  return taken[0];
+}
+
+void SchedulingGroup::ChaosQueue(FiberEntity* fiber, ReadyReason reason,
+                                 std::size_t origin) {
+  SchedulingGroup* target = this;
+  if (!fiber->scheduling_group_local) {
+    if (ChaosOneIn(4)) target = ChaosGroupOnNode(this, numa_node());
+    if (target != this) {
+      ChaosCount(ChaosEvent::kGroupMove);
+      origin = kNoWorker;
+    } else if (origin != kNoWorker && ChaosOneIn(4)) {
+      // A migration between workers: the shared queue, not the caller's local one.
+      ChaosCount(ChaosEvent::kSharedQueue);
+      origin = kNoWorker;
+    }
+  }
+  // A push from this thread like any other (Enqueue()), with an origin that is ours in
+  // `target` or none.
+  ForeignProducerScope scope(*BoundWorkerSlot());
+  target->strategy_->Enqueue(EncodeEntry(fiber), !fiber->scheduling_group_local, reason,
+                             origin);
 }
 
 void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "runtime/internal/chaos.h"
 #include "runtime/internal/group_poller.h"
 #include "runtime/internal/metrics.h"
 #include "runtime/internal/topology.h"
@@ -237,7 +238,8 @@ enum class SchedulerTestPoint {
 };
 using SchedulerTestHook = void (*)(SchedulerTestPoint point, std::size_t worker);
 // Installs `hook` (nullptr removes it) in every group. Costs one relaxed load of a
-// global per step while none is installed; the producer's step is on the hot path.
+// global per step while none is installed (and one more for chaos mode); the
+// producer's step is on the hot path.
 void SetSchedulerTestHook(SchedulerTestHook hook);
 
 namespace strategy_internal {
@@ -251,6 +253,7 @@ inline void SchedulerTestPointReached(SchedulerTestPoint point, std::size_t work
           strategy_internal::g_test_hook.load(std::memory_order_relaxed)) {
     hook(point, worker);
   }
+  ChaosPause();  // chaos mode's pauses (chaos.h, P)
 }
 
 // Returns the `k` lowest set bits of `mask` (all of them if it has fewer).

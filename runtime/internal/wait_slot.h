@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <ctime>
 
+#include "runtime/internal/chaos.h"
 #include "runtime/internal/futex.h"
 #include "runtime/internal/group_poller.h"
 
@@ -26,6 +27,7 @@ class WaitSlot {
     // waking (the fiber it pushed) is visible once we return. release: publishes our
     // earlier clearing of polling_ to a Wake() that finds us waiting (WaitPolling()).
     int value = count_.fetch_sub(1, std::memory_order_acq_rel) - 1;
+    ChaosPause();  // between announcing the sleep and sleeping (chaos.h)
     while (value < 0) {
       // Sleeps only while the count is still the value we left; a Wake() in between
       // changes it and the futex returns at once (no lost wake-up).
@@ -40,6 +42,7 @@ class WaitSlot {
   bool WaitUntil(std::int64_t deadline_ns) {
     // acq_rel: as in Wait().
     int value = count_.fetch_sub(1, std::memory_order_acq_rel) - 1;
+    ChaosPause();  // as in Wait()
     while (value < 0) {
       timespec now;
       clock_gettime(CLOCK_MONOTONIC, &now);
@@ -72,6 +75,7 @@ class WaitSlot {
     // acq_rel: release publishes polling_; acquire as in Wait().
     int value = count_.fetch_sub(1, std::memory_order_acq_rel) - 1;
     bool events = false;
+    ChaosPause();  // as in Wait()
     if (value < 0) {
       poller->NotePoll(MonotonicNowNs());
       events = poller->Wait(deadline_ns);
@@ -91,6 +95,7 @@ class WaitSlot {
 
   // Makes one wake-up available, waking the owner if it sleeps.
   void Wake() {
+    ChaosPause();  // a waker delayed before its wake-up lands (chaos.h)
     // acq_rel: release pairs with the acquire in Wait(); acquire makes the owner's
     // polling_ store visible when we find it waiting (WaitPolling).
     if (count_.fetch_add(1, std::memory_order_acq_rel) < 0) WakeOwner();

@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "glog/logging.h"
+#include "runtime/internal/chaos.h"
 #include "runtime/internal/futex.h"
 #include "runtime/internal/ready_batch.h"
 
@@ -63,6 +64,7 @@ bool TimedWaiter::WinAndWakeFiber(int to) {
   FiberEntity* fiber = fiber_;
   bool queue = false;
   bool won = false;
+  ChaosPause();  // a waker delayed before it flips (chaos.h)
   {
     std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
     int expected = kWaiting;
@@ -97,6 +99,7 @@ TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline,
     timer->group = group;
     TimerWorkerFor(group)->Add(timer);
   }
+  ChaosPause();  // published as a waiter, not yet parked (chaos.h)
   {
     std::unique_lock<Spinlock> lock(fiber_->scheduler_lock);
     // acquire: pairs with the winning flip (made under this same lock).

@@ -42,6 +42,7 @@
 #include <climits>
 #include <ctime>
 
+#include "runtime/internal/chaos.h"
 #include "runtime/internal/live_fibers.h"
 #include "runtime/internal/ready_batch.h"
 #include "runtime/internal/futex.h"
@@ -186,6 +187,7 @@ void TimerWorker::Add(TimerEntry* entry) {
     CancelAndRelease(entry);
     return;
   }
+  ChaosPause();  // queued, before the expiry check (chaos.h)
   StoreLoadFence();  // pairs with the worker's fence in step 3
   // relaxed: ordered by the fence above.
   if (expires_ns < next_expiry_ns_.load(std::memory_order_relaxed)) WakeUp();
@@ -293,6 +295,7 @@ void TimerWorker::Run() {
     // it has changed) or the new one, which carries the stop flag with it.
     const int seq = wake_seq_.load(std::memory_order_acquire);
     if (auto hook = g_test_hook.load(std::memory_order_relaxed)) hook(this);
+    ChaosPause();  // between step 1 and the stop check (chaos.h)
     // acquire: pairs with the release store in Stop().
     if (stopping_.load(std::memory_order_acquire)) break;
     CollectNewTimers();                                          // step 2

@@ -1,0 +1,103 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Chaos scheduling (--fiber_chaos_seed=N, 0 = off): a test mode that makes the
+// scheduler take legal but unusual decisions, so that tests on a small machine meet the
+// interleavings a big one produces. Nothing here changes what is correct: every choice
+// it makes is one the runtime could make anyway under another timing.
+//
+// What it perturbs (the callers are named; each is a no-op unless chaos is on):
+//   Decisions (the order in which fibers run and where):
+//     D1. Random picks. A worker that takes a ready fiber sometimes takes up to three
+//         more from its own sources, runs a random one of them and queues the others
+//         again in random order (SchedulingGroup::ChaosPick). Fibers not yet begun are
+//         given their stack first, so a joiner can no longer run them inline.
+//     D2. Migrations. A fiber made ready (woken, yielded or put back by D1) is sometimes
+//         queued on another scheduling group of the same NUMA node, or on its group's
+//         shared queue instead of a worker's local queue (SchedulingGroup::ChaosQueue).
+//         scheduling_group_local fibers never leave their group.
+//     D3. Forced yields. A fiber that comes back from a park sometimes yields at once
+//         (SchedulingGroup::Halt): only there, because a fiber that was allowed to park
+//         at that point holds no lock that a yield could hurt; a yield after an arbitrary
+//         user call (Event::Set under a std::mutex) could deadlock a correct program.
+//   Timing (where the protocols are most fragile):
+//     P.  Short random pauses: spin for up to a few microseconds, give up the CPU, or
+//         sleep up to 100 us, at every step of the idle and wake-up protocols
+//         (SchedulerTestPoint), in WaitSlot's wait and wake, in Halt() between becoming
+//         Waiting and switching out, in TimedWaiter's park and wake, and in the
+//         TimerWorker's and reactor's loops.
+//
+// Reproducible. Decisions and pauses draw from two separate per-thread streams
+// (xoshiro256**, seeded with splitmix64). A worker thread's decision stream is a
+// function of the seed and of its group and worker number only (ChaosBindWorker), and
+// pauses never draw from it, so on one worker a program whose fibers are all started by
+// fibers runs in the same order every time with the same seed (a test checks it). Other
+// threads (timer threads, plain threads) get streams numbered in the order they first
+// draw: reproducible only when those threads are.
+//
+// Cost when off: one relaxed load of a global and a predicted branch at each point
+// above (the decision points are on the switch path, the pauses on the wake path).
+// When on: tests run a few times slower; never use it in production.
+//
+// Thread-safety: StartChaos/StopChaos by the runtime's owner, before its workers start
+// and after they stop; everything else from any thread.
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_CHAOS_H_
+#define SPINDLE_RUNTIME_INTERNAL_CHAOS_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace spindle::internal {
+
+class SchedulingGroup;
+
+namespace chaos_internal {
+// relaxed everywhere: set before the runtime's workers start and cleared after they
+// stop (thread creation and join order it for them); other threads only ever see a
+// mode that is on or off as a whole, and either is correct.
+extern std::atomic<bool> g_on;
+}  // namespace chaos_internal
+
+// Whether chaos mode is on.
+inline bool ChaosOn() { return chaos_internal::g_on.load(std::memory_order_relaxed); }
+
+// A migration target: a group and its NUMA node (as in the layout).
+struct ChaosGroup {
+  SchedulingGroup* group;
+  int numa_node;
+};
+
+// Turns chaos on with `seed` (nonzero) for a runtime whose groups are `groups`.
+void StartChaos(std::uint64_t seed, std::vector<ChaosGroup> groups);
+// Turns it off (the groups may then be destroyed).
+void StopChaos();
+// The seed in force (0 when off).
+std::uint64_t ChaosSeed();
+
+// The calling thread is worker `worker` of group `group`: its decision stream becomes a
+// function of (seed, group, worker) alone. Call when a worker thread starts.
+void ChaosBindWorker(std::size_t group, std::size_t worker);
+
+// Decisions, from the calling thread's decision stream. True with probability 1/n.
+bool ChaosOneIn(std::uint32_t n);
+// Uniform in [0, n), n >= 1.
+std::uint64_t ChaosBelow(std::uint64_t n);
+// A group of NUMA node `numa_node`, chosen uniformly (`home` when it is the only one).
+SchedulingGroup* ChaosGroupOnNode(SchedulingGroup* home, int numa_node);
+
+// What chaos mode did since StartChaos() (relaxed counts, for tests and the log).
+enum class ChaosEvent { kPick, kGroupMove, kSharedQueue, kForcedYield, kPause, kCount };
+void ChaosCount(ChaosEvent event);
+std::uint64_t ChaosEvents(ChaosEvent event);
+
+// P: a random pause (often none), from the calling thread's timing stream.
+void ChaosPauseSlow();
+inline void ChaosPause() {
+  if (ChaosOn()) ChaosPauseSlow();
+}
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_CHAOS_H_

@@ -1,0 +1,44 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Chaos mode for a whole test binary: SPINDLE_TEST_CHAOS_SEED in the environment sets
+// --fiber_chaos_seed before the first test, so every runtime the tests start (through
+// ScopedRuntime or StartRuntime) runs under chaos scheduling with that seed. The
+// _chaos twins of each test target (bazel/testing.bzl) set it. Test binaries use
+// gtest_main, which does not parse gflags, hence the variable.
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "gflags/gflags.h"
+#include "gtest/gtest.h"
+#include "runtime/internal/runtime_options.h"
+
+namespace spindle::testing {
+namespace {
+
+class ChaosFromEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const char* env = std::getenv("SPINDLE_TEST_CHAOS_SEED");
+    if (env == nullptr || *env == '\0') return;
+    char* rest = nullptr;
+    const unsigned long long seed = std::strtoull(env, &rest, 10);
+    if (*rest != '\0' || env[0] == '-') {
+      std::fprintf(stderr,
+                   "SPINDLE_TEST_CHAOS_SEED=%s is not a seed; expected an integer in "
+                   "[0, 18446744073709551615] (0 = off)\n",
+                   env);
+      std::exit(2);
+    }
+    FLAGS_fiber_chaos_seed = seed;
+    std::fprintf(stderr, "chaos scheduling on: --fiber_chaos_seed=%llu\n", seed);
+  }
+};
+
+// gtest owns the environment.
+const bool kRegistered = (::testing::AddGlobalTestEnvironment(new ChaosFromEnvironment),
+                          true);
+
+}  // namespace
+}  // namespace spindle::testing
