@@ -63,7 +63,14 @@ std::vector<int> RunOnOneWorker(std::uint64_t seed) {
   return order;
 }
 
-TEST(ChaosTest, SameSeedGivesTheSameOrderOnOneWorker) {
+// Runs with decisions (D1-D3) unless a test says otherwise.
+class ChaosTest : public ::testing::Test {
+ protected:
+  void SetUp() override { internal::SetChaosDecisionsForTesting(1); }
+  void TearDown() override { internal::SetChaosDecisionsForTesting(-1); }
+};
+
+TEST_F(ChaosTest, SameSeedGivesTheSameOrderOnOneWorker) {
   for (std::uint64_t seed : {std::uint64_t{1}, std::uint64_t{0xdeadbeefcafe}}) {
     const std::vector<int> first = RunOnOneWorker(seed);
     ASSERT_EQ(first.size(), static_cast<std::size_t>(kFibers * (kSteps + 1)));
@@ -73,7 +80,7 @@ TEST(ChaosTest, SameSeedGivesTheSameOrderOnOneWorker) {
   }
 }
 
-TEST(ChaosTest, SeedsGiveDifferentOrders) {
+TEST_F(ChaosTest, SeedsGiveDifferentOrders) {
   const std::vector<int> plain = RunOnOneWorker(0);
   ASSERT_EQ(plain.size(), static_cast<std::size_t>(kFibers * (kSteps + 1)));
   std::set<std::vector<int>> orders;
@@ -88,7 +95,7 @@ TEST(ChaosTest, SeedsGiveDifferentOrders) {
   EXPECT_FALSE(orders.empty()) << "every seed ran the fibers in the order chaos-off does";
 }
 
-TEST(ChaosTest, EveryKindOfPerturbationHappens) {
+TEST_F(ChaosTest, EveryKindOfPerturbationHappens) {
   gflags::FlagSaver saver;
   FLAGS_fiber_chaos_seed = 12345;
   // Two groups of two workers (one node): group moves are possible.
@@ -119,7 +126,28 @@ TEST(ChaosTest, EveryKindOfPerturbationHappens) {
   }
 }
 
-TEST(ChaosTest, OffByDefault) {
+TEST_F(ChaosTest, PausesOnlyKeepsTheOrderOfAPlainRun) {
+  internal::SetChaosDecisionsForTesting(0);
+  // One worker and pauses only: the same order as without chaos, whatever the seed.
+  EXPECT_EQ(RunOnOneWorker(3), RunOnOneWorker(0));
+}
+
+TEST_F(ChaosTest, RunsUnderOneSeedAreOfBothKinds) {
+  internal::SetChaosDecisionsForTesting(-1);
+  gflags::FlagSaver saver;
+  FLAGS_fiber_chaos_seed = 77;
+  int with_decisions = 0;
+  for (int run = 0; run < 16; ++run) {
+    ScopedRuntime runtime(1);
+    EXPECT_TRUE(internal::ChaosOn());
+    with_decisions += internal::ChaosDecides();
+  }
+  // 16 fair draws: all alike has probability 2^-15.
+  EXPECT_GT(with_decisions, 0);
+  EXPECT_LT(with_decisions, 16);
+}
+
+TEST(ChaosOffTest, OffByDefault) {
   ScopedRuntime runtime(2);
   EXPECT_FALSE(internal::ChaosOn());
 }

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -81,6 +82,11 @@ TEST(SchedulerStressTest, LostWakeUpHammerHundredThousandRounds) {
 // inside the windows too; spinners poll for 200 us so that more fibers are taken by a
 // spinner. (Checked: with the claim hand-over removed from S3, 6 runs of this test out
 // of 6 failed, 5 in the 8-worker case and 1 in the 2-worker case.)
+//
+// Under chaos scheduling (the _chaos twins) chaos mode's own pauses at the same steps
+// replace this hook (and it perturbs more: random picks, migrations, pauses in the park
+// and wake paths). SPINDLE_TEST_PROTOCOL_HOOK=0 leaves the hook out, to compare: with
+// the S3 hand-over removed and no perturbation at all, 2 cores do not show the bug.
 void BusyWaitMicros(unsigned micros) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
   while (std::chrono::steady_clock::now() < until) {
@@ -121,7 +127,10 @@ void RunPerturbedPairs(std::size_t workers, bool partner_yields) {
   gflags::FlagSaver saver;
   FLAGS_fiber_worker_spin_time_us = 200;
   ScopedRuntime runtime(workers);
-  internal::SetSchedulerTestHook(&PerturbProtocolStep);
+  const char* hook_env = std::getenv("SPINDLE_TEST_PROTOCOL_HOOK");
+  const bool hook = !testing::UnderChaos() &&
+                    (hook_env == nullptr || std::string(hook_env) != "0");
+  if (hook) internal::SetSchedulerTestHook(&PerturbProtocolStep);
   const int rounds = static_cast<int>(Scaled(4000));
   int failed_round = 0;
   for (int round = 1; round <= rounds && failed_round == 0; ++round) {
@@ -170,7 +179,7 @@ void RunPerturbedPairs(std::size_t workers, bool partner_yields) {
       failed_round = round;
     }
   }
-  internal::SetSchedulerTestHook(nullptr);
+  if (hook) internal::SetSchedulerTestHook(nullptr);
   EXPECT_EQ(failed_round, 0) << "round " << failed_round << ": the partner did not run "
                              << "within 10 s while its waiter spun, or the waiter never ran";
 }

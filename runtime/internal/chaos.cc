@@ -11,6 +11,7 @@
 namespace spindle::internal {
 namespace chaos_internal {
 std::atomic<bool> g_on{false};
+std::atomic<bool> g_decisions{false};
 }  // namespace chaos_internal
 
 namespace {
@@ -26,6 +27,9 @@ std::atomic<std::uint64_t> g_seed{0};
 std::atomic<std::uint64_t> g_epoch{0};
 // Numbers the streams of threads that are not bound workers, in the order they draw.
 std::atomic<std::uint64_t> g_next_unbound{0};
+// Runtimes started under chaos so far (numbering the runs), and the test override.
+std::atomic<std::uint64_t> g_starts{0};
+std::atomic<int> g_forced_decisions{-1};
 ChaosGroup g_groups[kMaxGroups];
 // Statistics: relaxed, nothing is ordered by them.
 std::atomic<std::uint64_t> g_events[static_cast<int>(ChaosEvent::kCount)];
@@ -91,7 +95,7 @@ ThreadStreams& Streams() {
 
 }  // namespace
 
-void StartChaos(std::uint64_t seed, std::vector<ChaosGroup> groups) {
+bool StartChaos(std::uint64_t seed, std::vector<ChaosGroup> groups) {
   CHECK_NE(seed, 0u) << "chaos mode needs a nonzero seed";
   CHECK_LE(groups.size(), kMaxGroups) << "chaos mode handles at most " << kMaxGroups
                                       << " scheduling groups";
@@ -101,11 +105,21 @@ void StartChaos(std::uint64_t seed, std::vector<ChaosGroup> groups) {
   g_next_unbound.store(0, std::memory_order_relaxed);
   for (auto& count : g_events) count.store(0, std::memory_order_relaxed);
   g_epoch.fetch_add(1, std::memory_order_relaxed);
+  std::uint64_t mix = seed + g_starts.fetch_add(1, std::memory_order_relaxed);
+  const int forced = g_forced_decisions.load(std::memory_order_relaxed);
+  const bool decisions = forced >= 0 ? forced == 1 : (SplitMix64(mix) & 1) != 0;
+  chaos_internal::g_decisions.store(decisions, std::memory_order_relaxed);
   chaos_internal::g_on.store(true, std::memory_order_relaxed);
+  return decisions;
+}
+
+void SetChaosDecisionsForTesting(int decisions) {
+  g_forced_decisions.store(decisions, std::memory_order_relaxed);
 }
 
 void StopChaos() {
   chaos_internal::g_on.store(false, std::memory_order_relaxed);
+  chaos_internal::g_decisions.store(false, std::memory_order_relaxed);
   g_group_count.store(0, std::memory_order_relaxed);
   g_seed.store(0, std::memory_order_relaxed);
 }

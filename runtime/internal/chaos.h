@@ -6,7 +6,8 @@
 // it makes is one the runtime could make anyway under another timing.
 //
 // What it perturbs (the callers are named; each is a no-op unless chaos is on):
-//   Decisions (the order in which fibers run and where):
+//   Decisions (the order in which fibers run and where; only in runs with decisions,
+//   see "Two kinds of runs"):
 //     D1. Random picks. A worker that takes a ready fiber sometimes takes up to three
 //         more from its own sources, runs a random one of them and queues the others
 //         again in random order (SchedulingGroup::ChaosPick). Fibers not yet begun are
@@ -25,6 +26,14 @@
 //         (SchedulerTestPoint), in WaitSlot's wait and wake, in Halt() between becoming
 //         Waiting and switching out, in TimedWaiter's park and wake, and in the
 //         TimerWorker's and reactor's loops.
+//
+// Two kinds of runs. Every decision above queues a fiber again, and a push carries its
+// own wake-up, which can rescue a fiber whose wake-up the protocol lost: with the S3
+// hand-over of strategy v1 removed (the many-core lost wake-up), runs with pauses only
+// failed scheduler_stress_test's pairs in 4 of 6 tries on 2 cores and runs with
+// decisions too in 0 of 7. So each runtime started under a seed is, by a draw from the
+// seed and the number of runtimes started before it, either a run of pauses only or a
+// run of pauses and decisions; the log line at start says which.
 //
 // Reproducible. Decisions and pauses draw from two separate per-thread streams
 // (xoshiro256**, seeded with splitmix64). A worker thread's decision stream is a
@@ -58,10 +67,15 @@ namespace chaos_internal {
 // stop (thread creation and join order it for them); other threads only ever see a
 // mode that is on or off as a whole, and either is correct.
 extern std::atomic<bool> g_on;
+extern std::atomic<bool> g_decisions;
 }  // namespace chaos_internal
 
-// Whether chaos mode is on.
+// Whether chaos mode is on (P, the pauses).
 inline bool ChaosOn() { return chaos_internal::g_on.load(std::memory_order_relaxed); }
+// Whether it also changes decisions (D1-D3) in this runtime (see "Two kinds of runs").
+inline bool ChaosDecides() {
+  return chaos_internal::g_decisions.load(std::memory_order_relaxed);
+}
 
 // A migration target: a group and its NUMA node (as in the layout).
 struct ChaosGroup {
@@ -69,8 +83,13 @@ struct ChaosGroup {
   int numa_node;
 };
 
-// Turns chaos on with `seed` (nonzero) for a runtime whose groups are `groups`.
-void StartChaos(std::uint64_t seed, std::vector<ChaosGroup> groups);
+// Turns chaos on with `seed` (nonzero) for a runtime whose groups are `groups`. Returns
+// whether this run also changes decisions (chosen from the seed and the number of
+// runtimes started before under chaos, unless a test forced it).
+bool StartChaos(std::uint64_t seed, std::vector<ChaosGroup> groups);
+// Tests: -1 (the default) lets StartChaos() choose; 0 pauses only; 1 pauses and
+// decisions.
+void SetChaosDecisionsForTesting(int decisions);
 // Turns it off (the groups may then be destroyed).
 void StopChaos();
 // The seed in force (0 when off).

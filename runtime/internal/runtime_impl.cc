@@ -26,7 +26,10 @@ void Runtime::Start(const RuntimeOptions& options) {
   if (options.chaos_seed != 0) {
     std::vector<ChaosGroup> groups;
     for (auto& group : runtime->groups_) groups.push_back({group.get(), group->numa_node()});
-    StartChaos(options.chaos_seed, std::move(groups));  // before any worker runs
+    // Before any worker runs.
+    const bool decisions = StartChaos(options.chaos_seed, std::move(groups));
+    LOG(INFO) << "Chaos scheduling, seed " << options.chaos_seed << ": "
+              << (decisions ? "pauses and decisions" : "pauses only") << " in this run";
   }
   g_runtime.store(runtime, std::memory_order_release);
   for (auto& worker : runtime->workers_) worker->Start();

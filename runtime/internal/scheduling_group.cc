@@ -229,7 +229,7 @@ void SchedulingGroup::QueueReady(FiberEntity* fiber) {
     return;
   }
   StampReady(fiber);
-  if (ChaosOn()) {
+  if (ChaosDecides()) {
     const BoundWorker bound = *BoundWorkerSlot();
     ChaosQueue(fiber, ReadyReason::kWoken, bound.group == this ? bound.index : kNoWorker);
     return;
@@ -298,7 +298,7 @@ FiberEntity* SchedulingGroup::FindRunnable(std::size_t worker, IdleHooks& hooks)
   }
   if (entry == 0) return nullptr;
   strategy_->NoteFoundWork(worker);
-  if (ChaosOn()) entry = ChaosPick(entry, worker);
+  if (ChaosDecides()) entry = ChaosPick(entry, worker);
   return MakeRunning(entry, worker);
 }
 
@@ -374,7 +374,7 @@ FiberEntity* SchedulingGroup::TakeNextForSwitch(FiberEntity* self) {
   const std::size_t worker = self->scheduling_worker;
   std::uintptr_t entry = strategy_->TakeNext(worker);
   if (entry == 0) return nullptr;
-  if (ChaosOn()) entry = ChaosPick(entry, worker);
+  if (ChaosDecides()) entry = ChaosPick(entry, worker);
   return MakeRunning(entry, worker);
 }
 
@@ -384,7 +384,7 @@ void SchedulingGroup::UnlockAndRequeue(void* arg) {
   StampReady(fiber);  // ours until queued: it is Ready and no queue holds it yet
   // A producer's push like any other, with its wake-up (see "Parking" at the top). We
   // run on the worker the fiber left, which it recorded when it was made Running.
-  if (ChaosOn()) {
+  if (ChaosDecides()) {
     fiber->scheduling_group->ChaosQueue(fiber, ReadyReason::kYielded,
                                         fiber->scheduling_worker);
     return;
@@ -428,7 +428,7 @@ void SchedulingGroup::Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lo
                                      self});
   // D3 (chaos.h): back from the park, holding no lock (a park is allowed only there),
   // sometimes yield at once. We may have moved to another group meanwhile.
-  if (ChaosOn() && self->scheduling_worker < self->scheduling_group->options_.workers &&
+  if (ChaosDecides() && self->scheduling_worker < self->scheduling_group->options_.workers &&
       ChaosOneIn(8)) {
     ChaosCount(ChaosEvent::kForcedYield);
     YieldFiber(self);
