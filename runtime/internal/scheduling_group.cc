@@ -231,7 +231,8 @@ void SchedulingGroup::QueueReady(FiberEntity* fiber) {
   StampReady(fiber);
   if (ChaosDecides()) {
     const BoundWorker bound = *BoundWorkerSlot();
-    ChaosQueue(fiber, ReadyReason::kWoken, bound.group == this ? bound.index : kNoWorker);
+    ChaosQueue(EncodeEntry(fiber), fiber->scheduling_group_local, ReadyReason::kWoken,
+               bound.group == this ? bound.index : kNoWorker);
     return;
   }
   Enqueue(EncodeEntry(fiber), !fiber->scheduling_group_local, ReadyReason::kWoken);
@@ -385,7 +386,8 @@ void SchedulingGroup::UnlockAndRequeue(void* arg) {
   // A producer's push like any other, with its wake-up (see "Parking" at the top). We
   // run on the worker the fiber left, which it recorded when it was made Running.
   if (ChaosDecides()) {
-    fiber->scheduling_group->ChaosQueue(fiber, ReadyReason::kYielded,
+    fiber->scheduling_group->ChaosQueue(EncodeEntry(fiber), fiber->scheduling_group_local,
+                                        ReadyReason::kYielded,
                                         fiber->scheduling_worker);
     return;
   }
@@ -448,26 +450,27 @@ std::uintptr_t SchedulingGroup::ChaosPick(std::uintptr_t entry, std::size_t work
     std::swap(taken[i], taken[ChaosBelow(i + 1)]);
   }
   for (std::size_t i = 1; i < n; ++i) {
-    // A descriptor was claimed when we took it, so its joiner can no longer run it
-    // inline: give it its stack and queue it as the Ready fiber it now is.
-    FiberEntity* fiber;
     if (IsDescEntry(taken[i])) {
+      // Not begun: give the claim we won in TakeNext back before the entry is queued
+      // again (release: whoever wins it next, a worker or the joiner running it inline,
+      // sees what the starter published, as our acquiring claim did). It stays a
+      // descriptor, without a stack: giving each one a stack here kept thousands of
+      // queued fibers alive (ThreadSanitizer ran out of memory on a million fibers).
       FiberDesc* desc = DecodeDesc(taken[i]);
-      const std::uint64_t stamp = desc->ready_stamp;  // keeps timing its first wait
-      fiber = Instantiate(desc);
-      fiber->ready_stamp = stamp;
+      if (desc->claim != nullptr) desc->claim->store(false, std::memory_order_release);
+      ChaosQueue(taken[i], desc->scheduling_group_local, ReadyReason::kYielded, worker);
     } else {
-      fiber = DecodeFiber(taken[i]);
+      FiberEntity* fiber = DecodeFiber(taken[i]);
+      ChaosQueue(taken[i], fiber->scheduling_group_local, ReadyReason::kYielded, worker);
     }
-    ChaosQueue(fiber, ReadyReason::kYielded, worker);
   }
   return taken[0];
 }
 
-void SchedulingGroup::ChaosQueue(FiberEntity* fiber, ReadyReason reason,
-                                 std::size_t origin) {
+void SchedulingGroup::ChaosQueue(std::uintptr_t entry, bool group_local,
+                                 ReadyReason reason, std::size_t origin) {
   SchedulingGroup* target = this;
-  if (!fiber->scheduling_group_local) {
+  if (!group_local) {
     if (ChaosOneIn(4)) target = ChaosGroupOnNode(this, numa_node());
     if (target != this) {
       ChaosCount(ChaosEvent::kGroupMove);
@@ -481,8 +484,7 @@ void SchedulingGroup::ChaosQueue(FiberEntity* fiber, ReadyReason reason,
   // A push from this thread like any other (Enqueue()), with an origin that is ours in
   // `target` or none.
   ForeignProducerScope scope(*BoundWorkerSlot());
-  target->strategy_->Enqueue(EncodeEntry(fiber), !fiber->scheduling_group_local, reason,
-                             origin);
+  target->strategy_->Enqueue(entry, !group_local, reason, origin);
 }
 
 void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
