@@ -125,58 +125,66 @@ Registry& GetRegistry() {
 // kRetiredRow after its thread-local destructor ran.
 ThreadRow* const kRetiredRow = reinterpret_cast<ThreadRow*>(alignof(ThreadRow));
 
+// The fast path reads this plain pointer (a live row, or null): a thread_local
+// with no destructor needs no initialisation guard, so reading it is one load.
+thread_local ThreadRow* tls_live_row = nullptr;
+
 struct RowHolder {
   ThreadRow* row = nullptr;
   ~RowHolder() {
     if (row != nullptr) GetRegistry().RetireRow(row);
     row = kRetiredRow;
+    tls_live_row = nullptr;  // later bumps take the slow path, which sees kRetiredRow
   }
 };
 thread_local RowHolder tls_row;
 
-// Out of line, so that a caller that switches fibers (and so maybe threads)
-// between two bumps never reuses the first thread's row address (see
-// GetCurrentFiberEntity()).
-__attribute__((noinline)) RowHolder* ThisThreadRowHolder() {
+// The first bump of a thread, or of a slot in a chunk it has not touched yet, or a
+// bump from a thread whose thread-local destructors ran (null: add to `retired_`).
+__attribute__((noinline)) std::atomic<std::uint64_t>* ThisThreadCellSlow(
+    std::uint32_t slot) {
   RowHolder* holder = &tls_row;
-  __asm__ __volatile__("" : "+r"(holder));  // opaque to the optimiser
-  return holder;
-}
-
-__attribute__((noinline)) Chunk* NewChunk(RowHolder* holder, std::size_t index) {
+  if (holder->row == kRetiredRow) return nullptr;
   if (holder->row == nullptr) {
     holder->row = new ThreadRow;
     GetRegistry().AddRow(holder->row);
+    tls_live_row = holder->row;
   }
-  auto* chunk = new Chunk;
-  // release: pairs with a reader's acquire, so it sees the zeroed cells.
-  holder->row->chunks[index].store(chunk, std::memory_order_release);
-  return chunk;
+  const std::size_t index = slot / kChunkSlots;
+  Chunk* chunk = holder->row->chunks[index].load(std::memory_order_relaxed);  // ours
+  if (chunk == nullptr) {
+    chunk = new Chunk;
+    // release: pairs with a reader's acquire, so it sees the zeroed cells.
+    holder->row->chunks[index].store(chunk, std::memory_order_release);
+  }
+  return &chunk->cells[slot % kChunkSlots];
 }
 
 }  // namespace
 
+namespace metrics_internal {
+
+// Out of line, so that a caller that switches fibers (and so maybe threads)
+// between two bumps never reuses the first thread's row (see
+// GetCurrentFiberEntity()).
+__attribute__((noinline)) std::atomic<std::uint64_t>* ThisThreadCell(std::uint32_t slot) {
+  ThreadRow* row = tls_live_row;
+  __asm__ __volatile__("" : "+r"(row));  // opaque to the optimiser
+  if (__builtin_expect(row != nullptr, 1)) {
+    // relaxed: the row's chunks are written by this thread only.
+    Chunk* chunk = row->chunks[slot / kChunkSlots].load(std::memory_order_relaxed);
+    if (__builtin_expect(chunk != nullptr, 1)) return &chunk->cells[slot % kChunkSlots];
+  }
+  return ThisThreadCellSlow(slot);
+}
+
+void AddRetired(std::uint32_t slot, std::uint64_t n) { GetRegistry().AddRetired(slot, n); }
+
+}  // namespace metrics_internal
+
 ThreadCounter::ThreadCounter() : slot_(GetRegistry().AllocateSlot()) {}
 
 ThreadCounter::~ThreadCounter() { GetRegistry().FreeSlot(slot_); }
-
-void ThreadCounter::Add(std::uint64_t n) {
-  RowHolder* holder = ThisThreadRowHolder();
-  if (__builtin_expect(holder->row == kRetiredRow, 0)) {
-    GetRegistry().AddRetired(slot_, n);
-    return;
-  }
-  const std::size_t index = slot_ / kChunkSlots;
-  Chunk* chunk =
-      holder->row == nullptr
-          ? nullptr
-          : holder->row->chunks[index].load(std::memory_order_relaxed);  // ours
-  if (__builtin_expect(chunk == nullptr, 0)) chunk = NewChunk(holder, index);
-  std::atomic<std::uint64_t>& cell = chunk->cells[slot_ % kChunkSlots];
-  // relaxed load + store: this thread is the cell's only writer; readers take
-  // relaxed snapshots.
-  cell.store(cell.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
 
 std::uint64_t ThreadCounter::Read() const { return GetRegistry().Sum(slot_); }
 

@@ -33,6 +33,13 @@ namespace spindle::internal {
 
 // ---- Counters bumped from any thread.
 
+namespace metrics_internal {
+// The calling thread's cell for `slot` (created on first use), or null once the
+// thread's thread-local destructors have run.
+std::atomic<std::uint64_t>* ThisThreadCell(std::uint32_t slot);
+void AddRetired(std::uint32_t slot, std::uint64_t n);
+}  // namespace metrics_internal
+
 // A monotonic counter summed over per-thread cells (see the top of the file).
 //
 // Thread-safety: Add() from any thread; Read() from any thread (takes the
@@ -46,7 +53,16 @@ class ThreadCounter {
   ThreadCounter(const ThreadCounter&) = delete;
   ThreadCounter& operator=(const ThreadCounter&) = delete;
 
-  void Add(std::uint64_t n = 1);
+  void Add(std::uint64_t n = 1) {
+    std::atomic<std::uint64_t>* cell = metrics_internal::ThisThreadCell(slot_);
+    if (__builtin_expect(cell == nullptr, 0)) {
+      metrics_internal::AddRetired(slot_, n);  // the thread is exiting
+      return;
+    }
+    // relaxed load + store: this thread is the cell's only writer; readers take
+    // relaxed snapshots.
+    cell->store(cell->load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
   std::uint64_t Read() const;
 
  private:
