@@ -370,7 +370,9 @@ FiberEntity* SchedulingGroup::MakeRunning(std::uintptr_t entry, std::size_t work
   return fiber;
 }
 
-FiberEntity* SchedulingGroup::TakeNextForSwitch(FiberEntity* self) {
+// Inlined into Yield and Halt (a call here cost yield 15 instructions per switch).
+__attribute__((always_inline)) inline FiberEntity* SchedulingGroup::TakeNextForSwitch(
+    FiberEntity* self) {
   // self is Running here, on the worker MakeRunning() recorded.
   const std::size_t worker = self->scheduling_worker;
   std::uintptr_t entry = strategy_->TakeNext(worker);

@@ -187,12 +187,16 @@ class SchedulingGroup {
   // Chaos mode (chaos.h). D1: `entry`, just taken by worker `worker` (this group's),
   // or a random one of up to three more taken from its sources; the others are queued
   // again (ChaosQueue; a descriptor unclaimed first). Returns the entry to run.
-  std::uintptr_t ChaosPick(std::uintptr_t entry, std::size_t worker);
+  // Out of line and cold: inlined, it made TakeNextForSwitch too big to inline into
+  // Yield (24 instructions per switch, callgrind).
+  __attribute__((noinline, cold)) std::uintptr_t ChaosPick(std::uintptr_t entry,
+                                                           std::size_t worker);
   // D2: queues `entry` (a Ready fiber or an unclaimed descriptor; `group_local`: its
   // scheduling_group_local) for `reason`, as a push from the calling thread, sometimes
   // on another group of our node or on the shared queue instead of the caller's local
   // one. `origin` is the caller's worker in this group or kNoWorker.
-  void ChaosQueue(std::uintptr_t entry, bool group_local, ReadyReason reason,
+  __attribute__((noinline, cold)) void ChaosQueue(std::uintptr_t entry, bool group_local,
+                                                  ReadyReason reason,
                   std::size_t origin);
 
   const SchedulingGroupOptions options_;
