@@ -14,6 +14,7 @@
 #include "fiber/this_fiber.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/scheduling_group.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
 
@@ -101,14 +102,17 @@ TEST(ReadyLatencyTest, MovesWhenTheWorkerIsHeldBusy) {
   });
   ASSERT_TRUE(WaitFor([&] { return busy_running.load(std::memory_order_acquire); }));
   const RuntimeMetrics before = GetRuntimeMetrics();
+  // kReadySamplePeriod consecutive new fibers: one of them is sampled (their ids are
+  // consecutive, and an id that is a multiple of the period is). Eight periods' worth.
+  constexpr std::uint32_t kPeriod = internal::SchedulingGroup::kReadySamplePeriod;
   std::vector<Fiber> waiting;
-  for (int i = 0; i < 64; ++i) waiting.emplace_back([] {});
+  for (std::uint32_t i = 0; i < 8 * kPeriod; ++i) waiting.emplace_back([] {});
   others_started.store(true, std::memory_order_release);
   busy.join();
   for (Fiber& fiber : waiting) fiber.join();
   const Histogram latency = GetRuntimeMetrics().Since(before).Total().ready_latency;
-  // 64 consecutive new fibers: 8 of their ids (7 across an id-block boundary)
-  // are multiples of 8.
+  // 8 periods of consecutive new fibers: 8 of their ids (7 across an id-block
+  // boundary) are multiples of the period.
   ASSERT_GE(latency.count, 7u);
   EXPECT_GE(latency.Percentile(0.5), 15e6) << "p50 " << latency.Percentile(0.5) << " ns";
   EXPECT_GE(latency.Mean(), 10e6);

@@ -162,7 +162,9 @@ void FiberEntity::SetState(FiberState next) {
   // Only a park is timed: the dump's question is how long a fiber has waited, and a
   // clock read on every transition would cost spawn_join several percent (a TSC read
   // is 10-20 ns on a VM; a fiber's life has four transitions).
-  state_since_ = next == FiberState::kWaiting ? CycleClockNow() : 0;
+  // Written only then (the dump reads it only for a Waiting fiber): a store on every
+  // transition showed in spawn_join.
+  if (next == FiberState::kWaiting) state_since_ = CycleClockNow();
 }
 
 // always_inline: SwitchTo() is the hot path, and every extra call/return around the

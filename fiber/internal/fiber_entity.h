@@ -101,7 +101,8 @@ class FiberEntity {
   // legal (see FiberState). Stamps state_since() when the fiber parks.
   void SetState(FiberState next);
   // When the fiber parked (a CycleClockNow() tick, fiber/internal/cycle_clock.h) while
-  // it is Waiting; 0 in the other states (not timed). Under `scheduler_lock`.
+  // it is Waiting (0 if it never parked); stale in the other states, which are not
+  // timed: read it only for a Waiting fiber. Under `scheduler_lock`.
   std::uint64_t state_since() const { return state_since_; }
 
   // What the fiber waits for while Waiting; written by the park path under

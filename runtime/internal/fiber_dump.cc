@@ -102,7 +102,8 @@ bool SnapshotStack(const Stack& stack, const FiberEntity* caller,
     out->state = fiber->state();
     out->wait_kind = fiber->wait_kind;
     out->is_caller = fiber == caller;
-    const std::uint64_t since = fiber->state_since();
+    const std::uint64_t since =
+        out->state == FiberState::kWaiting ? fiber->state_since() : 0;
     // Only parks are timed (FiberEntity::SetState()); -1: not known.
     out->seconds_in_state =
         since == 0 ? -1.0

@@ -172,19 +172,33 @@ void SchedulingGroup::SetThieves(const std::vector<SchedulingGroup*>& thieves) {
   strategy_->SetThieves(std::move(strategies));
 }
 
+__attribute__((always_inline)) inline void SchedulingGroup::EnqueueFrom(
+    std::size_t origin, bool foreign, std::uintptr_t entry, bool stealable,
+    ReadyReason reason) {
+  // relaxed: ordered before the push, see g_foreign_producers.
+  if (foreign) g_foreign_producers.fetch_add(1, std::memory_order_relaxed);
+  strategy_->Enqueue(entry, stealable, reason, origin);
+  // release: as ForeignProducerScope's.
+  if (foreign) g_foreign_producers.fetch_sub(1, std::memory_order_release);
+}
+
 void SchedulingGroup::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason) {
   // One read of the thread's binding serves both the count and the origin (a push is
   // a hot path).
   const BoundWorker bound = *BoundWorkerSlot();
-  ForeignProducerScope scope(bound);
-  strategy_->Enqueue(entry, stealable, reason,
-                     bound.group == this ? bound.index : kNoWorker);
+  EnqueueFrom(bound.group == this ? bound.index : kNoWorker, bound.group == nullptr, entry,
+              stealable, reason);
 }
 
 void SchedulingGroup::StartFiber(FiberDesc* desc) {
-  fibers_started_.Add(1);
+  // One read of the binding for the count, the origin and the foreign-producer count
+  // (a call each cost spawn_join ~1.5%).
+  const BoundWorker bound = *BoundWorkerSlot();
+  const std::size_t origin = bound.group == this ? bound.index : kNoWorker;
+  CountOn(origin, &WorkerCounters::fibers_started, fibers_started_elsewhere_, 1);
   StampReady(desc);
-  Enqueue(EncodeEntry(desc), !desc->scheduling_group_local, ReadyReason::kStarted);
+  EnqueueFrom(origin, bound.group == nullptr, EncodeEntry(desc),
+              !desc->scheduling_group_local, ReadyReason::kStarted);
 }
 
 template <class T>
@@ -207,7 +221,9 @@ void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n) {
 }
 
 void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
-  fibers_started_.Add(n);
+  const BoundWorker bound = *BoundWorkerSlot();
+  CountOn(bound.group == this ? bound.index : kNoWorker, &WorkerCounters::fibers_started,
+          fibers_started_elsewhere_, n);
   EnqueueMany(descs, n);
 }
 
@@ -269,14 +285,14 @@ void ParkFiber(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
 }
 void YieldFiber(FiberEntity* self) { self->scheduling_group->Yield(self); }
 
-FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc) {
+FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc, std::size_t worker) {
   FiberEntity* fiber = InstantiateFiberEntity(StackCache::ForThisThread().Get(),
                                               std::move(desc->start_proc), desc->id);
   fiber->exit_barrier_hook = std::move(desc->exit_hook);
   fiber->scheduling_group = this;
   fiber->scheduling_group_local = desc->scheduling_group_local;
   fiber->reclaim = &ReclaimFiber;
-  fibers_begun_.Add(1);
+  CountOn(worker, &WorkerCounters::fibers_begun, fibers_begun_elsewhere_, 1);
   FreeFiberDesc(desc);
   return fiber;
 }
@@ -342,7 +358,7 @@ FiberEntity* SchedulingGroup::MakeRunning(std::uintptr_t entry, std::size_t work
   if (IsDescEntry(entry)) {
     FiberDesc* desc = DecodeDesc(entry);
     stamp = desc->ready_stamp;
-    fiber = Instantiate(desc);
+    fiber = Instantiate(desc, worker);
   } else {
     fiber = DecodeFiber(entry);
     stamp = fiber->ready_stamp;
@@ -494,9 +510,12 @@ void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
   // Runs now, so nobody may run it inline later. relaxed: the only possible joiner is
   // the caller's own handle, which this fiber creates after we return.
   if (desc->claim != nullptr) desc->claim->store(true, std::memory_order_relaxed);
-  fibers_started_.Add(1);
+  // self runs on its worker of this group (LaunchFiber dispatches only into self's
+  // group), so that worker's cells are this thread's.
+  CountOn(self->scheduling_worker, &WorkerCounters::fibers_started,
+          fibers_started_elsewhere_, 1);
   desc->ready_stamp = 0;  // runs at once: no ready-to-run wait to measure
-  FiberEntity* next = Instantiate(desc);
+  FiberEntity* next = Instantiate(desc, self->scheduling_worker);
   next->scheduling_worker = self->scheduling_worker;  // runs on self's worker
   {
     std::lock_guard<Spinlock> lock(next->scheduler_lock);
@@ -508,7 +527,10 @@ void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
 }
 
 void SchedulingGroup::TakeBackRunInline(FiberEntity* joiner, FiberDesc* desc) {
-  fibers_run_inline_.Add(1);  // started here; it never gets a stack
+  // Started here; it never gets a stack. The joiner runs on our worker's thread when
+  // it is one of ours.
+  CountOn(joiner->scheduling_group == this ? joiner->scheduling_worker : kNoWorker,
+          &WorkerCounters::fibers_run_inline, fibers_run_inline_elsewhere_, 1);
   // acquire: pairs with a consumer's release of its reference (acq_rel fetch_sub). A
   // consumer already dropped the entry (v2 does when runnext is taken over): ours is the
   // last reference.
@@ -610,6 +632,23 @@ void SchedulingGroup::TakeBackPending(
 std::uint64_t SchedulingGroup::fibers_run() const {
   std::uint64_t sum = 0;
   for (const WorkerCounters& counters : worker_counters_) sum += counters.fibers_run.Read();
+  return sum;
+}
+std::uint64_t SchedulingGroup::fibers_started() const {
+  std::uint64_t sum = fibers_started_elsewhere_.Read();
+  for (const WorkerCounters& counters : worker_counters_) sum += counters.fibers_started.Read();
+  return sum;
+}
+std::uint64_t SchedulingGroup::fibers_begun() const {
+  std::uint64_t sum = fibers_begun_elsewhere_.Read();
+  for (const WorkerCounters& counters : worker_counters_) sum += counters.fibers_begun.Read();
+  return sum;
+}
+std::uint64_t SchedulingGroup::fibers_run_inline() const {
+  std::uint64_t sum = fibers_run_inline_elsewhere_.Read();
+  for (const WorkerCounters& counters : worker_counters_) {
+    sum += counters.fibers_run_inline.Read();
+  }
   return sum;
 }
 std::uint64_t SchedulingGroup::fibers_run(std::size_t worker) const {

@@ -135,11 +135,11 @@ class SchedulingGroup {
   // Statistics (relaxed snapshots; see runtime/metrics.h for what each means).
   std::uint64_t fibers_run() const;           // fibers made Running by our workers
   std::uint64_t fibers_run(std::size_t worker) const;  // ... by worker `worker`
-  std::uint64_t fibers_started() const { return fibers_started_.Read(); }
+  std::uint64_t fibers_started() const;
   // New fibers given a stack here (their first run), and fibers started here that a
   // joiner ran inline (they never get a stack).
-  std::uint64_t fibers_begun() const { return fibers_begun_.Read(); }
-  std::uint64_t fibers_run_inline() const { return fibers_run_inline_.Read(); }
+  std::uint64_t fibers_begun() const;
+  std::uint64_t fibers_run_inline() const;
   std::uint64_t steals_in_same_node() const;  // stolen by us from our node
   std::uint64_t steals_in_cross_node() const;  // stolen by us from other nodes
   std::uint64_t steals_out() const;           // stolen from us by other groups
@@ -150,15 +150,24 @@ class SchedulingGroup {
   HistogramSnapshot ready_latency(std::size_t worker) const;
 
   // One readiness in kReadySamplePeriod is timed (Go samples scheduling latency the
-  // same way): two cycle-clock reads per fiber would cost spawn_join several percent.
-  static constexpr std::uint32_t kReadySamplePeriod = 8;
+  // same way, 1 in 8): a cycle-clock read costs tens of cycles (a VM may make it more),
+  // and at 1 in 8 the two reads per sample were half of yield's 12% regression over the
+  // tree before the metrics (perf, 2-core KVM). 1 in 64 still gives a million-fiber
+  // workload 15k samples.
+  static constexpr std::uint32_t kReadySamplePeriod = 64;
 
  private:
   void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason);
+  // Enqueue() from a thread that already read its binding: `origin` is its worker
+  // number in this group or kNoWorker, `foreign` whether it is no group's worker.
+  void EnqueueFrom(std::size_t origin, bool foreign, std::uintptr_t entry, bool stealable,
+                   ReadyReason reason);
   // Queues n descriptors or Ready fibers in batches of 64 (EnqueueBatch).
   template <class T>
   void EnqueueMany(T* const* items, std::size_t n);
-  FiberEntity* Instantiate(FiberDesc* desc);
+  // Gives `desc` a stack on the calling thread, worker `worker` of this group (or
+  // kNoWorker: not one of ours).
+  FiberEntity* Instantiate(FiberDesc* desc, std::size_t worker);
   // Whether the calling thread's next readiness is one of its 1 in kReadySamplePeriod
   // (a per-thread tick, read out of line: a fiber may move threads between two calls).
   static bool ThisThreadSamplesReadiness();
@@ -207,6 +216,10 @@ class SchedulingGroup {
   // fiber is a plain store on a line no other thread writes.
   struct alignas(64) WorkerCounters {
     SingleWriterCounter fibers_run;
+    // The same figures as fibers_*_elsewhere_ below, counted by this worker's thread.
+    SingleWriterCounter fibers_started;
+    SingleWriterCounter fibers_begun;
+    SingleWriterCounter fibers_run_inline;
     std::uint64_t switches = 0;  // Yield/Halt on this worker (BusyPollDue)
     SingleWriterHistogram ready_latency;  // nanoseconds
     // Descriptors that fibers on this worker ran inline and could not take back yet,
@@ -219,10 +232,24 @@ class SchedulingGroup {
       std::vector<std::pair<SchedulingGroup*, FiberDesc*>>& pending,
       const FiberEntity* joiner);
   WorkerCounters worker_counters_[kMaxWorkers];
-  // Bumped from any thread: per-thread cells, no shared read-modify-write.
-  ThreadCounter fibers_started_;
-  ThreadCounter fibers_begun_;
-  ThreadCounter fibers_run_inline_;
+  // Adds `n` to `field` of worker `worker`'s counters when the calling thread is that
+  // worker of this group, else to `elsewhere` (a thread of another group, a plain
+  // thread). A worker's own cell is a load and a store on a line it already writes; a
+  // ThreadCounter costs a call to find the thread's row (spawn_join paid ~2% for two
+  // per fiber).
+  void CountOn(std::size_t worker, SingleWriterCounter WorkerCounters::*field,
+               ThreadCounter& elsewhere, std::uint64_t n) {
+    if (worker < options_.workers) {
+      (worker_counters_[worker].*field).Add(n);
+    } else {
+      elsewhere.Add(n);
+    }
+  }
+  // Bumped from any thread that is not one of our workers (see CountOn): per-thread
+  // cells, no shared read-modify-write.
+  ThreadCounter fibers_started_elsewhere_;
+  ThreadCounter fibers_begun_elsewhere_;
+  ThreadCounter fibers_run_inline_elsewhere_;
   ThreadCounter steals_in_same_node_;
   ThreadCounter steals_in_cross_node_;
   ThreadCounter steals_out_;
