@@ -373,6 +373,19 @@ TEST(FiberDumpTest, FlagsAreValidated) {
   options.terminate_grace = std::chrono::milliseconds(86400001);
   EXPECT_NE(internal::ValidateRuntimeOptions(options).find("--fiber_terminate_grace_ms"),
             std::string::npos);
+  options.terminate_grace = std::chrono::milliseconds(0);
+  for (std::uint64_t period : {0, 3, 48, 131072}) {
+    options.ready_latency_sample_period = period;
+    EXPECT_NE(internal::ValidateRuntimeOptions(options).find(
+                  "--fiber_ready_latency_sample_period=" + std::to_string(period) +
+                  " is invalid: expected a power of two in [1, 65536]"),
+              std::string::npos)
+        << period;
+  }
+  for (std::uint64_t period : {1, 64, 65536}) {
+    options.ready_latency_sample_period = period;
+    EXPECT_EQ(internal::ValidateRuntimeOptions(options), "") << period;
+  }
 }
 
 TEST(FiberDumpDeathTest, TheTestWatchdogDumpsEveryFiberBeforeFailing) {

@@ -102,9 +102,9 @@ TEST(ReadyLatencyTest, MovesWhenTheWorkerIsHeldBusy) {
   });
   ASSERT_TRUE(WaitFor([&] { return busy_running.load(std::memory_order_acquire); }));
   const RuntimeMetrics before = GetRuntimeMetrics();
-  // kReadySamplePeriod consecutive new fibers: one of them is sampled (their ids are
+  // ReadySamplePeriod() consecutive new fibers: one of them is sampled (their ids are
   // consecutive, and an id that is a multiple of the period is). Eight periods' worth.
-  constexpr std::uint32_t kPeriod = internal::SchedulingGroup::kReadySamplePeriod;
+  const std::uint32_t kPeriod = internal::SchedulingGroup::ReadySamplePeriod();
   std::vector<Fiber> waiting;
   for (std::uint32_t i = 0; i < 8 * kPeriod; ++i) waiting.emplace_back([] {});
   others_started.store(true, std::memory_order_release);

@@ -89,6 +89,8 @@ Runtime::Runtime(const RuntimeOptions& options) {
 }
 
 void Runtime::BuildGroups(const RuntimeOptions& options) {
+  SchedulingGroup::SetReadySamplePeriod(
+      static_cast<std::uint32_t>(options.ready_latency_sample_period));  // validated
   for (std::size_t g = 0; g < layout_.groups.size(); ++g) {
     const GroupPlan& plan = layout_.groups[g];
     SchedulingGroupOptions group_options;

@@ -31,6 +31,7 @@ DECLARE_uint64(fiber_cross_numa_work_stealing_ratio);
 DECLARE_uint64(fiber_terminate_grace_ms);
 DECLARE_int32(fiber_dump_signal);
 DECLARE_uint64(fiber_chaos_seed);
+DECLARE_uint64(fiber_ready_latency_sample_period);
 
 namespace spindle::internal {
 
@@ -59,6 +60,8 @@ struct RuntimeOptions {
   std::chrono::milliseconds terminate_grace{10000};
   int dump_signal = 0;  // 0 = no signal dumps the fibers
   std::uint64_t chaos_seed = 0;  // chaos scheduling (chaos.h); 0 = off
+  // One readiness in this many is timed (a power of two; SchedulingGroup).
+  std::uint64_t ready_latency_sample_period = 64;
 };
 
 // What the options resolve to on this machine: the topology the runtime uses and its

@@ -348,8 +348,18 @@ std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup* victim) {
 
 bool SchedulingGroup::ThisThreadSamplesReadiness() {
   thread_local std::uint32_t tick = 0;
-  return ++tick % kReadySamplePeriod == 0;
+  return (++tick & ReadySampleMask()) == 0;
 }
+
+std::atomic<std::uint32_t> SchedulingGroup::ready_sample_mask_{kDefaultReadySamplePeriod - 1};
+
+void SchedulingGroup::SetReadySamplePeriod(std::uint32_t period) {
+  CHECK(period >= 1 && (period & (period - 1)) == 0)
+      << "ready-to-run sample period " << period << " is not a power of two";
+  ready_sample_mask_.store(period - 1, std::memory_order_relaxed);  // see ReadySampleMask()
+}
+
+std::uint32_t SchedulingGroup::ReadySamplePeriod() { return ReadySampleMask() + 1; }
 
 FiberEntity* SchedulingGroup::MakeRunning(std::uintptr_t entry, std::size_t worker) {
   // The readiness stamp (written before the push, which our pop is ordered after).

@@ -149,12 +149,16 @@ class SchedulingGroup {
   HistogramSnapshot ready_latency() const;
   HistogramSnapshot ready_latency(std::size_t worker) const;
 
-  // One readiness in kReadySamplePeriod is timed (Go samples scheduling latency the
+  // One readiness in ReadySamplePeriod() is timed (Go samples scheduling latency the
   // same way, 1 in 8): a cycle-clock read costs tens of cycles (a VM may make it more),
   // and at 1 in 8 the two reads per sample were half of yield's 12% regression over the
-  // tree before the metrics (perf, 2-core KVM). 1 in 64 still gives a million-fiber
-  // workload 15k samples.
-  static constexpr std::uint32_t kReadySamplePeriod = 64;
+  // tree before the metrics (perf, 2-core KVM). The default, 1 in 64, still gives a
+  // million-fiber workload 15k samples; --fiber_ready_latency_sample_period sets it.
+  static constexpr std::uint32_t kDefaultReadySamplePeriod = 64;
+  // Sets the period (a power of two) for every group. Only while no runtime runs
+  // (StartRuntime() calls it before it creates the groups).
+  static void SetReadySamplePeriod(std::uint32_t period);
+  static std::uint32_t ReadySamplePeriod();
 
  private:
   void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason);
@@ -168,11 +172,11 @@ class SchedulingGroup {
   // Gives `desc` a stack on the calling thread, worker `worker` of this group (or
   // kNoWorker: not one of ours).
   FiberEntity* Instantiate(FiberDesc* desc, std::size_t worker);
-  // Whether the calling thread's next readiness is one of its 1 in kReadySamplePeriod
+  // Whether the calling thread's next readiness is one of its 1 in ReadySamplePeriod()
   // (a per-thread tick, read out of line: a fiber may move threads between two calls).
   static bool ThisThreadSamplesReadiness();
   // Marks `fiber`/`desc` as made Ready now, for the ready-to-run latency (one in
-  // kReadySamplePeriod readinesses is stamped with the cycle clock; the rest with 0).
+  // ReadySamplePeriod() readinesses is stamped with the cycle clock; the rest with 0).
   // A fiber's stamp is written only when sampled, and cleared by the worker that takes
   // it (MakeRunning()): a waker on another CPU must not write the wakee's control
   // block on every wake-up (that line then bounces between the CPUs: pingpong's round
@@ -181,8 +185,14 @@ class SchedulingGroup {
     if (ThisThreadSamplesReadiness()) fiber->ready_stamp = CycleClockNow();
   }
   static void StampReady(FiberDesc* desc) {
-    desc->ready_stamp = desc->id % kReadySamplePeriod == 0 ? CycleClockNow() : 0;
+    desc->ready_stamp = (desc->id & ReadySampleMask()) == 0 ? CycleClockNow() : 0;
   }
+  // The period minus 1. relaxed: written only while no runtime runs; thread creation
+  // orders it for the workers, and StartRuntime() for the threads that start fibers.
+  static std::uint32_t ReadySampleMask() {
+    return ready_sample_mask_.load(std::memory_order_relaxed);
+  }
+  static std::atomic<std::uint32_t> ready_sample_mask_;
   // Makes the fiber of a taken entry this group's and Running on worker `worker` (whose
   // thread calls this; kNoWorker in tests).
   FiberEntity* MakeRunning(std::uintptr_t entry, std::size_t worker);
