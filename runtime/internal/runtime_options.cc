@@ -90,7 +90,7 @@ DEFINE_int32(fiber_dump_signal, 0,
 DEFINE_uint64(fiber_ready_latency_sample_period, 64,
               "The ready-to-run latency (GetRuntimeMetrics()) times one fiber readiness "
               "in this many, with two cycle-clock reads (default 64; 1 times every "
-              "readiness, for a diagnosis: yield then costs ~10% more). A power of two "
+              "readiness, for a diagnosis: yield then costs ~35% more). A power of two "
               "in [1, 65536].");
 DEFINE_uint64(fiber_chaos_seed, 0,
               "Chaos scheduling, for tests: with a nonzero seed the scheduler runs a "
