@@ -397,32 +397,36 @@ FiberEntity* SchedulingGroup::MakeRunning(std::uintptr_t entry, std::size_t work
 }
 
 // Inlined into Yield and Halt (a call here cost yield 15 instructions per switch).
+// kChaos: chaos mode's decisions are on (ChaosDecides(), fixed for a runtime's life;
+// the callers look once per switch, not once per step).
+template <bool kChaos>
 __attribute__((always_inline)) inline FiberEntity* SchedulingGroup::TakeNextForSwitch(
     FiberEntity* self) {
   // self is Running here, on the worker MakeRunning() recorded.
   const std::size_t worker = self->scheduling_worker;
   std::uintptr_t entry = strategy_->TakeNext(worker);
   if (entry == 0) return nullptr;
-  if (ChaosDecides()) entry = ChaosPick(entry, worker);
+  if constexpr (kChaos) entry = ChaosPick(entry, worker);
   return MakeRunning(entry, worker);
 }
 
+template <bool kChaos>
 void SchedulingGroup::UnlockAndRequeue(void* arg) {
   auto* fiber = static_cast<FiberEntity*>(arg);
   fiber->scheduler_lock.unlock();
   StampReady(fiber);  // ours until queued: it is Ready and no queue holds it yet
   // A producer's push like any other, with its wake-up (see "Parking" at the top). We
   // run on the worker the fiber left, which it recorded when it was made Running.
-  if (ChaosDecides()) {
+  if constexpr (kChaos) {
     fiber->scheduling_group->ChaosQueue(EncodeEntry(fiber), fiber->scheduling_group_local,
                                         ReadyReason::kYielded,
                                         fiber->scheduling_worker);
-    return;
+  } else {
+    fiber->scheduling_group->strategy_->Enqueue(EncodeEntry(fiber),
+                                                !fiber->scheduling_group_local,
+                                                ReadyReason::kYielded,
+                                                fiber->scheduling_worker);
   }
-  fiber->scheduling_group->strategy_->Enqueue(EncodeEntry(fiber),
-                                              !fiber->scheduling_group_local,
-                                              ReadyReason::kYielded,
-                                              fiber->scheduling_worker);
 }
 
 void SchedulingGroup::Yield(FiberEntity* self) {
@@ -431,12 +435,24 @@ void SchedulingGroup::Yield(FiberEntity* self) {
     // No lock is held here: poll in place (the fibers it readies queue behind us).
     if (strategy_->poller()->PollNow(MonotonicNowNs())) strategy_->WakeOneSleeper();
   }
-  FiberEntity* next = TakeNextForSwitch(self);
+  // One look at chaos mode for the pick and the re-queue (two cost yield 1%).
+  if (__builtin_expect(ChaosDecides(), 0)) {
+    ChaosYield(self);
+  } else {
+    SwitchToNext<false>(self);
+  }
+}
+
+void SchedulingGroup::ChaosYield(FiberEntity* self) { SwitchToNext<true>(self); }
+
+template <bool kChaos>
+__attribute__((always_inline)) inline void SchedulingGroup::SwitchToNext(FiberEntity* self) {
+  FiberEntity* next = TakeNextForSwitch<kChaos>(self);
   if (next == nullptr) return;  // nothing else is ready: keep running
   self->scheduler_lock.lock();
   self->SetState(FiberState::kReady);
   // Re-queued by the landing hook, once self is saved.
-  self->SwitchTo(next, LandingHook{&UnlockAndRequeue, self});
+  self->SwitchTo(next, LandingHook{&UnlockAndRequeue<kChaos>, self});
 }
 
 void SchedulingGroup::Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
@@ -447,8 +463,10 @@ void SchedulingGroup::Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lo
   self_lock.release();  // unlocked by the landing hook below
   // A busy poll is due: we hold our own lock, which dispatching could need (our own
   // IO wait), so go through the worker's loop, which polls (FindRunnable).
-  FiberEntity* next =
-      BusyPollDue(self->scheduling_worker) ? nullptr : TakeNextForSwitch(self);
+  FiberEntity* next = nullptr;
+  if (!BusyPollDue(self->scheduling_worker)) {
+    next = ChaosDecides() ? TakeNextForSwitch<true>(self) : TakeNextForSwitch<false>(self);
+  }
   FiberEntity* target = next != nullptr ? next : GetMasterFiberEntity();
   ChaosPause();  // Waiting but not yet switched out: a waker spins on our lock meanwhile
   self->SwitchTo(target, LandingHook{[](void* fiber) {
@@ -533,7 +551,9 @@ void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
   }
   self->scheduler_lock.lock();
   self->SetState(FiberState::kReady);
-  self->SwitchTo(next, LandingHook{&UnlockAndRequeue, self});
+  self->SwitchTo(next, LandingHook{ChaosDecides() ? &UnlockAndRequeue<true>
+                                                  : &UnlockAndRequeue<false>,
+                                   self});
 }
 
 void SchedulingGroup::TakeBackRunInline(FiberEntity* joiner, FiberDesc* desc) {

@@ -198,9 +198,16 @@ class SchedulingGroup {
   FiberEntity* MakeRunning(std::uintptr_t entry, std::size_t worker);
   // The next Ready fiber for `self`, which leaves its worker (Yield, Halt), made
   // Running; nullptr if none.
+  template <bool kChaos>
   FiberEntity* TakeNextForSwitch(FiberEntity* self);
+  // Yield's switch to the next ready fiber, if any (kChaos: chaos mode's decisions).
+  template <bool kChaos>
+  void SwitchToNext(FiberEntity* self);
+  // Yield under chaos mode's decisions: out of line and cold, off the plain path.
+  __attribute__((noinline, cold)) void ChaosYield(FiberEntity* self);
   // Whether worker `worker` (switching fibers) should poll the group's poller now.
   bool BusyPollDue(std::size_t worker);
+  template <bool kChaos>
   static void UnlockAndRequeue(void* fiber);
 
   // Chaos mode (chaos.h). D1: `entry`, just taken by worker `worker` (this group's),
