@@ -21,7 +21,6 @@ struct FiberDesc {
   // Becomes the fiber's exit_barrier_hook (a joinable Fiber signals its joiner here);
   // empty for detached fibers.
   absl::AnyInvocable<void()> exit_hook;
-  bool scheduling_group_local = false;
   std::uint64_t id = 0;  // the fiber's id, chosen at start so Fiber::get_id() has it
   // The cycle clock when it was queued, or 0 when not sampled (see FiberEntity).
   std::uint64_t ready_stamp = 0;
@@ -35,7 +34,12 @@ struct FiberDesc {
   // The joiner's reference keeps the address from being reused while it compares queue
   // entries with it. The last of the two frees the descriptor (ReleaseRunInlineDesc).
   std::atomic<int> run_inline_refs{2};
+  // Beside the int above, so that the descriptor stays 96 bytes: with ready_stamp
+  // added among the others it grew to 112, and spawn_join, which keeps a million
+  // descriptors queued at once, cost 7% more.
+  bool scheduling_group_local = false;
 };
+static_assert(sizeof(FiberDesc) <= 96, "a million queued fibers pay for every byte");
 
 // A descriptor from the calling thread's cache (or new); all fields at their defaults.
 FiberDesc* AllocateFiberDesc();
