@@ -248,9 +248,11 @@ void FiberEntity::Exit() {
 }
 
 std::size_t FiberControlBlockSize() {
+  // The entity at a 64-byte boundary (run-queue entries are tagged pointers), the
+  // stack header right above it, both in whole cache lines.
   constexpr std::size_t kAlign = 64;
-  static_assert(kStackHeaderSize % kAlign == 0);
-  return (sizeof(FiberEntity) + kAlign - 1) / kAlign * kAlign + kStackHeaderSize;
+  static_assert(kStackHeaderSize % alignof(std::atomic<std::uint32_t>) == 0);
+  return (sizeof(FiberEntity) + kStackHeaderSize + kAlign - 1) / kAlign * kAlign;
 }
 
 FiberEntity* InstantiateFiberEntity(const Stack& stack,
