@@ -60,6 +60,29 @@ assert not missing, f"workloads without a result: {sorted(missing)}"
 print(f"JSON: {number} lines, {len(seen)} workloads")
 PYTHON
 
+# --metrics: the scheduler's rows under each workload, every readiness timed (the
+# sample period is 1 under --metrics), so yield's samples are about its fiber runs.
+if ! "$bench" --flagfile="$flagfile" --scale=0.01 --repetitions=1 --metrics \
+    --workloads=yield,pingpong --format=json >"$json"; then
+  fail "spindle_bench --metrics --format=json failed"
+fi
+python3 - "$json" <<'PYTHON' || fail "the --metrics output does not check out"
+import json, sys
+rows = {}
+for line in open(sys.argv[1]):
+    row = json.loads(line)
+    rows[(row["workload"], row["metric"])] = row["value"]
+for workload in ("yield", "pingpong"):
+    for metric in ("sched.ready_p50", "sched.ready_p99", "sched.ready_p999",
+                   "sched.fiber_runs", "sched.wakeups", "sched.steals_in_group"):
+        assert (workload, metric) in rows, (workload, metric, rows)
+    samples = rows[(workload, "sched.ready_samples")]
+    runs = rows[(workload, "sched.fiber_runs")]
+    assert samples >= runs / 2 > 0, (workload, samples, runs)
+    assert rows[(workload, "sched.ready_p50")] <= rows[(workload, "sched.ready_p99")], workload
+print("--metrics: ready-to-run rows for yield and pingpong, every readiness sampled")
+PYTHON
+
 # The table, for two workloads.
 table=$("$bench" --flagfile="$flagfile" --scale=0.001 --repetitions=1 --workloads=fib,skynet)
 echo "$table"
