@@ -500,9 +500,9 @@ int main(int argc, char** argv) {
   // --metrics: every readiness timed (see the flag's help). Through gflags by name:
   // the bench uses the public API only.
   if (FLAGS_metrics) {
-    std::string period;
-    if (gflags::GetCommandLineOption("fiber_ready_latency_sample_period", &period) &&
-        period == "64") {
+    const gflags::CommandLineFlagInfo period =
+        gflags::GetCommandLineFlagInfoOrDie("fiber_ready_latency_sample_period");
+    if (period.current_value == period.default_value) {
       gflags::SetCommandLineOption("fiber_ready_latency_sample_period", "1");
     }
   }

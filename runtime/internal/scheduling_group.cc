@@ -88,7 +88,8 @@ std::atomic<std::size_t> g_foreign_producers{0};
 
 class ForeignProducerScope {
  public:
-  explicit ForeignProducerScope(const BoundWorker& bound) : foreign_(bound.group == nullptr) {
+  // `foreign`: the calling thread is no group's worker (BoundWorker::group null).
+  explicit ForeignProducerScope(bool foreign) : foreign_(foreign) {
     // relaxed: ordered before the push, see above.
     if (foreign_) g_foreign_producers.fetch_add(1, std::memory_order_relaxed);
   }
@@ -175,11 +176,8 @@ void SchedulingGroup::SetThieves(const std::vector<SchedulingGroup*>& thieves) {
 __attribute__((always_inline)) inline void SchedulingGroup::EnqueueFrom(
     std::size_t origin, bool foreign, std::uintptr_t entry, bool stealable,
     ReadyReason reason) {
-  // relaxed: ordered before the push, see g_foreign_producers.
-  if (foreign) g_foreign_producers.fetch_add(1, std::memory_order_relaxed);
+  ForeignProducerScope scope(foreign);
   strategy_->Enqueue(entry, stealable, reason, origin);
-  // release: as ForeignProducerScope's.
-  if (foreign) g_foreign_producers.fetch_sub(1, std::memory_order_release);
 }
 
 void SchedulingGroup::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason) {
@@ -204,7 +202,7 @@ void SchedulingGroup::StartFiber(FiberDesc* desc) {
 template <class T>
 void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n) {
   const BoundWorker bound = *BoundWorkerSlot();
-  ForeignProducerScope scope(bound);
+  ForeignProducerScope scope(bound.group == nullptr);
   const std::size_t origin = bound.group == this ? bound.index : kNoWorker;
   constexpr std::size_t kChunk = 64;
   std::uintptr_t entries[kChunk];
@@ -529,7 +527,7 @@ void SchedulingGroup::ChaosQueue(std::uintptr_t entry, bool group_local,
   }
   // A push from this thread like any other (Enqueue()), with an origin that is ours in
   // `target` or none.
-  ForeignProducerScope scope(*BoundWorkerSlot());
+  ForeignProducerScope scope(BoundWorkerSlot()->group == nullptr);
   target->strategy_->Enqueue(entry, !group_local, reason, origin);
 }
 
@@ -659,27 +657,23 @@ void SchedulingGroup::TakeBackPending(
   }
 }
 
-std::uint64_t SchedulingGroup::fibers_run() const {
-  std::uint64_t sum = 0;
-  for (const WorkerCounters& counters : worker_counters_) sum += counters.fibers_run.Read();
+std::uint64_t SchedulingGroup::SumOverWorkers(SingleWriterCounter WorkerCounters::*field,
+                                              const ThreadCounter* elsewhere) const {
+  std::uint64_t sum = elsewhere != nullptr ? elsewhere->Read() : 0;
+  for (const WorkerCounters& counters : worker_counters_) sum += (counters.*field).Read();
   return sum;
+}
+std::uint64_t SchedulingGroup::fibers_run() const {
+  return SumOverWorkers(&WorkerCounters::fibers_run, nullptr);
 }
 std::uint64_t SchedulingGroup::fibers_started() const {
-  std::uint64_t sum = fibers_started_elsewhere_.Read();
-  for (const WorkerCounters& counters : worker_counters_) sum += counters.fibers_started.Read();
-  return sum;
+  return SumOverWorkers(&WorkerCounters::fibers_started, &fibers_started_elsewhere_);
 }
 std::uint64_t SchedulingGroup::fibers_begun() const {
-  std::uint64_t sum = fibers_begun_elsewhere_.Read();
-  for (const WorkerCounters& counters : worker_counters_) sum += counters.fibers_begun.Read();
-  return sum;
+  return SumOverWorkers(&WorkerCounters::fibers_begun, &fibers_begun_elsewhere_);
 }
 std::uint64_t SchedulingGroup::fibers_run_inline() const {
-  std::uint64_t sum = fibers_run_inline_elsewhere_.Read();
-  for (const WorkerCounters& counters : worker_counters_) {
-    sum += counters.fibers_run_inline.Read();
-  }
-  return sum;
+  return SumOverWorkers(&WorkerCounters::fibers_run_inline, &fibers_run_inline_elsewhere_);
 }
 std::uint64_t SchedulingGroup::fibers_run(std::size_t worker) const {
   return worker_counters_[worker].fibers_run.Read();

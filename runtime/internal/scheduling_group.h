@@ -262,6 +262,9 @@ class SchedulingGroup {
       elsewhere.Add(n);
     }
   }
+  // `field` summed over the workers, plus `elsewhere` (if any). Any thread.
+  std::uint64_t SumOverWorkers(SingleWriterCounter WorkerCounters::*field,
+                               const ThreadCounter* elsewhere) const;
   // Bumped from any thread that is not one of our workers (see CountOn): per-thread
   // cells, no shared read-modify-write.
   ThreadCounter fibers_started_elsewhere_;
