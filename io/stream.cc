@@ -111,7 +111,16 @@ class Operation {
     return absl::OkStatus();
   }
   absl::Status Wait(Deadline deadline) { return Wait(deadline, direction_); }
-  absl::Status Error(int error) const { return OsError(error, name_, preposition_, address_); }
+  // Whether the descriptor was closed while this operation ran. Close() shuts the
+  // socket down under an operation in flight, so a system call made after it sees end
+  // of stream or an error (EPIPE, EINVAL) that is really the close.
+  bool closed_meanwhile() const { return descriptor_->closed(); }
+  absl::Status Closed() const { return ClosedError(name_, preposition_, address_); }
+  // The OS error `error`, or the close that caused it.
+  absl::Status Error(int error) const {
+    if (closed_meanwhile()) return Closed();
+    return OsError(error, name_, preposition_, address_);
+  }
 
  private:
   Descriptor* descriptor_;
@@ -238,6 +247,8 @@ absl::StatusOr<std::size_t> Stream::Read(void* buffer, std::size_t size, Deadlin
   }
   for (;;) {
     const ssize_t n = read(op.fd(), buffer, size);
+    // End of stream from a Close() meanwhile (its shutdown), not from the peer.
+    if (n == 0 && op.closed_meanwhile()) return op.Closed();
     if (n >= 0) {
       likely_blocked = n > 0 && static_cast<std::size_t>(n) < size;
       return static_cast<std::size_t>(n);
@@ -311,6 +322,7 @@ absl::Status Stream::WaitReadable(Deadline deadline) {
     // Readable now (data, end of stream, or a pending error): the next Read() must not
     // wait for an edge that this wait may have consumed.
     if (n >= 0 || (errno != EINTR && errno != EAGAIN)) {
+      if (op.closed_meanwhile()) return op.Closed();  // readable through its shutdown
       op.descriptor()->likely_blocked(Descriptor::kRead) = false;
       return absl::OkStatus();
     }
