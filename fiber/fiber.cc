@@ -2,12 +2,15 @@
 
 #include "fiber/fiber.h"
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "fiber/internal/batch_pool.h"
 #include "fiber/internal/fiber_entity.h"
+#include "fiber/internal/stack_allocator.h"
 #include "glog/logging.h"
 #include "runtime/internal/live_fibers.h"
 #include "runtime/internal/runtime_impl.h"
@@ -61,6 +64,9 @@ class JoinState {
   // Where the fiber was queued: what join() takes back after running it inline.
   FiberDesc* desc = nullptr;
   SchedulingGroup* group = nullptr;
+  // Stack the joiner must have to spare to run the fiber inline: 32 KiB, or the stack
+  // the fiber asked for if that is more.
+  std::size_t inline_reserve = 0;
 
  private:
   static void Recycle(JoinState* state);
@@ -100,6 +106,7 @@ void JoinState::Recycle(JoinState* state) {
   if (state->start_proc) state->start_proc = nullptr;  // usually moved-from already
   state->desc = nullptr;
   state->group = nullptr;
+  state->inline_reserve = 0;
   state->waiter_.store(kRunning, std::memory_order_relaxed);
   state->refs_.store(2, std::memory_order_relaxed);
   PooledObjects<JoinState>::Delete(state);
@@ -112,9 +119,9 @@ namespace {
 // Stack a joiner must have left to run a not-yet-started child inline.
 constexpr std::size_t kInlineJoinStackReserve = 32 * 1024;
 
-bool HasStackToSpare(const internal::FiberEntity* self) {
+bool HasStackToSpare(const internal::FiberEntity* self, std::size_t reserve) {
   const char* here = static_cast<const char*>(__builtin_frame_address(0));
-  return here - self->stack().base > static_cast<std::ptrdiff_t>(kInlineJoinStackReserve);
+  return here - self->stack().base > static_cast<std::ptrdiff_t>(reserve);
 }
 
 internal::SchedulingGroup* ChooseGroup(const Fiber::Attributes& attributes) {
@@ -132,6 +139,11 @@ internal::SchedulingGroup* ChooseGroup(const Fiber::Attributes& attributes) {
 internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
                                        internal::FiberDesc* desc) {
   desc->scheduling_group_local = attributes.scheduling_group_local;
+  if (attributes.stack_size != 0) {
+    const std::string error = internal::ValidateRequestedStackSize(attributes.stack_size);
+    if (!error.empty()) LOG(FATAL) << error;
+    desc->stack_class = internal::StackClassFor(attributes.stack_size);
+  }
   internal::SchedulingGroup* group = ChooseGroup(attributes);
   internal::FiberEntity* self = internal::GetCurrentFiberEntity();
   const bool in_fiber = self != nullptr && !self->is_master();
@@ -163,6 +175,11 @@ Fiber::Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc
   desc->claim = &state->claimed;
   id_ = desc->id;
   state->desc = desc;
+  state->inline_reserve =
+      std::max(kInlineJoinStackReserve,
+               attributes.stack_size == 0
+                   ? 0
+                   : internal::StackClassSize(internal::StackClassFor(attributes.stack_size)));
   // The descriptor may be run and freed before LaunchFiber returns; join() touches
   // `desc` only after winning the claim, which proves it is still queued.
   state->group = LaunchFiber(attributes, desc);
@@ -198,7 +215,8 @@ void Fiber::join() {
   internal::FiberEntity* self = internal::GetCurrentFiberEntity();
   // relaxed pre-check: a hint that spares the locked exchange once the fiber started.
   if (self != nullptr && !self->is_master() &&
-      !state->claimed.load(std::memory_order_relaxed) && HasStackToSpare(self) &&
+      !state->claimed.load(std::memory_order_relaxed) &&
+      HasStackToSpare(self, state->inline_reserve) &&
       // acq_rel: pairs with the worker's claim in AcquireFiber(); the winner runs it.
       !state->claimed.exchange(true, std::memory_order_acq_rel)) {
     auto proc = std::move(state->start_proc);

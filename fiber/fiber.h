@@ -46,6 +46,12 @@ class Fiber {
     std::size_t scheduling_group = kNearestSchedulingGroup;
     // If true, the fiber never runs outside its scheduling group (never stolen).
     bool scheduling_group_local = false;
+    // Bytes of stack for the fiber; 0: --fiber_stack_size. Other sizes are rounded up
+    // to a power of two of at least 16 KiB (the stack size classes); at most 1 GiB
+    // (more is a fatal error naming the value). Stacks of each class are pooled apart.
+    // A joinable fiber that asks for more than the default is never run inline by
+    // join() on a joiner with less stack than that to spare.
+    std::size_t stack_size = 0;
   };
 
   Fiber() = default;

@@ -3,11 +3,17 @@
 #ifndef SPINDLE_FIBER_INTERNAL_BATCH_POOL_H_
 #define SPINDLE_FIBER_INTERNAL_BATCH_POOL_H_
 
+#include <malloc.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
+#include "fiber/internal/idle_release.h"
 #include "fiber/internal/sanitizers.h"
 
 namespace spindle::internal {
@@ -31,14 +37,35 @@ class BatchPool {
     const std::size_t n = std::min(batch_size_, items_.size());
     out->insert(out->end(), items_.end() - n, items_.end());
     items_.resize(items_.size() - n);
+    if (items_.size() < low_water_) low_water_ = items_.size();
     return true;
   }
 
-  // Moves all of `items` into the pool.
-  void GiveBatch(std::vector<T>* items) {
+  // Moves all of `items` into the pool; returns how many it holds now.
+  std::size_t GiveBatch(std::vector<T>* items) {
     std::lock_guard<std::mutex> lock(lock_);
     items_.insert(items_.end(), items->begin(), items->end());
     items->clear();
+    return items_.size();
+  }
+
+  // For giving idle items back (idle_release.h): the fewest items the pool held since
+  // the previous call (so many sat unused all along), and the mark reset to now.
+  std::size_t TakeLowWater() {
+    std::lock_guard<std::mutex> lock(lock_);
+    const std::size_t low = std::min(low_water_, items_.size());
+    low_water_ = items_.size();
+    return low;
+  }
+
+  // Moves out up to `n` of the items pooled longest.
+  std::vector<T> TakeOldest(std::size_t n) {
+    std::lock_guard<std::mutex> lock(lock_);
+    n = std::min(n, items_.size());
+    std::vector<T> oldest(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(n));
+    items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(n));
+    if (items_.size() < low_water_) low_water_ = items_.size();
+    return oldest;
   }
 
   // Moves everything out (for the owner's destructor).
@@ -54,26 +81,29 @@ class BatchPool {
 
   // For a thread cache: if `cache` holds two batches or more, gives one batch back.
   // Returns whether it did.
-  bool SpillIfFull(std::vector<T>* cache) {
-    if (cache->size() < 2 * batch_size_) return false;
+  // Returns the pool's size after the spill, or 0 if it did not spill.
+  std::size_t SpillIfFull(std::vector<T>* cache) {
+    if (cache->size() < 2 * batch_size_) return 0;
     std::vector<T> spill(cache->end() - batch_size_, cache->end());
     cache->resize(cache->size() - batch_size_);
-    GiveBatch(&spill);
-    return true;
+    return GiveBatch(&spill);
   }
 
  private:
   const std::size_t batch_size_;
   mutable std::mutex lock_;
-  std::vector<T> items_;  // guarded by lock_
+  std::vector<T> items_;  // guarded by lock_, oldest first
+  std::size_t low_water_ = 0;  // guarded by lock_, see TakeLowWater()
 };
 
 // new and delete for small objects that one thread allocates and another frees, many
 // per second (fiber descriptors, join states): a plain new/delete makes malloc pay for
 // a cross-thread free each time (a quarter of 1M spawns' time in _int_malloc/_int_free).
 // Each thread keeps a cache of free objects and trades batches with one BatchPool per
-// type. Objects are never returned to malloc: the pool holds as many as were ever in
-// use at once. Delete() does not destroy: the caller resets the object first, and New()
+// type. The pool keeps kKeep objects for good; beyond that, objects that sat in it
+// unused for --fiber_release_delay_ms go back to malloc (idle_release.h), so a burst of
+// 100k fibers does not pin 100k descriptors for the life of the process. Delete() does
+// not destroy: the caller resets the object first, and New()
 // hands it out as it was left (a default-constructed one when the caches are empty).
 // Under a sanitizer it is plain new/delete, so each lifetime is visible. Thread-safe;
 // New() and Delete() do not switch fibers, so their thread-local cache is not read
@@ -96,8 +126,10 @@ class PooledObjects {
     }
     std::vector<T*>& cache = ThisThread();
     cache.push_back(object);
-    Pool().SpillIfFull(&cache);
+    if (Pool().SpillIfFull(&cache) > kKeep) RegisterRelease();
   }
+
+  static constexpr std::size_t kKeep = 4096;
 
  private:
   static constexpr std::size_t kBatch = 64;
@@ -107,6 +139,25 @@ class PooledObjects {
       if (!free.empty()) Pool().GiveBatch(&free);
     }
   };
+  // Once the pool first holds more than kKeep: from then on, the release thread frees
+  // what sat idle beyond kKeep every --fiber_release_delay_ms.
+  static void RegisterRelease() {
+    static std::atomic<bool> registered{false};
+    // relaxed: only spares the registry's lock; Register ignores a second call.
+    if (registered.load(std::memory_order_relaxed)) return;
+    registered.store(true, std::memory_order_relaxed);
+    const auto period = std::chrono::milliseconds(
+        std::max<std::uint64_t>(1, FLAGS_fiber_release_delay_ms));
+    RegisterIdleRelease(&Pool(), period, [] {
+      const std::size_t idle = Pool().TakeLowWater();
+      if (idle <= kKeep) return;
+      for (T* object : Pool().TakeOldest(idle - kKeep)) delete object;
+      // glibc gives free memory back only from the top of a heap; a burst's objects
+      // are interleaved with live ones, so their pages would stay resident.
+      malloc_trim(0);
+    });
+  }
+
   static BatchPool<T*>& Pool() {
     static auto* pool = new BatchPool<T*>(kBatch);  // never destroyed: threads outlive it
     return *pool;

@@ -65,7 +65,8 @@ bool QueryRunningGuardedStack(GuardedStackInfo* info) {
 }
 
 void ReclaimToThreadCache(FiberEntity* dead) {
-  StackCache::ForThisThread().Put(DestroyFiberEntity(dead));
+  const Stack stack = DestroyFiberEntity(dead);
+  StackCache::ForStack(stack).Put(stack);
 }
 
 void ReclaimDeadFiber(void* arg) {
@@ -182,6 +183,10 @@ __attribute__((always_inline)) inline void FiberEntity::Switch(FiberEntity* targ
   ExceptionState* const live = ThisThreadExceptionState();
   exception_state_ = *live;
   *live = target->exception_state_;
+  // An unguarded stack (stack_allocator.cc, layout 3) is checked each time its fiber
+  // leaves it: a guard page would have stopped the overflow; here we catch it before
+  // another fiber runs on memory the overflow may have spilled into.
+  if (__builtin_expect(!stack_.guarded && stack_.base != nullptr, 0)) CheckUnguardedStack();
   SanitizerStartSwitch(leaving_for_good ? nullptr : &asan_fake_stack_,
                        target->asan_stack_bottom_, target->asan_stack_size_,
                        target->tsan_fiber_);
@@ -190,6 +195,20 @@ __attribute__((always_inline)) inline void FiberEntity::Switch(FiberEntity* targ
   tls_current_fiber = target;
   void* arrived = spindle_jump_context(&saved_sp_, target->saved_sp_, &landing);
   Land(static_cast<Landing*>(arrived));
+}
+
+void FiberEntity::CheckUnguardedStack() const {
+  const char* sp = static_cast<const char*>(__builtin_frame_address(0));
+  const bool below = sp < stack_.base;
+  if (!below && StackCanaryIntact(stack_)) return;
+  char message[256];
+  const std::size_t length = FormatCanaryOverflowMessage(
+      id, stack_.size, below ? "the stack pointer is below the stack"
+                             : "the canary below the stack was overwritten",
+      message, sizeof(message));
+  ssize_t ignored = write(STDERR_FILENO, message, length);
+  (void)ignored;
+  std::abort();
 }
 
 __attribute__((always_inline)) inline void FiberEntity::Land(Landing* landing) {

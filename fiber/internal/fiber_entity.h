@@ -78,7 +78,7 @@ inline constexpr std::size_t kFiberLocalInlineSlots = 8;
 //   | used stack             |
 //   | ...                    |
 //   +------------------------+  <- Stack::base
-//   | guard page (optional)  |
+//   | guard or pad page      |  (a pad page's top holds the canary of an unguarded stack)
 //   +------------------------+
 //
 // Thread-safety: `state` only under `scheduler_lock`. The fields set at creation
@@ -162,6 +162,8 @@ class FiberEntity {
   friend FiberEntity* GetMasterFiberEntity();
 
   void Switch(FiberEntity* target, LandingHook hook, bool leaving_for_good);
+  // Aborts with "fiber stack overflow" if this fiber's unguarded stack overflowed.
+  __attribute__((noinline, cold)) void CheckUnguardedStack() const;
   void Land(Landing* landing);
   [[noreturn]] void Exit();
 

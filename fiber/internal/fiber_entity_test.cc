@@ -276,6 +276,79 @@ TEST_F(FiberEntityDeathTest, StackOverflowIsReportedWithTheFiberId) {
       "fiber stack overflow: fiber [0-9]+ ran past its 131072-byte stack");
 }
 
+// Unguarded stacks (stack_allocator.cc, layout 3): past the mmap limit, without guard
+// markers. The first stack of this allocator is mmapped, the rest are not.
+StackAllocator& UnguardedStacks() {
+  static auto* const allocator = [] {
+    StackAllocatorOptions options;
+    options.stack_size = 64 * 1024;
+    options.guard_regions = false;
+    options.mmap_limit = 1;
+    auto* created = new StackAllocator(options);
+    const Stack first = created->Create();
+    EXPECT_EQ(first.origin, Stack::Origin::kMmapped);
+    return created;
+  }();
+  return *allocator;
+}
+
+FiberEntity* NewUnguardedFiber(absl::AnyInvocable<void()> body) {
+  const Stack stack = UnguardedStacks().Create();
+  EXPECT_FALSE(stack.guarded);
+  FiberEntity* fiber = InstantiateFiberEntity(stack, std::move(body));
+  fiber->reclaim = [](FiberEntity* dead) { UnguardedStacks().Destroy(DestroyFiberEntity(dead)); };
+  return fiber;
+}
+
+// Recurses, writing every frame, until its frame is below `limit`; then, if
+// `switch_there`, switches to the master fiber from that depth.
+__attribute__((noinline)) int RecurseBelow(const char* limit, bool switch_there) {
+  volatile char frame[256];
+  for (auto& c : frame) c = 1;
+  if (static_cast<const char*>(__builtin_frame_address(0)) < limit) {
+    if (switch_there) SwitchToReady(GetCurrentFiberEntity(), GetMasterFiberEntity());
+    return frame[0];
+  }
+  return RecurseBelow(limit, switch_there) + frame[1];
+}
+
+TEST(FiberEntityTest, UnguardedStacksRunAndSwitchWithoutComplaint) {
+  int switches = 0;
+  FiberEntity* fiber = NewUnguardedFiber([&] {
+    for (int i = 0; i < 3; ++i) {
+      ++switches;
+      // Deep, but within the stack: the canary stays intact.
+      RecurseBelow(GetCurrentFiberEntity()->stack().base + 8 * 1024, /*switch_there=*/true);
+    }
+  });
+  for (int i = 0; i < 4; ++i) RunFromMaster(fiber);
+  EXPECT_EQ(switches, 3);
+}
+
+TEST_F(FiberEntityDeathTest, OverflowOfAnUnguardedStackIsFoundAtItsNextSwitch) {
+  // The fiber runs 1 KiB past its stack, returns, and ends: the switch away from it
+  // finds the canary overwritten.
+  EXPECT_DEATH(
+      {
+        FiberEntity* fiber = NewUnguardedFiber([] {
+          RecurseBelow(GetCurrentFiberEntity()->stack().base - 1024, false);
+        });
+        RunFromMaster(fiber);
+      },
+      "fiber stack overflow: fiber [0-9]+ ran past its 65536-byte stack \\(no guard "
+      "page; found when it switched: the canary below the stack was overwritten\\)");
+  // The fiber switches away while it is still past its stack.
+  EXPECT_DEATH(
+      {
+        FiberEntity* fiber = NewUnguardedFiber([] {
+          RecurseBelow(GetCurrentFiberEntity()->stack().base - 512, true);
+        });
+        RunFromMaster(fiber);
+      },
+      "fiber stack overflow: fiber [0-9]+ ran past its 65536-byte stack \\(no guard "
+      "page; found when it switched: the stack pointer is below the stack\\)");
+}
+
 TEST_F(FiberEntityDeathTest, EscapingExceptionNamesTheFiber) {
   EXPECT_DEATH(
       {

@@ -1,21 +1,41 @@
 // Copyright 2026 The Spindle Authors.
 //
-// Fiber stacks and their budget of memory mappings.
+// Fiber stacks, their budget of memory mappings, and giving their memory back.
 //
-// Each guarded stack costs two VMAs (the PROT_NONE guard page splits the mapping), and
-// Linux refuses new mappings past vm.max_map_count (65530 by default). tRPC's FAQ
-// documents the resulting ~30k-fiber ceiling and brpc #107 the mprotect ENOMEM it
-// causes. So the allocator counts its mappings and, past --fiber_stack_mmap_limit, takes
-// stacks from the heap instead: no guard page there (a warning says so once), but no
-// new VMA either, and the process keeps running. The pool never gives memory back to
-// the system while the allocator lives; peaks of fibers are expected to recur.
+// Mappings. A PROT_NONE guard page splits a mapping, so each such stack costs two VMAs,
+// and Linux refuses new mappings past vm.max_map_count (65530 by default): tRPC's FAQ
+// documents the resulting ~30k-fiber ceiling and brpc #107 the mprotect ENOMEM it causes.
+// Three layouts, chosen per stack by Create():
+//   1. Guard markers (Linux 6.13+, MADV_GUARD_INSTALL): stacks are slots of large slabs
+//      and each slot's guard page is a page-table marker, not a VMA. Every stack is
+//      guarded and the map count does not grow with the number of stacks.
+//   2. Otherwise, an mmap of its own per stack with a PROT_NONE guard, while fewer than
+//      --fiber_stack_mmap_limit are live.
+//   3. Past the limit (or with guard pages off): slab slots with no guard. The page
+//      below such a stack is a pad that nothing touches; its top is the canary that the
+//      switch path checks (StackCanaryIntact(), fiber_entity.cc), with the stack pointer,
+//      so an overflow is reported as "fiber stack overflow" with the fiber's id instead
+//      of corrupting memory silently. Best effort, not a guard: see kStackCanaryBytes.
+// Before slabs, layout 3 took stacks from aligned_alloc(), whose chunk header sits at the
+// stack's bottom: a second resident page for every such stack.
 //
-// Layout of an mmapped stack (addresses grow upwards):
-//   [guard page, PROT_NONE, only if guarded][usable stack ... control block at top]
-//                                            ^ Stack::base           Stack::top() ^
+// Slab layout (addresses grow upwards), one VMA for all its slots:
+//   [guard or pad page][stack ... control block][guard or pad page][stack ...] ...
+//                      ^ Stack::base      top() ^
+//
+// Giving memory back. Returned stacks go to the thread's cache (at most two batches),
+// then to the global pool. The pool keeps --fiber_stack_pool_idle_max stacks with their
+// memory; the others are released once they have sat idle for
+// --fiber_release_delay_ms: the release thread (idle_release.h) looks every delay and
+// releases what stayed in the pool the whole time (its low-water mark since the last look).
+// Released mmapped stacks are unmapped; released slab stacks get MADV_DONTNEED (RSS
+// falls, the slot and its guard marker stay) and are reused first by Create().
+// MADV_DONTNEED rather than MADV_FREE: the latter leaves RSS as it was until the system
+// is short of memory, so RSS would not show the release.
 
 #include "fiber/internal/stack_allocator.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -23,10 +43,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <algorithm>
+#include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <new>
 
+#include "fiber/internal/idle_release.h"
 #include "fiber/internal/sanitizers.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -43,12 +67,25 @@ DEFINE_bool(fiber_stack_enable_guard_page, true,
             "silently corrupting memory. Costs a second memory mapping per stack "
             "(see --fiber_stack_mmap_limit).");
 DEFINE_uint64(fiber_stack_mmap_limit, 0,
-              "Most fiber stacks that may be separate memory mappings at once (default "
-              "0 = automatic: half of vm.max_map_count divided by the mappings per "
-              "stack, 2 with a guard page). Past it, stacks come from the heap without "
-              "a guard page, so the process never runs out of mappings. Range "
+              "Most fiber stacks that may be separate memory mappings with a PROT_NONE "
+              "guard page at once (default 0 = automatic: half of vm.max_map_count "
+              "divided by the 2 mappings per stack). Past it, stacks come from shared "
+              "slabs without a guard page, protected by a canary checked at every "
+              "switch. Not used where --fiber_stack_guard_regions applies. Range "
               "[0, 2^32].");
-
+DEFINE_bool(fiber_stack_guard_regions, true,
+            "Make guard pages page-table markers (MADV_GUARD_INSTALL) in shared slabs "
+            "where the kernel has them (Linux 6.13+), so every stack is guarded without "
+            "a memory mapping of its own (default true). False, or an older kernel: "
+            "PROT_NONE guard pages up to --fiber_stack_mmap_limit.");
+DEFINE_uint64(fiber_stack_thread_cache_size, 32,
+              "Most idle fiber stacks a thread keeps for its next fibers (default 32); "
+              "it trades half of that at a time with the global pool. Range [2, 65536].");
+DEFINE_uint64(fiber_stack_pool_idle_max, 256,
+              "Idle fiber stacks the global pool keeps with their memory (default 256). "
+              "Beyond it, idle stacks give their memory back to the system after "
+              "--fiber_stack_release_delay_ms, so RSS falls after a burst of fibers. "
+              "Range [0, 2^32].");
 namespace spindle::internal {
 namespace {
 
@@ -56,6 +93,12 @@ constexpr std::size_t kMinStackSize = 16 * 1024;
 constexpr std::size_t kMaxStackSize = std::size_t{1} << 30;
 constexpr std::size_t kMaxMmapLimit = std::size_t{1} << 32;
 constexpr std::size_t kDefaultMaxMapCount = 65530;
+constexpr std::size_t kMaxThreadCache = 65536;
+constexpr std::size_t kMaxPoolIdle = std::size_t{1} << 32;
+// A slab is about this much address space (at least one slot, at most 256).
+constexpr std::size_t kSlabBytes = 16 << 20;
+// MADV_GUARD_INSTALL, which Debian 12's headers predate.
+constexpr int kMadvGuardInstall = 102;
 
 std::size_t PageSize() {
   static const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -69,39 +112,64 @@ std::size_t ReadMaxMapCount() {
   return kDefaultMaxMapCount;
 }
 
-// Every stack created and not yet destroyed, by base address, for the fiber dump.
-// Stacks are created and destroyed rarely (they are recycled through caches), so
-// mutexes are enough. Two of them, because a worker may create a stack while it holds
-// a fiber's scheduler lock (Halt() instantiates the next fiber before its own lock is
-// released) and a dump waits for scheduler locks: the dump holds `walk_mutex_`, which
-// only Remove() (a stack being freed, never under a scheduler lock) also takes, and
-// holds `list_mutex_`, which Add() takes, only to copy the list.
+void* MapReserved(std::size_t length) {
+  void* mapping = mmap(nullptr, length, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  return mapping == MAP_FAILED ? nullptr : mapping;
+}
+
+// Every stack created and not yet destroyed, for the fiber dump, as regions: an mmapped
+// stack is a region of one, a slab a region of its carved slots (so a slab costs one
+// entry, not one per stack: 100k registered stacks took 8 MB of map nodes). Stacks are
+// created and destroyed rarely (they are recycled through caches), so mutexes are
+// enough. Two of them, because a worker may create a stack while it holds a fiber's
+// scheduler lock (Halt() instantiates the next fiber before its own lock is released)
+// and a dump waits for scheduler locks: the dump holds `walk_mutex_`, which only
+// Remove() (a stack being freed, never under a scheduler lock) also takes, and holds
+// `list_mutex_`, which Add() and Grow() take, only to copy the list.
 class StackRegistry {
  public:
-  void Add(const Stack& stack) {
+  struct Region {
+    Stack first;            // the lowest stack of the region
+    std::size_t stride;     // from one stack's base to the next one's
+    std::size_t count;      // stacks in it
+  };
+
+  void Add(const Stack& stack, std::size_t stride, std::size_t count) {
     std::lock_guard<std::mutex> lock(list_mutex_);
-    stacks_[stack.base] = stack;
+    regions_[stack.base] = Region{stack, stride, count};
   }
-  void Remove(const Stack& stack) {
+  // The region starting at `first_base` now holds `count` stacks.
+  void Grow(char* first_base, std::size_t count) {
+    std::lock_guard<std::mutex> lock(list_mutex_);
+    regions_[first_base].count = count;
+  }
+  void Remove(char* first_base) {
     std::lock_guard<std::mutex> walk(walk_mutex_);
     std::lock_guard<std::mutex> lock(list_mutex_);
-    stacks_.erase(stack.base);
+    regions_.erase(first_base);
   }
   void ForEach(const std::function<void(const Stack&)>& fn) {
     std::lock_guard<std::mutex> walk(walk_mutex_);
-    std::vector<Stack> stacks;
+    std::vector<Region> regions;
     {
       std::lock_guard<std::mutex> lock(list_mutex_);
-      stacks.reserve(stacks_.size());
-      for (const auto& [base, stack] : stacks_) stacks.push_back(stack);
+      regions.reserve(regions_.size());
+      for (const auto& [base, region] : regions_) regions.push_back(region);
     }
-    for (const Stack& stack : stacks) fn(stack);
+    for (const Region& region : regions) {
+      Stack stack = region.first;
+      for (std::size_t i = 0; i < region.count; ++i) {
+        fn(stack);
+        stack.base += region.stride;
+      }
+    }
   }
 
  private:
   std::mutex walk_mutex_;
   std::mutex list_mutex_;
-  std::map<char*, Stack> stacks_;
+  std::map<char*, Region> regions_;
 };
 
 StackRegistry& Registry() {
@@ -109,10 +177,10 @@ StackRegistry& Registry() {
   return *registry;
 }
 
-// Constructs the header of a new stack and registers it.
-void RegisterStack(const Stack& stack) {
+// Constructs the header of a new stack (kStackVacant; a released slab stack reads zero,
+// the same).
+void InitStackHeader(const Stack& stack) {
   new (stack.top() - kStackHeaderSize) std::atomic<std::uint32_t>(kStackVacant);
-  Registry().Add(stack);
 }
 
 }  // namespace
@@ -149,17 +217,26 @@ std::string ValidateStackAllocatorOptions(const StackAllocatorOptions& options) 
            " is invalid: expected a count in [0, " + std::to_string(kMaxMmapLimit) +
            "] (0 = automatic)";
   }
-  if (options.batch_size == 0) {
-    return "stack batch size 0 is invalid: expected at least 1";
+  if (options.thread_cache_size < 2 || options.thread_cache_size > kMaxThreadCache) {
+    return "--fiber_stack_thread_cache_size=" + std::to_string(options.thread_cache_size) +
+           " is invalid: expected a count in [2, " + std::to_string(kMaxThreadCache) + "]";
   }
-  return "";
+  if (options.pool_idle_max > kMaxPoolIdle) {
+    return "--fiber_stack_pool_idle_max=" + std::to_string(options.pool_idle_max) +
+           " is invalid: expected a count in [0, " + std::to_string(kMaxPoolIdle) + "]";
+  }
+  return ValidateReleaseDelay(options.release_delay_ms);
 }
 
-StackAllocatorOptions StackAllocatorOptionsFromFlags() {
+StackAllocatorOptions StackAllocatorOptionsFromFlags(std::size_t stack_size) {
   StackAllocatorOptions options;
-  options.stack_size = FLAGS_fiber_stack_size;
+  options.stack_size = stack_size != 0 ? stack_size : FLAGS_fiber_stack_size;
   options.guard_page = FLAGS_fiber_stack_enable_guard_page;
+  options.guard_regions = FLAGS_fiber_stack_guard_regions;
   options.mmap_limit = FLAGS_fiber_stack_mmap_limit;
+  options.thread_cache_size = FLAGS_fiber_stack_thread_cache_size;
+  options.pool_idle_max = FLAGS_fiber_stack_pool_idle_max;
+  options.release_delay_ms = FLAGS_fiber_release_delay_ms;
   return options;
 }
 
@@ -168,60 +245,133 @@ std::size_t MmapLimitFor(std::size_t max_map_count, bool guard_page) {
   return std::max<std::size_t>(1, max_map_count / 2 / per_stack);
 }
 
+bool KernelHasGuardMarkers() {
+  static const bool has = [] {
+    const std::size_t page = PageSize();
+    void* probe = MapReserved(2 * page);
+    if (probe == nullptr) return false;
+    const bool ok = madvise(probe, page, kMadvGuardInstall) == 0;
+    munmap(probe, 2 * page);
+    return ok;
+  }();
+  return has;
+}
+
+std::uint8_t StackClassFor(std::size_t requested) {
+  const std::size_t default_size = StackAllocator::Default(0).stack_size();
+  if (requested == 0 || requested == default_size) return 0;
+  std::uint8_t stack_class = 1;
+  while (stack_class < kMaxStackClass && StackClassSize(stack_class) < requested) {
+    ++stack_class;
+  }
+  return StackClassSize(stack_class) == default_size ? 0 : stack_class;
+}
+
+std::size_t StackClassSize(std::uint8_t stack_class) {
+  if (stack_class == 0) return StackAllocator::Default(0).stack_size();
+  return std::size_t{1} << (13 + stack_class);
+}
+
+std::string ValidateRequestedStackSize(std::size_t requested) {
+  if (requested <= kMaxRequestedStackSize) return "";
+  return "Fiber::Attributes::stack_size=" + std::to_string(requested) +
+         " is invalid: expected 0 (--fiber_stack_size) or bytes in [1, " +
+         std::to_string(kMaxRequestedStackSize) +
+         "], rounded up to a power of two of at least 16384";
+}
+
 StackAllocator::StackAllocator(const StackAllocatorOptions& options)
     : options_(options),
       page_size_(PageSize()),
+      slot_size_(options.stack_size + PageSize()),
       mmap_limit_(options.mmap_limit != 0
                       ? options.mmap_limit
                       : MmapLimitFor(ReadMaxMapCount(), options.guard_page)),
-      pool_(options.batch_size) {
+      guard_markers_(options.guard_page && options.guard_regions && KernelHasGuardMarkers()) {
   const std::string error = ValidateStackAllocatorOptions(options);
   CHECK(error.empty()) << error;
 }
 
 StackAllocator::~StackAllocator() {
-  for (const Stack& stack : pool_.TakeAll()) Destroy(stack);
+  UnregisterIdleRelease(this);
+  std::vector<Stack> pooled;
+  {
+    std::lock_guard<std::mutex> lock(pool_lock_);
+    pooled.swap(pool_);
+  }
+  for (const Stack& stack : pooled) {
+    if (stack.origin == Stack::Origin::kMmapped) Destroy(stack);
+  }
+  // Every slab stack is back (the allocator outlives the stacks it handed out): unmap
+  // the slabs whole.
+  std::lock_guard<std::mutex> lock(slab_lock_);
+  for (const Slab& slab : slabs_) {
+    Registry().Remove(slab.begin + page_size_);
+    UnpoisonStack(slab.begin, slab.slots * slot_size_);
+    PCHECK(munmap(slab.begin, slab.slots * slot_size_) == 0);
+  }
 }
 
-StackAllocator& StackAllocator::Default() {
-  static StackAllocator* const instance = [] {
-    const StackAllocatorOptions options = StackAllocatorOptionsFromFlags();
-    const std::string error = ValidateStackAllocatorOptions(options);
-    if (!error.empty()) LOG(FATAL) << error;
-    return new StackAllocator(options);
-  }();
-  return *instance;
+StackAllocator& StackAllocator::Default(std::uint8_t stack_class) {
+  static std::atomic<StackAllocator*> instances[kMaxStackClass + 1] = {};
+  CHECK_LE(stack_class, kMaxStackClass) << "no stack class " << int{stack_class};
+  stack_class = std::min<std::uint8_t>(stack_class, kMaxStackClass);  // for -Wstringop-overflow
+  // acquire: pairs with the release CAS below; the allocator is fully built.
+  StackAllocator* instance = instances[stack_class].load(std::memory_order_acquire);
+  if (instance != nullptr) return *instance;
+  const StackAllocatorOptions options = StackAllocatorOptionsFromFlags(
+      stack_class == 0 ? 0 : std::size_t{1} << (13 + stack_class));
+  const std::string error = ValidateStackAllocatorOptions(options);
+  if (!error.empty()) LOG(FATAL) << error;
+  auto* created = new StackAllocator(options);  // never destroyed
+  // acq_rel: publishes ours, or acquires the one another thread published first.
+  if (!instances[stack_class].compare_exchange_strong(instance, created,
+                                                      std::memory_order_acq_rel)) {
+    delete created;
+    return *instance;
+  }
+  return *created;
 }
 
 Stack StackAllocator::Create() {
-  // relaxed: a soft limit, see the member comment.
-  if (mmapped_.load(std::memory_order_relaxed) < mmap_limit_) {
-    Stack stack = CreateMmapped();
-    if (stack) return stack;
-  } else {
-    LOG_FIRST_N(WARNING, 1)
-        << "Fiber stacks reached --fiber_stack_mmap_limit=" << mmap_limit_
-        << " mappings; further stacks come from the heap without a guard page. Raise "
-           "the flag (and vm.max_map_count) if the process needs more fibers at once.";
+  if (!guard_markers_ && options_.guard_page) {
+    // relaxed: a soft limit, see the member comment.
+    if (mmapped_.load(std::memory_order_relaxed) < mmap_limit_) {
+      Stack stack = CreateMmapped();
+      if (stack) return stack;
+    } else {
+      LOG_FIRST_N(WARNING, 1)
+          << "Fiber stacks reached --fiber_stack_mmap_limit=" << mmap_limit_
+          << " mappings; further stacks share slabs without a guard page (a canary "
+             "checked at every switch detects most overflows). Raise the flag (and "
+             "vm.max_map_count) if the process needs more guarded fibers at once.";
+    }
   }
-  return CreateFromHeap();
+  std::lock_guard<std::mutex> lock(slab_lock_);
+  if (!released_.empty()) {
+    const Stack stack = released_.back();
+    released_.pop_back();
+    UnpoisonStack(stack.base, stack.size);
+    return stack;
+  }
+  return CreateInSlab();
 }
 
 Stack StackAllocator::CreateMmapped() {
-  const std::size_t guard = options_.guard_page ? page_size_ : 0;
+  const std::size_t guard = page_size_;
   const std::size_t length = options_.stack_size + guard;
-  void* mapping = mmap(nullptr, length, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
-  if (mapping == MAP_FAILED) {
+  void* mapping = MapReserved(length);
+  if (mapping == nullptr) {
     LOG_FIRST_N(WARNING, 1) << "mmap of a " << length << "-byte fiber stack failed ("
                             << std::strerror(errno)
-                            << "); falling back to heap stacks without a guard page.";
+                            << "); falling back to slab stacks without a guard page.";
     return {};
   }
-  if (guard != 0 && mprotect(mapping, guard, PROT_NONE) != 0) {
+  if (mprotect(mapping, guard, PROT_NONE) != 0) {
     LOG_FIRST_N(WARNING, 1) << "mprotect of a fiber stack guard page failed ("
                             << std::strerror(errno)
-                            << ", likely vm.max_map_count); falling back to heap stacks.";
+                            << ", likely vm.max_map_count); falling back to slab stacks "
+                               "without a guard page.";
     munmap(mapping, length);
     return {};
   }
@@ -230,61 +380,193 @@ Stack StackAllocator::CreateMmapped() {
   stack.base = static_cast<char*>(mapping) + guard;
   stack.size = options_.stack_size;
   stack.origin = Stack::Origin::kMmapped;
-  stack.guarded = guard != 0;
-  RegisterStack(stack);
+  stack.guarded = true;
+  InitStackHeader(stack);
+  Registry().Add(stack, 0, 1);
   return stack;
 }
 
-Stack StackAllocator::CreateFromHeap() {
-  void* memory = std::aligned_alloc(page_size_, options_.stack_size);
-  if (memory == nullptr) {
-    LOG(FATAL) << "Out of memory allocating a " << options_.stack_size
-               << "-byte fiber stack (--fiber_stack_size).";
+Stack StackAllocator::CreateInSlab() {
+  if (slabs_.empty() || slab_carved_ == slabs_.back().slots) {
+    const std::size_t slots = std::clamp<std::size_t>(kSlabBytes / slot_size_, 1, 256);
+    void* mapping = MapReserved(slots * slot_size_);
+    if (mapping == nullptr) {
+      LOG(FATAL) << "Out of address space for fiber stacks: mmap of a "
+                 << slots * slot_size_ << "-byte slab failed (" << std::strerror(errno)
+                 << ")";
+    }
+    slabs_.push_back(Slab{static_cast<char*>(mapping), slots});
+    slab_carved_ = 0;
   }
-  heap_.fetch_add(1, std::memory_order_relaxed);  // relaxed: see member comment
+  char* slot = slabs_.back().begin + slab_carved_ * slot_size_;
+  ++slab_carved_;
+  if (guard_markers_) {
+    // A marker only on the slot's first page; the kernel probed fine, so a failure here
+    // is unexpected (ENOMEM for page tables): report it rather than run unguarded.
+    PCHECK(madvise(slot, page_size_, kMadvGuardInstall) == 0)
+        << "MADV_GUARD_INSTALL on a fiber stack's guard page";
+  }
+  slab_stacks_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
   Stack stack;
-  stack.base = static_cast<char*>(memory);
+  stack.base = slot + page_size_;
   stack.size = options_.stack_size;
-  stack.origin = Stack::Origin::kHeap;
-  stack.guarded = false;
-  RegisterStack(stack);
+  stack.origin = Stack::Origin::kSlab;
+  stack.guarded = guard_markers_;
+  InitStackHeader(stack);
+  if (slab_carved_ == 1) {
+    Registry().Add(stack, slot_size_, 1);
+  } else {
+    Registry().Grow(slabs_.back().begin + page_size_, slab_carved_);
+  }
   return stack;
 }
 
 void StackAllocator::Destroy(const Stack& stack) {
-  Registry().Remove(stack);
-  UnpoisonStack(stack.base, stack.size);
-  if (stack.origin == Stack::Origin::kHeap) {
-    std::free(stack.base);
-    heap_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: see member comment
+  if (stack.origin == Stack::Origin::kSlab) {
+    std::vector<Stack> one{stack};
+    Release(&one);
     return;
   }
-  const std::size_t guard = stack.guarded ? page_size_ : 0;
-  PCHECK(munmap(stack.base - guard, stack.size + guard) == 0);
+  Registry().Remove(stack.base);
+  UnpoisonStack(stack.base, stack.size);
+  PCHECK(munmap(stack.base - page_size_, stack.size + page_size_) == 0);
   mmapped_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: see member comment
 }
 
-bool StackAllocator::TakeBatch(std::vector<Stack>* out) { return pool_.TakeBatch(out); }
+void StackAllocator::Release(std::vector<Stack>* stacks) {
+  // Slab stacks next to each other in address order share one madvise() (each is a
+  // TLB shoot-down on every CPU running this process). The guard markers stay across
+  // MADV_DONTNEED; the pad pages were never touched, or held an overflow's garbage,
+  // which the release also clears.
+  std::vector<Stack> slab;
+  for (const Stack& stack : *stacks) {
+    if (stack.origin == Stack::Origin::kMmapped) {
+      Destroy(stack);
+    } else {
+      slab.push_back(stack);
+    }
+  }
+  stacks->clear();
+  if (slab.empty()) return;
+  std::sort(slab.begin(), slab.end(),
+            [](const Stack& a, const Stack& b) { return a.base < b.base; });
+  std::size_t first = 0;
+  for (std::size_t i = 1; i <= slab.size(); ++i) {
+    if (i < slab.size() && slab[i].base == slab[i - 1].top() + page_size_) continue;
+    char* begin = slab[first].base - page_size_;
+    char* end = slab[i - 1].top();
+    // The header words read as zero afterwards: kStackVacant, as the dump expects.
+    UnpoisonStack(begin, static_cast<std::size_t>(end - begin));
+    PCHECK(madvise(begin, static_cast<std::size_t>(end - begin), MADV_DONTNEED) == 0);
+    first = i;
+  }
+  for (const Stack& stack : slab) PoisonStack(stack.base, stack.size - kStackHeaderSize);
+  released_count_.fetch_add(slab.size(), std::memory_order_relaxed);  // relaxed: statistic
+  std::lock_guard<std::mutex> lock(slab_lock_);
+  released_.insert(released_.end(), slab.begin(), slab.end());
+}
 
-void StackAllocator::GiveBatch(std::vector<Stack>* stacks) { pool_.GiveBatch(stacks); }
+bool StackAllocator::TakeBatch(std::vector<Stack>* out) {
+  std::lock_guard<std::mutex> lock(pool_lock_);
+  if (pool_.empty()) return false;
+  const std::size_t n = std::min(batch_size(), pool_.size());
+  // The newest: their memory is the most likely to be warm.
+  out->insert(out->end(), pool_.end() - n, pool_.end());
+  pool_.resize(pool_.size() - n);
+  low_water_ = std::min(low_water_, pool_.size());
+  return true;
+}
+
+void StackAllocator::GiveBatch(std::vector<Stack>* stacks) {
+  std::size_t size;
+  {
+    std::lock_guard<std::mutex> lock(pool_lock_);
+    pool_.insert(pool_.end(), stacks->begin(), stacks->end());
+    size = pool_.size();
+  }
+  stacks->clear();
+  if (size <= options_.pool_idle_max) return;
+  if (options_.release_delay_ms == 0) {
+    ReleaseIdle();
+  } else {
+    StartReleaseThreadIfNeeded();
+  }
+}
+
+std::size_t StackAllocator::ReleaseBeyond(std::size_t keep, std::size_t at_most) {
+  std::vector<Stack> oldest;
+  {
+    std::lock_guard<std::mutex> lock(pool_lock_);
+    if (pool_.size() <= keep) return 0;
+    const std::size_t n = std::min(pool_.size() - keep, at_most);
+    // The oldest, at the front: the least likely to be warm.
+    oldest.assign(pool_.begin(), pool_.begin() + static_cast<std::ptrdiff_t>(n));
+    pool_.erase(pool_.begin(), pool_.begin() + static_cast<std::ptrdiff_t>(n));
+    low_water_ = std::min(low_water_, pool_.size());
+  }
+  const std::size_t released = oldest.size();
+  Release(&oldest);
+  return released;
+}
+
+void StackAllocator::StartReleaseThreadIfNeeded() {
+  // acquire/release: only spares the registry's lock once registered.
+  if (release_registered_.load(std::memory_order_acquire)) return;
+  RegisterIdleRelease(this, std::chrono::milliseconds(options_.release_delay_ms),
+                      [this] { ReleaseRound(); });
+  release_registered_.store(true, std::memory_order_release);
+}
+
+void StackAllocator::ReleaseRound() {
+  // What sat in the pool the whole interval, beyond the watermark, goes.
+  std::size_t idle_all_along;
+  {
+    std::lock_guard<std::mutex> lock(pool_lock_);
+    idle_all_along = low_water_;
+    low_water_ = pool_.size();
+  }
+  if (idle_all_along > options_.pool_idle_max) {
+    ReleaseBeyond(options_.pool_idle_max, idle_all_along - options_.pool_idle_max);
+  }
+}
 
 std::size_t StackAllocator::mmapped_count() const {
   return mmapped_.load(std::memory_order_relaxed);  // relaxed: statistic
 }
 
-std::size_t StackAllocator::heap_count() const {
-  return heap_.load(std::memory_order_relaxed);  // relaxed: statistic
+std::size_t StackAllocator::slab_count() const {
+  return slab_stacks_.load(std::memory_order_relaxed);  // relaxed: statistic
 }
 
-std::size_t StackAllocator::pooled_count() const { return pool_.size(); }
+std::size_t StackAllocator::pooled_count() const {
+  std::lock_guard<std::mutex> lock(pool_lock_);
+  return pool_.size();
+}
+
+std::size_t StackAllocator::released_count() const {
+  return released_count_.load(std::memory_order_relaxed);  // relaxed: statistic
+}
 
 StackCache::~StackCache() {
   if (!cached_.empty()) allocator_->GiveBatch(&cached_);
 }
 
-StackCache& StackCache::ForThisThread() {
-  thread_local StackCache cache(&StackAllocator::Default());
-  return cache;
+StackCache& StackCache::ForThisThread(std::uint8_t stack_class) {
+  thread_local StackCache default_cache(&StackAllocator::Default(0));
+  if (stack_class == 0) return default_cache;
+  thread_local std::unique_ptr<StackCache> others[kMaxStackClass + 1];
+  CHECK_LE(stack_class, kMaxStackClass) << "no stack class " << int{stack_class};
+  std::unique_ptr<StackCache>& cache =
+      others[std::min<std::uint8_t>(stack_class, kMaxStackClass)];
+  if (cache == nullptr) {
+    cache = std::make_unique<StackCache>(&StackAllocator::Default(stack_class));
+  }
+  return *cache;
+}
+
+StackCache& StackCache::ForStack(const Stack& stack) {
+  if (stack.size == ForThisThread(0).allocator()->stack_size()) return ForThisThread(0);
+  return ForThisThread(StackClassFor(stack.size));
 }
 
 Stack StackCache::Get() {
@@ -301,7 +583,11 @@ void StackCache::Put(const Stack& stack) {
   // The header stays readable: the fiber dump looks at cached stacks' liveness words.
   PoisonStack(stack.base, stack.size - kStackHeaderSize);
   cached_.push_back(stack);
-  allocator_->pool().SpillIfFull(&cached_);
+  const std::size_t batch = allocator_->batch_size();
+  if (cached_.size() < 2 * batch) return;
+  std::vector<Stack> spill(cached_.end() - static_cast<std::ptrdiff_t>(batch), cached_.end());
+  cached_.resize(cached_.size() - batch);
+  allocator_->GiveBatch(&spill);
 }
 
 }  // namespace spindle::internal

@@ -4,28 +4,35 @@
 #define SPINDLE_FIBER_INTERNAL_STACK_ALLOCATOR_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
-#include "fiber/internal/batch_pool.h"
 #include "gflags/gflags_declare.h"
 
 DECLARE_uint64(fiber_stack_size);
 DECLARE_bool(fiber_stack_enable_guard_page);
 DECLARE_uint64(fiber_stack_mmap_limit);
+DECLARE_bool(fiber_stack_guard_regions);
+DECLARE_uint64(fiber_stack_thread_cache_size);
+DECLARE_uint64(fiber_stack_pool_idle_max);
 
 namespace spindle::internal {
 
 // One fiber stack. Usable memory is [base, base + size); the stack grows down from the
-// top, where the fiber's control block is placed. A guarded stack has one PROT_NONE
-// page right below `base`.
+// top, where the fiber's control block is placed. The page right below `base` is either
+// a guard (`guarded`: any access faults and the overflow handler names the fiber) or,
+// for an unguarded stack, a pad page that nothing touches unless the stack overflows:
+// its top kStackCanaryBytes are the canary the switch path checks (StackCanaryIntact).
 struct Stack {
   enum class Origin : std::uint8_t {
-    kMmapped,  // an mmap of its own (plus a guard page if `guarded`)
-    kHeap,     // fallback past the mmap limit: page-aligned heap memory, no guard page
+    kMmapped,  // an mmap of its own, its guard page made PROT_NONE (two VMAs)
+    kSlab,     // a slot of a slab shared with other stacks (no VMA of its own); guarded
+               // by a page-table guard marker (Linux 6.13+), else unguarded with a canary
   };
 
   char* base = nullptr;
@@ -36,6 +43,22 @@ struct Stack {
   char* top() const { return base + size; }
   explicit operator bool() const { return base != nullptr; }
 };
+
+// The canary of an unguarded stack: the top kStackCanaryBytes of the pad page below
+// `base`. Never written (so it costs no memory: the untouched page reads as the shared
+// zero page), it must read zero; a stack that ran past `base` wrote return addresses and
+// locals there. A best-effort check, unlike a guard page: a frame that jumps over the pad
+// page without writing its top is caught only if the fiber is still that deep when it
+// switches (the stack pointer check beside it).
+inline constexpr std::size_t kStackCanaryBytes = 64;
+
+inline bool StackCanaryIntact(const Stack& stack) {
+  const auto* words = reinterpret_cast<const volatile std::uint64_t*>(stack.base -
+                                                                       kStackCanaryBytes);
+  std::uint64_t any = 0;
+  for (std::size_t i = 0; i < kStackCanaryBytes / sizeof(std::uint64_t); ++i) any |= words[i];
+  return any == 0;
+}
 
 // The top kStackHeaderSize bytes of every stack a StackAllocator makes hold the stack's
 // liveness word, constructed (0) when the stack is created and never poisoned for ASan:
@@ -96,35 +119,92 @@ inline void UnpinStackEntity(const Stack& stack) {
 // thread that creates one. Thread-safe; not for hot paths (the dump).
 void ForEachRegisteredStack(const std::function<void(const Stack&)>& fn);
 
-// Options of one StackAllocator. The process-wide allocator takes them from the
+// Options of one StackAllocator. The process-wide allocators take them from the
 // --fiber_stack_* flags.
 struct StackAllocatorOptions {
   std::size_t stack_size = 128 * 1024;  // usable bytes, a multiple of the page size
   bool guard_page = true;
-  // Most stacks that may be mmapped at once; past it, stacks come from the heap without
-  // a guard page. 0 means: derive from vm.max_map_count (see MmapLimitFor()).
+  // Guard pages as page-table markers (MADV_GUARD_INSTALL, Linux 6.13+) in slabs, where
+  // the kernel has them: no VMA per stack, so no mmap limit. Else (or false) PROT_NONE
+  // pages, two VMAs per stack, up to `mmap_limit`.
+  bool guard_regions = true;
+  // Most stacks that may be mmapped with a PROT_NONE guard at once; past it, stacks come
+  // from slabs without a guard page (canary-checked). 0 means: derive from
+  // vm.max_map_count (see MmapLimitFor()).
   std::size_t mmap_limit = 0;
-  // Stacks moved between a thread's cache and the global pool at a time.
-  std::size_t batch_size = 16;
+  // Most stacks a thread's cache holds; half of it moves between the cache and the
+  // global pool at a time (a batch).
+  std::size_t thread_cache_size = 32;
+  // Idle stacks the global pool keeps with their memory; the rest give their memory back
+  // (munmap, or MADV_DONTNEED for slab stacks) once idle for `release_delay_ms`
+  // (--fiber_release_delay_ms).
+  std::size_t pool_idle_max = 256;
+  // How long an idle stack beyond `pool_idle_max` stays before its memory is released;
+  // 0: at once, by the thread that returns it. The delay keeps a load that comes back
+  // in bursts (benchmark repetitions, traffic spikes) from unmapping and refaulting.
+  std::size_t release_delay_ms = 1000;
 };
 
 // Reports what is wrong with `options`, naming the flag, the value and the accepted
 // range; the empty string when they are valid.
 std::string ValidateStackAllocatorOptions(const StackAllocatorOptions& options);
 
-// Options from the --fiber_stack_* flags. Does not validate.
-StackAllocatorOptions StackAllocatorOptionsFromFlags();
+// Options from the --fiber_stack_* flags, for stacks of `stack_size` bytes (0: the
+// --fiber_stack_size default). Does not validate.
+StackAllocatorOptions StackAllocatorOptionsFromFlags(std::size_t stack_size = 0);
 
 // The automatic mmap limit: half of `max_map_count` (the other half stays for the rest
 // of the process), divided by the mappings one stack costs (2 with a guard page, since
 // the guard splits the mapping into two VMAs; 1 without).
 std::size_t MmapLimitFor(std::size_t max_map_count, bool guard_page);
 
-// Owns fiber stacks: creates them (mmap with an optional guard page, or heap memory past
-// the mmap limit), keeps returned ones in a pool of batches, and unmaps everything when
-// destroyed. Thread-safe. Most callers go through a per-thread StackCache, which touches
-// the allocator only once per batch. The allocator must outlive its caches and every
-// stack it handed out.
+// Whether this kernel installs guard markers (MADV_GUARD_INSTALL). Probed once.
+bool KernelHasGuardMarkers();
+
+// Stack size classes (Fiber::Attributes::stack_size). Class 0 is the --fiber_stack_size
+// default; class k >= 1 is 2^(13 + k) bytes: 16 KiB (k = 1) up to 1 GiB (k = 17). A
+// requested size is rounded up to a class; one that rounds to the default's size is
+// class 0.
+inline constexpr std::size_t kMaxStackClass = 17;
+inline constexpr std::size_t kMaxRequestedStackSize = std::size_t{1} << 30;
+// The class for `requested` bytes (0: the default). `requested` must be at most
+// kMaxRequestedStackSize (see ValidateRequestedStackSize).
+std::uint8_t StackClassFor(std::size_t requested);
+// The stack size of class `stack_class`.
+std::size_t StackClassSize(std::uint8_t stack_class);
+// What is wrong with a requested stack size, naming the value and the range; empty when
+// it is valid.
+std::string ValidateRequestedStackSize(std::size_t requested);
+
+// Owns fiber stacks: creates them, keeps returned ones in a pool of batches, releases
+// the memory of idle ones beyond a watermark, and unmaps everything when destroyed.
+// Thread-safe. Most callers go through a per-thread StackCache, which touches the
+// allocator only once per batch. The allocator must outlive its caches and every stack
+// it handed out.
+//
+// Where the memory goes, per parked fiber (the budget of issue 16; 4 KiB pages, x86-64,
+// the default 128 KiB stack; measured by spindle_bench's parked_memory, 100k fibers
+// parked on one Event):
+//   - 4096 bytes: the stack's top page, the only page a fiber that parks in a sync
+//     primitive touches. It holds the 320-byte control block (FiberEntity, 304 bytes,
+//     and the 16-byte stack header) and the frames of the entry and park paths (about
+//     1.5 KiB). A fiber that goes deeper pays for every page it touched until its stack
+//     is released (see below).
+//   - 0 bytes for the rest of the stack, the guard or pad page and the canary: reserved
+//     (MAP_NORESERVE), never touched. The stack size is address space, not memory: a
+//     smaller default would save no RSS, only page-table pages (one 4 KiB page maps 2 MiB,
+//     about 15 stacks: ~270 bytes a fiber, kernel memory outside RSS) and it would cost
+//     deep call chains their safety margin, so the default stays at 128 KiB.
+//   - ~100 bytes of malloc: the registry entry of the stack (for the fiber dump), the
+//     waiter and the fiber's closure live on the stack itself, the descriptor is freed
+//     when the fiber first runs.
+//   - VMAs: kernel memory outside RSS, but bounded by vm.max_map_count (65530 by
+//     default): 2 per stack with a PROT_NONE guard, 0 per stack in a slab.
+// Before this layout, stacks past the mmap limit came from aligned_alloc(): glibc serves
+// 128 KiB from an mmap of its own with the chunk header at its bottom, so each such stack
+// touched a second page. With the default map count, 84% of 100k stacks were there:
+// 7.4 KiB per fiber on a 2-core VM against 4.1 KiB on a machine with a higher
+// vm.max_map_count, where every stack was mmapped (the gap seen between the two).
 class StackAllocator {
  public:
   explicit StackAllocator(const StackAllocatorOptions& options);  // CHECKs options
@@ -132,48 +212,84 @@ class StackAllocator {
   StackAllocator(const StackAllocator&) = delete;
   StackAllocator& operator=(const StackAllocator&) = delete;
 
-  // The process-wide allocator built from the flags on first use (never destroyed).
-  // A flag value that fails validation is a fatal error naming the flag.
-  static StackAllocator& Default();
+  // The process-wide allocator of stack class `stack_class`, built from the flags on
+  // first use (never destroyed). A flag value that fails validation is a fatal error
+  // naming the flag.
+  static StackAllocator& Default(std::uint8_t stack_class = 0);
 
-  // A new stack: mmapped while fewer than the limit are, else from the heap. Never
-  // fails (out of memory is fatal). The memory is unpoisoned for ASan.
+  // A new stack, or one whose memory was released: a slab stack with a guard marker if
+  // the kernel has them; else mmapped with a PROT_NONE guard while fewer than the limit
+  // are; else a slab stack without a guard (canary-checked). Never fails (out of memory
+  // is fatal). The memory is unpoisoned for ASan.
   Stack Create();
 
-  // Releases `stack` to the system. It must have come from this allocator.
+  // Gives up `stack`: an mmapped one is unmapped, a slab one's memory is released and
+  // the slot kept for Create(). It must have come from this allocator.
   void Destroy(const Stack& stack);
 
   // Moves up to batch_size() pooled stacks into `out`; false if the pool was empty.
   bool TakeBatch(std::vector<Stack>* out);
 
-  // Returns stacks to the pool (they stay owned by this allocator).
+  // Returns stacks to the pool (they stay owned by this allocator). Past
+  // pool_idle_max, the excess is released at once (release_delay_ms 0) or by the
+  // allocator's release thread once it has been idle that long.
   void GiveBatch(std::vector<Stack>* stacks);
 
+  // Releases the memory of every pooled stack beyond pool_idle_max now; returns how
+  // many. (The release thread calls it for stacks idle long enough.)
+  std::size_t ReleaseIdle() { return ReleaseBeyond(options_.pool_idle_max, SIZE_MAX); }
+
   std::size_t stack_size() const { return options_.stack_size; }
-  std::size_t batch_size() const { return pool_.batch_size(); }
-  BatchPool<Stack>& pool() { return pool_; }
+  std::size_t batch_size() const { return options_.thread_cache_size / 2; }
   std::size_t mmap_limit() const { return mmap_limit_; }
+  bool uses_guard_markers() const { return guard_markers_; }
 
   // Statistics (relaxed snapshots).
-  std::size_t mmapped_count() const;
-  std::size_t heap_count() const;
-  std::size_t pooled_count() const;
+  std::size_t mmapped_count() const;   // live mmapped stacks
+  std::size_t slab_count() const;      // slab stacks handed out and pooled
+  std::size_t pooled_count() const;    // stacks in the global pool
+  std::size_t released_count() const;  // slab stacks whose memory was given back
 
  private:
+  struct Slab {
+    char* begin;
+    std::size_t slots;
+  };
+
   Stack CreateMmapped();
-  Stack CreateFromHeap();
+  Stack CreateInSlab();  // under slab_lock_
+  void Release(std::vector<Stack>* stacks);
+  std::size_t ReleaseBeyond(std::size_t keep, std::size_t at_most);
+  void StartReleaseThreadIfNeeded();
+  void ReleaseRound();
 
   const StackAllocatorOptions options_;
   const std::size_t page_size_;
+  const std::size_t slot_size_;  // a slab slot: the guard or pad page and the stack
   const std::size_t mmap_limit_;
+  const bool guard_markers_;
 
   // Counts live stacks by origin. relaxed everywhere: they gate a soft limit and feed
   // statistics; a race lets the limit be exceeded by at most the number of racing
   // threads, which the limit's headroom absorbs.
   std::atomic<std::size_t> mmapped_{0};
-  std::atomic<std::size_t> heap_{0};
+  std::atomic<std::size_t> slab_stacks_{0};
+  std::atomic<std::size_t> released_count_{0};
 
-  BatchPool<Stack> pool_;
+  std::mutex slab_lock_;
+  std::vector<Slab> slabs_;        // guarded by slab_lock_
+  std::size_t slab_carved_ = 0;    // slots handed out of slabs_.back(); slab_lock_
+  std::vector<Stack> released_;    // slab stacks with no memory; slab_lock_
+
+  // The pool of idle stacks, oldest first. `low_water_` is the smallest size it had
+  // since the release thread last looked: that many stacks sat idle all along.
+  mutable std::mutex pool_lock_;
+  std::vector<Stack> pool_;        // guarded by pool_lock_
+  std::size_t low_water_ = 0;      // guarded by pool_lock_
+
+  // Registered with the release thread (idle_release.h) when the pool first grows past
+  // pool_idle_max with a delay.
+  std::atomic<bool> release_registered_{false};
 };
 
 // A per-thread cache of stacks in front of a StackAllocator: Get() and Put() are a
@@ -187,8 +303,10 @@ class StackCache {
   StackCache(const StackCache&) = delete;
   StackCache& operator=(const StackCache&) = delete;
 
-  // The calling thread's cache of StackAllocator::Default().
-  static StackCache& ForThisThread();
+  // The calling thread's cache of StackAllocator::Default(stack_class).
+  static StackCache& ForThisThread(std::uint8_t stack_class = 0);
+  // The calling thread's cache for stacks of `stack`'s size (to give it back).
+  static StackCache& ForStack(const Stack& stack);
 
   // A stack ready for use (unpoisoned for ASan).
   Stack Get();

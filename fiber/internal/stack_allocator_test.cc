@@ -5,6 +5,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <thread>
@@ -19,9 +21,31 @@ StackAllocatorOptions SmallOptions() {
   StackAllocatorOptions options;
   options.stack_size = 64 * 1024;
   options.guard_page = true;
+  options.guard_regions = false;  // PROT_NONE guards: the layout every kernel has
   options.mmap_limit = 1000;
-  options.batch_size = 4;
+  options.thread_cache_size = 8;   // batches of 4
+  options.pool_idle_max = 1000;
   return options;
+}
+
+// Lines of /proc/self/maps: the process's VMAs.
+std::size_t MappingCount() {
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  std::size_t lines = 0;
+  char line[512];
+  while (maps != nullptr && std::fgets(line, sizeof(line), maps) != nullptr) ++lines;
+  if (maps != nullptr) std::fclose(maps);
+  return lines;
+}
+
+// Resident pages of [begin, begin + length), by mincore().
+std::size_t ResidentPages(const char* begin, std::size_t length) {
+  const std::size_t page = static_cast<std::size_t>(getpagesize());
+  std::vector<unsigned char> vec(length / page);
+  if (mincore(const_cast<char*>(begin), length, vec.data()) != 0) return SIZE_MAX;
+  std::size_t resident = 0;
+  for (unsigned char v : vec) resident += v & 1;
+  return resident;
 }
 
 // True if [address, address + 1) is mapped with no access rights. mincore() fails with
@@ -61,14 +85,51 @@ TEST(StackAllocatorTest, CreatesUsableGuardedStacks) {
   EXPECT_EQ(allocator.mmapped_count(), 0u);
 }
 
-TEST(StackAllocatorTest, NoGuardPageWhenDisabled) {
+TEST(StackAllocatorTest, NoGuardPageWhenDisabledButACanary) {
   StackAllocatorOptions options = SmallOptions();
   options.guard_page = false;
   StackAllocator allocator(options);
   Stack stack = allocator.Create();
   EXPECT_FALSE(stack.guarded);
+  EXPECT_EQ(stack.origin, Stack::Origin::kSlab);
   EXPECT_FALSE(IsProtNone(stack.base - 1));
+  EXPECT_EQ(allocator.mmapped_count(), 0u);
+  std::memset(stack.base, 0xab, stack.size);  // the stack itself leaves the canary be
+  EXPECT_TRUE(StackCanaryIntact(stack));
+  stack.base[-kStackCanaryBytes] = 1;  // the lowest canary byte: an overflow's depth
+  EXPECT_FALSE(StackCanaryIntact(stack));
+  // Released, the slot reads zero again and is the next one handed out.
   allocator.Destroy(stack);
+  EXPECT_EQ(allocator.released_count(), 1u);
+  Stack again = allocator.Create();
+  EXPECT_EQ(again.base, stack.base);
+  EXPECT_TRUE(StackCanaryIntact(again));
+  EXPECT_EQ(again.base[0], 0);
+  allocator.Destroy(again);
+}
+
+TEST(StackAllocatorTest, GuardMarkersGuardSlabStacksWithoutMappings) {
+  if (!KernelHasGuardMarkers()) GTEST_SKIP() << "no MADV_GUARD_INSTALL (Linux < 6.13)";
+  StackAllocatorOptions options = SmallOptions();
+  options.guard_regions = true;
+  StackAllocator allocator(options);
+  ASSERT_TRUE(allocator.uses_guard_markers());
+  const std::size_t maps_before = MappingCount();
+  std::vector<Stack> stacks;
+  for (int i = 0; i < 200; ++i) stacks.push_back(allocator.Create());
+  // 200 PROT_NONE guards would be 400 VMAs; slabs of 16 MiB are a few.
+  EXPECT_LE(MappingCount(), maps_before + 4);
+  for (const Stack& stack : stacks) {
+    EXPECT_EQ(stack.origin, Stack::Origin::kSlab);
+    EXPECT_TRUE(stack.guarded);
+  }
+  std::memset(stacks[7].base, 0xab, stacks[7].size);
+  EXPECT_DEATH(*reinterpret_cast<volatile char*>(stacks[7].base - 1) = 1, "");
+  // The marker survives the release of the stack's memory.
+  allocator.Destroy(stacks[7]);
+  EXPECT_DEATH(*reinterpret_cast<volatile char*>(stacks[7].base - 1) = 1, "");
+  stacks[7] = allocator.Create();
+  for (const Stack& stack : stacks) allocator.Destroy(stack);
 }
 
 TEST(StackAllocatorTest, CacheReusesStacksLastInFirstOut) {
@@ -117,7 +178,7 @@ TEST(StackAllocatorTest, CacheSpillsBatchesToThePoolAndTakesThemBack) {
   EXPECT_EQ(allocator.pooled_count(), 8u);
 }
 
-TEST(StackAllocatorTest, FallsBackToHeapStacksPastTheMmapLimit) {
+TEST(StackAllocatorTest, FallsBackToUnguardedSlabStacksPastTheMmapLimit) {
   StackAllocatorOptions options = SmallOptions();
   options.mmap_limit = 3;
   StackAllocator allocator(options);
@@ -128,20 +189,110 @@ TEST(StackAllocatorTest, FallsBackToHeapStacksPastTheMmapLimit) {
     EXPECT_TRUE(stacks[i].guarded);
   }
   for (int i = 3; i < 5; ++i) {
-    EXPECT_EQ(stacks[i].origin, Stack::Origin::kHeap);
+    EXPECT_EQ(stacks[i].origin, Stack::Origin::kSlab);
     EXPECT_FALSE(stacks[i].guarded);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(stacks[i].base) % getpagesize(), 0u);
     std::memset(stacks[i].base, 0xcd, stacks[i].size);
+    EXPECT_TRUE(StackCanaryIntact(stacks[i]));
   }
   EXPECT_EQ(allocator.mmapped_count(), 3u);
-  EXPECT_EQ(allocator.heap_count(), 2u);
+  EXPECT_EQ(allocator.slab_count(), 2u);
   // Freeing a mapped stack makes room under the limit again.
   allocator.Destroy(stacks[0]);
   stacks[0] = allocator.Create();
   EXPECT_EQ(stacks[0].origin, Stack::Origin::kMmapped);
   for (const Stack& s : stacks) allocator.Destroy(s);
   EXPECT_EQ(allocator.mmapped_count(), 0u);
-  EXPECT_EQ(allocator.heap_count(), 0u);
+}
+
+TEST(StackAllocatorTest, IdleStacksBeyondTheWatermarkGiveTheirMemoryBack) {
+  for (const bool markers : {false, true}) {
+    if (markers && !KernelHasGuardMarkers()) continue;
+    SCOPED_TRACE(markers ? "guard markers" : "mmapped and slab stacks");
+    StackAllocatorOptions options = SmallOptions();
+    options.guard_regions = markers;
+    options.mmap_limit = 5;  // without markers: 5 mmapped, 7 in slabs
+    options.pool_idle_max = 2;
+    options.release_delay_ms = 0;  // at once
+    StackAllocator allocator(options);
+    std::vector<Stack> stacks;
+    for (int i = 0; i < 12; ++i) {
+      stacks.push_back(allocator.Create());
+      std::memset(stacks.back().base, 0xab, stacks.back().size);  // all resident
+    }
+    const Stack kept_newest = stacks.back();
+    allocator.GiveBatch(&stacks);
+    EXPECT_EQ(allocator.pooled_count(), 2u);
+    std::vector<Stack> kept;
+    ASSERT_TRUE(allocator.TakeBatch(&kept));
+    ASSERT_EQ(kept.size(), 2u);
+    EXPECT_EQ(kept.back().base, kept_newest.base);  // the newest stay
+    EXPECT_EQ(ResidentPages(kept.back().base, kept.back().size),
+              kept.back().size / getpagesize());
+    if (markers) {
+      EXPECT_EQ(allocator.released_count(), 10u);
+      EXPECT_EQ(allocator.slab_count(), 12u);
+    } else {
+      EXPECT_EQ(allocator.mmapped_count(), 0u);  // the five mmapped were unmapped
+      EXPECT_EQ(allocator.released_count(), 5u);  // five of the slab ones released
+    }
+    // A guarded stack is preferred: under the mmap limit again, new mmapped ones come
+    // first. Then the released slab stacks, holding no memory until touched.
+    for (std::size_t i = 0; i < (markers ? 0 : 5); ++i) {
+      kept.push_back(allocator.Create());
+      EXPECT_EQ(kept.back().origin, Stack::Origin::kMmapped);
+    }
+    for (std::size_t i = 0; i < allocator.released_count(); ++i) {
+      Stack stack = allocator.Create();
+      EXPECT_EQ(stack.origin, Stack::Origin::kSlab);
+      EXPECT_EQ(ResidentPages(stack.base, stack.size), 0u);
+      kept.push_back(stack);
+    }
+    for (const Stack& s : kept) allocator.Destroy(s);
+  }
+}
+
+TEST(StackAllocatorTest, TheReleaseThreadWaitsOutTheDelay) {
+  StackAllocatorOptions options = SmallOptions();
+  options.guard_page = false;  // slab stacks only
+  options.pool_idle_max = 1;
+  options.release_delay_ms = 10;
+  StackAllocator allocator(options);
+  std::vector<Stack> stacks;
+  for (int i = 0; i < 9; ++i) stacks.push_back(allocator.Create());
+  allocator.GiveBatch(&stacks);
+  EXPECT_EQ(allocator.pooled_count(), 9u);  // nothing released by the giver
+  // The thread releases them once they sat out a whole interval: wait for it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (allocator.released_count() < 8 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(allocator.released_count(), 8u);
+  EXPECT_EQ(allocator.pooled_count(), 1u);
+}
+
+TEST(StackAllocatorTest, StackClasses) {
+  const std::size_t default_size = StackAllocator::Default(0).stack_size();
+  EXPECT_EQ(StackClassFor(0), 0);
+  EXPECT_EQ(StackClassFor(default_size), 0);
+  EXPECT_EQ(StackClassFor(1), 1);
+  EXPECT_EQ(StackClassSize(1), 16u * 1024);
+  EXPECT_EQ(StackClassSize(StackClassFor(16 * 1024 + 1)), 32u * 1024);
+  EXPECT_EQ(StackClassSize(StackClassFor(kMaxRequestedStackSize)), kMaxRequestedStackSize);
+  EXPECT_EQ(ValidateRequestedStackSize(kMaxRequestedStackSize), "");
+  const std::string error = ValidateRequestedStackSize(kMaxRequestedStackSize + 1);
+  EXPECT_NE(error.find("Fiber::Attributes::stack_size=1073741825"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("[1, 1073741824]"), std::string::npos) << error;
+  // Each class has its own allocator and per-thread cache.
+  StackCache& small = StackCache::ForThisThread(StackClassFor(20000));
+  EXPECT_EQ(small.allocator()->stack_size(), 32u * 1024);
+  Stack stack = small.Get();
+  EXPECT_EQ(stack.size, 32u * 1024);
+  EXPECT_EQ(&StackCache::ForStack(stack), &small);
+  small.Put(stack);
+  EXPECT_EQ(&StackCache::ForStack(StackCache::ForThisThread().Get()),
+            &StackCache::ForThisThread());
 }
 
 TEST(StackAllocatorTest, AutomaticMmapLimitLeavesHalfOfTheMapCount) {
@@ -169,6 +320,21 @@ TEST(StackAllocatorTest, ValidationNamesTheFlagAndTheRange) {
   options.mmap_limit = (std::size_t{1} << 32) + 1;
   error = ValidateStackAllocatorOptions(options);
   EXPECT_NE(error.find("--fiber_stack_mmap_limit="), std::string::npos) << error;
+  options = SmallOptions();
+  options.thread_cache_size = 1;
+  error = ValidateStackAllocatorOptions(options);
+  EXPECT_NE(error.find("--fiber_stack_thread_cache_size=1 is invalid"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("[2, 65536]"), std::string::npos) << error;
+  options = SmallOptions();
+  options.pool_idle_max = (std::size_t{1} << 32) + 1;
+  error = ValidateStackAllocatorOptions(options);
+  EXPECT_NE(error.find("--fiber_stack_pool_idle_max=4294967297"), std::string::npos) << error;
+  options = SmallOptions();
+  options.release_delay_ms = 3600001;
+  error = ValidateStackAllocatorOptions(options);
+  EXPECT_NE(error.find("--fiber_release_delay_ms=3600001"), std::string::npos) << error;
+  EXPECT_NE(error.find("[0, 3600000]"), std::string::npos) << error;
   EXPECT_EQ(ValidateStackAllocatorOptions(SmallOptions()), "");
 }
 
@@ -177,6 +343,10 @@ TEST(StackAllocatorTest, FlagsFeedTheDefaultOptions) {
   EXPECT_EQ(options.stack_size, 128u * 1024);
   EXPECT_TRUE(options.guard_page);
   EXPECT_EQ(options.mmap_limit, 0u);
+  EXPECT_TRUE(options.guard_regions);
+  EXPECT_EQ(options.thread_cache_size, 32u);
+  EXPECT_EQ(options.pool_idle_max, 256u);
+  EXPECT_EQ(options.release_delay_ms, 1000u);
 }
 
 TEST(StackAllocatorDeathTest, InvalidOptionsAreFatal) {

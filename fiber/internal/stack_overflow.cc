@@ -93,6 +93,21 @@ std::size_t FormatStackOverflowMessage(const GuardedStackInfo& info,
   return static_cast<std::size_t>(out - buffer);
 }
 
+std::size_t FormatCanaryOverflowMessage(std::uint64_t fiber_id, std::size_t stack_size,
+                                        const char* how, char* buffer,
+                                        std::size_t buffer_size) {
+  char* out = buffer;
+  char* const end = buffer + buffer_size;
+  Append(&out, end, "fiber stack overflow: fiber ");
+  AppendNumber(&out, end, fiber_id, 10);
+  Append(&out, end, " ran past its ");
+  AppendNumber(&out, end, stack_size, 10);
+  Append(&out, end, "-byte stack (no guard page; found when it switched: ");
+  Append(&out, end, how);
+  Append(&out, end, "); raise --fiber_stack_size\n");
+  return static_cast<std::size_t>(out - buffer);
+}
+
 void InstallStackOverflowHandler(GuardQuery query) {
   // Called for every new guarded fiber: the common case is one acquire load.
   static std::atomic<GuardQuery> installed{nullptr};

@@ -40,6 +40,12 @@ std::size_t FormatStackOverflowMessage(const GuardedStackInfo& info,
                                        const void* fault_address, char* buffer,
                                        std::size_t buffer_size);
 
+// Formats the message for an overflow found at a switch on a stack without a guard page
+// (`how`: what gave it away). Async-signal-safe.
+std::size_t FormatCanaryOverflowMessage(std::uint64_t fiber_id, std::size_t stack_size,
+                                        const char* how, char* buffer,
+                                        std::size_t buffer_size);
+
 }  // namespace spindle::internal
 
 #endif  // SPINDLE_FIBER_INTERNAL_STACK_OVERFLOW_H_

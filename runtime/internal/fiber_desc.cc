@@ -18,6 +18,7 @@ void FreeFiberDesc(FiberDesc* desc) {
   if (desc->start_proc) desc->start_proc = nullptr;
   if (desc->exit_hook) desc->exit_hook = nullptr;
   desc->scheduling_group_local = false;
+  desc->stack_class = 0;
   desc->id = 0;
   desc->ready_stamp = 0;
   desc->claim = nullptr;

@@ -38,6 +38,8 @@ struct FiberDesc {
   // added among the others it grew to 112, and spawn_join, which keeps a million
   // descriptors queued at once, cost 7% more.
   bool scheduling_group_local = false;
+  // The stack size class to instantiate it with (stack_allocator.h; 0: the default).
+  std::uint8_t stack_class = 0;
 };
 static_assert(sizeof(FiberDesc) <= 96, "a million queued fibers pay for every byte");
 

@@ -106,7 +106,8 @@ class ForeignProducerScope {
 };
 
 void ReclaimFiber(FiberEntity* dead) {
-  StackCache::ForThisThread().Put(DestroyFiberEntity(dead));
+  const Stack stack = DestroyFiberEntity(dead);
+  StackCache::ForStack(stack).Put(stack);
   CountFiberFinished();
 }
 
@@ -284,7 +285,7 @@ void ParkFiber(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
 void YieldFiber(FiberEntity* self) { self->scheduling_group->Yield(self); }
 
 FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc, std::size_t worker) {
-  FiberEntity* fiber = InstantiateFiberEntity(StackCache::ForThisThread().Get(),
+  FiberEntity* fiber = InstantiateFiberEntity(StackCache::ForThisThread(desc->stack_class).Get(),
                                               std::move(desc->start_proc), desc->id);
   fiber->exit_barrier_hook = std::move(desc->exit_hook);
   fiber->scheduling_group = this;
