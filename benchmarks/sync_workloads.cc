@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "benchmarks/workload.h"
@@ -111,7 +112,18 @@ std::vector<Metric> RunParkedMemory(double scale) {
   }
   const double kib_per_1000 =
       static_cast<double>(rss_parked - rss_before) / 1024.0 / static_cast<double>(count) * 1000.0;
-  return {{"rss_per_1000_parked", kib_per_1000, "KiB"}};
+  // The burst is over: what it left behind is given back after --fiber_release_delay_ms
+  // (stack_allocator.h). Wait for RSS to settle (at most 10 s) and report what stays.
+  std::int64_t rss_after = ResidentBytes();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (std::int64_t previous = -1; std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    rss_after = ResidentBytes();
+    if (rss_after - rss_before < (10 << 20) && rss_after == previous) break;
+    previous = rss_after;
+  }
+  return {{"rss_per_1000_parked", kib_per_1000, "KiB"},
+          {"rss_retained_after", static_cast<double>(rss_after - rss_before) / 1024.0, "KiB"}};
 }
 
 }  // namespace bench
