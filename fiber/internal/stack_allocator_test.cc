@@ -117,8 +117,9 @@ TEST(StackAllocatorTest, GuardMarkersGuardSlabStacksWithoutMappings) {
   const std::size_t maps_before = MappingCount();
   std::vector<Stack> stacks;
   for (int i = 0; i < 200; ++i) stacks.push_back(allocator.Create());
-  // 200 PROT_NONE guards would be 400 VMAs; slabs of 16 MiB are a few.
-  EXPECT_LE(MappingCount(), maps_before + 4);
+  // 200 PROT_NONE guards would be 400 VMAs; slabs of 16 MiB are a few (plus what a
+  // sanitizer's allocator maps meanwhile).
+  EXPECT_LE(MappingCount(), maps_before + 50);
   for (const Stack& stack : stacks) {
     EXPECT_EQ(stack.origin, Stack::Origin::kSlab);
     EXPECT_TRUE(stack.guarded);
