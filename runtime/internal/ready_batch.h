@@ -37,12 +37,20 @@ void YieldFiber(FiberEntity* self);
 // collecting to the outermost one. Thread-bound.
 class ReadyBatch {
  public:
-  ReadyBatch();
+  enum class Source {
+    kAny,
+    // A firing round of a TimerWorker: its fibers are overdue, and the strategy may run
+    // them ahead of its other queued fibers (SchedulingStrategy::EnqueueWoken).
+    kTimerRound,
+  };
+
+  explicit ReadyBatch(Source source = Source::kAny);
   ~ReadyBatch();
   ReadyBatch(const ReadyBatch&) = delete;
   ReadyBatch& operator=(const ReadyBatch&) = delete;
 
  private:
+  const Source source_;  // the outermost scope's decides
   std::vector<FiberEntity*> fibers_;
 };
 

@@ -201,7 +201,7 @@ void SchedulingGroup::StartFiber(FiberDesc* desc) {
 }
 
 template <class T>
-void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n) {
+void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n, bool timer_round) {
   const BoundWorker bound = *BoundWorkerSlot();
   ForeignProducerScope scope(bound.group == nullptr);
   const std::size_t origin = bound.group == this ? bound.index : kNoWorker;
@@ -215,7 +215,11 @@ void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n) {
       entries[i] = EncodeEntry(items[done + i]);
       stealable[i] = !items[done + i]->scheduling_group_local;
     }
-    strategy_->EnqueueBatch(entries, stealable, count, origin);
+    if (timer_round && origin == kNoWorker) {
+      strategy_->EnqueueWoken(entries, stealable, count);
+    } else {
+      strategy_->EnqueueBatch(entries, stealable, count, origin);
+    }
   }
 }
 
@@ -223,11 +227,15 @@ void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
   const BoundWorker bound = *BoundWorkerSlot();
   CountOn(bound.group == this ? bound.index : kNoWorker, &WorkerCounters::fibers_started,
           fibers_started_elsewhere_, n);
-  EnqueueMany(descs, n);
+  EnqueueMany(descs, n, /*timer_round=*/false);
 }
 
 void SchedulingGroup::QueueReadyBatch(FiberEntity* const* fibers, std::size_t n) {
-  EnqueueMany(fibers, n);
+  EnqueueMany(fibers, n, /*timer_round=*/false);
+}
+
+void SchedulingGroup::QueueTimerRound(FiberEntity* const* fibers, std::size_t n) {
+  EnqueueMany(fibers, n, /*timer_round=*/true);
 }
 
 void SchedulingGroup::Resume(FiberEntity* fiber) {
@@ -253,7 +261,7 @@ void SchedulingGroup::QueueReady(FiberEntity* fiber) {
   Enqueue(EncodeEntry(fiber), !fiber->scheduling_group_local, ReadyReason::kWoken);
 }
 
-ReadyBatch::ReadyBatch() {
+ReadyBatch::ReadyBatch(Source source) : source_(source) {
   if (tls_ready_batch == nullptr) tls_ready_batch = &fibers_;  // else the outer one collects
 }
 
@@ -266,7 +274,12 @@ ReadyBatch::~ReadyBatch() {
     auto split = std::stable_partition(fibers_.begin(), fibers_.end(), [group](FiberEntity* f) {
       return f->scheduling_group != group;
     });
-    group->QueueReadyBatch(&*split, static_cast<std::size_t>(fibers_.end() - split));
+    const auto n = static_cast<std::size_t>(fibers_.end() - split);
+    if (source_ == Source::kTimerRound) {
+      group->QueueTimerRound(&*split, n);
+    } else {
+      group->QueueReadyBatch(&*split, n);
+    }
     fibers_.erase(split, fibers_.end());
   }
 }

@@ -64,6 +64,9 @@ class SchedulingGroup {
   void QueueReady(FiberEntity* fiber);
   // Queues `n` Ready fibers at once and wakes up to `n` workers.
   void QueueReadyBatch(FiberEntity* const* fibers, std::size_t n);
+  // The same for the fibers woken by one firing round of this group's TimerWorker
+  // (SchedulingStrategy::EnqueueWoken: v2 runs them ahead of its local queues).
+  void QueueTimerRound(FiberEntity* const* fibers, std::size_t n);
 
   // ---- Worker side (worker `worker` of this group only).
 
@@ -166,9 +169,10 @@ class SchedulingGroup {
   // number in this group or kNoWorker, `foreign` whether it is no group's worker.
   void EnqueueFrom(std::size_t origin, bool foreign, std::uintptr_t entry, bool stealable,
                    ReadyReason reason);
-  // Queues n descriptors or Ready fibers in batches of 64 (EnqueueBatch).
+  // Queues n descriptors or Ready fibers in batches of 64 (EnqueueBatch, or
+  // EnqueueWoken for a timer round queued from outside the group).
   template <class T>
-  void EnqueueMany(T* const* items, std::size_t n);
+  void EnqueueMany(T* const* items, std::size_t n, bool timer_round);
   // Gives `desc` a stack on the calling thread, worker `worker` of this group (or
   // kNoWorker: not one of ours).
   FiberEntity* Instantiate(FiberDesc* desc, std::size_t worker);

@@ -95,7 +95,8 @@ struct StrategyStats {
   std::uint64_t steals_in_group = 0;  // fibers taken from a sibling worker's queue
   std::uint64_t global_queue_size = 0;
   std::uint64_t local_queue_size = 0;  // summed over the workers (v2)
-  // Per worker (v2; empty under v1, which has no local queues): runnext + local queue.
+  // Per worker (v2; empty under v1, which has no local queues): runnext + local queue
+  // + timer inbox.
   std::vector<std::uint64_t> local_queue_sizes;
 };
 
@@ -128,6 +129,15 @@ class SchedulingStrategy {
   // `n` entries at once (all kStarted or all kWoken), waking up to `n` workers.
   virtual void EnqueueBatch(const std::uintptr_t* entries, const bool* stealable,
                             std::size_t n, std::size_t origin) = 0;
+
+  // `n` fibers made Ready by one firing round of the group's TimerWorker (kWoken, from
+  // no worker of this group). They are overdue by definition, so a strategy may run them
+  // ahead of fibers that were merely started (v2 spreads them over its workers'
+  // WakeInboxes); the default queues them as EnqueueBatch() does.
+  virtual void EnqueueWoken(const std::uintptr_t* entries, const bool* stealable,
+                            std::size_t n) {
+    EnqueueBatch(entries, stealable, n, kNoWorker);
+  }
 
   // ---- Worker side.
   // The next entry without blocking or waking anyone (between two fibers, Yield, park);

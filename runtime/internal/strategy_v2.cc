@@ -22,11 +22,32 @@
 //     displaced descriptor that its joiner already ran inline is freed instead of
 //     queued (DropIfRunInline), so join() in a loop leaves no dead entries behind.
 //     --fiber_v2_spawn=fifo turns runnext off (everything goes to the local tail).
+//   - Each worker has a WakeInbox (wake_inbox.h) for the fibers that a firing round of
+//     the group's TimerWorker makes Ready (EnqueueWoken, below). They are overdue by
+//     definition. Queued at the global tail, as before, they waited behind every fiber
+//     that had overflowed there: in spindle_bench's sleep workload (one fiber starts
+//     100k fibers that each sleep 1 ms) a woken fiber waited ~34 ms on average, while
+//     Go puts a timer's goroutine in runnext of the P that runs the timer.
+//
+// Timer rounds (EnqueueWoken). A round's fibers are spread in equal shares over the
+// workers that took a fiber in the last kStuckNs (100 us) and do not sleep, starting
+// one further each round; each share is posted to that worker's inbox under its lock,
+// then one Notify (N1-N5), as after any push. A worker whose count of takes has not
+// moved for kStuckNs runs one long fiber (the sleep workload's spawner) or is idle, and
+// would run its share late: it gets none. If no worker qualifies, the fibers go to the
+// global queue while some worker sleeps (N4 wakes it), else to every worker's inbox.
+// Rejected: one shared priority queue (every worker's take would read a line the timer
+// thread writes, and all wake-ups would go through one queue again); Go's runnext of the
+// firing P (our timer thread is no worker); the global queue's head (its ring is FIFO).
 //
 // Taking (TakeNext, the worker's own sources, no blocking):
 //   T1. For every `global_check_interval`-th fiber taken (61, as Go), the global queue
 //       first, so fibers from outside cannot starve behind a worker that keeps feeding
 //       itself.
+//   T0. The inbox, unless it was picked kMaxInboxStreak (16) times in a row: fibers
+//       that sleep in a loop must not starve the local queue and runnext. After them,
+//       before T4, the inbox again. The empty check is one relaxed load of the inbox's
+//       own line, which changes only when a round posts to it.
 //   T2. runnext, unless it was picked kMaxRunnextStreak times in a row: we have no
 //       preemption, so two fibers that hand off to each other through runnext would
 //       otherwise starve the local queue forever (Go relies on sysmon; Tokio caps its
@@ -38,8 +59,9 @@
 //   I1. TakeNext.
 //   I2. Become a searcher (searching_ + 1) if fewer than max_searching_ workers search
 //       (half the group, at least one), or always when a producer woke us (N4).
-//   I3. Search: our own queues and the global queue (TakeNext), then siblings (half a
-//       local queue, or one entry with --fiber_v2_steal=one; then a runnext), then the
+//   I3. Search: our own queues and the global queue (TakeNext), then siblings (half an
+//       inbox, moved to our own inbox; half a local queue, or one entry with
+//       --fiber_v2_steal=one; then a runnext), then the
 //       IdleHooks (stealing between
 //       groups; the reactor next). A searcher repeats this for up to the spin time; a
 //       non-searcher looks once. While the hooks say their sources are worth polling,
@@ -50,15 +72,15 @@
 //       searched, and their fibers may be among those still queued.
 //   W1. Announce: set our bit in sleeping_ (seq_cst RMW).
 //   W2. seq_cst fence.
-//   W3. Re-check every source: our own queues, the global queue, every sibling's local
-//       queue and runnext (stealing), the stop flag, then the hooks' plan (T2 of
+//   W3. Re-check every source: our own queues, the global queue, every sibling's inbox,
+//       local queue and runnext (stealing), the stop flag, then the hooks' plan (T2 of
 //       fiber_worker.cc). Found something: cancel (clear our bit) and, if more is
 //       queued, wake another ("more work", as in v1). A poll plan: cancel, return.
 //   W4. Commit: wait on our WaitSlot (counted, so a Wake() after W3 is not lost). On
 //       wake-up, clear our bit; if a producer had cleared it (N4) we are its searcher:
 //       searching_ + 1, wake_pending_ = false, and back to I3.
 //
-// Producer (Notify, after every push, local or global):
+// Producer (Notify, after every push: local, global, or a round's inbox posts):
 //   N1. seq_cst fence (pairs with W2 and with I4's fence).
 //   N2. searching_ != 0: return. A searcher will find the fiber, or leaves through I4
 //       and W1-W3, whose re-check sees it.
@@ -98,6 +120,12 @@
 //     timed_waiter_test under TSan with 2 workers: the second of two fibers that spin
 //     for each other sat in the first one's local queue for 10 s while the other
 //     worker slept.)
+//   - Inboxes. A round's posts are pushes followed by N1 like any other, and every
+//     re-check that the argument above relies on reads every inbox (W3 through
+//     TakeNext's T0 and StealFromInboxes; I4 and "more work" through AnyQueued), so a
+//     fiber posted to a sleeping or busy worker's inbox is found as one in its local
+//     queue would be. A thief that moves half an inbox into its own notifies after the
+//     move (M1). The choice of workers (sleeping_, the take counts) is only a hint.
 // Every decision to wake nobody is thus backed by a worker whose later re-check, after
 // a fence, must see F; the WaitSlot counts wake-ups, so a Wake() between W3 and W4 is
 // kept. DisableRecheckForTesting() removes W3; scheduling_group_test's hammer then
@@ -127,6 +155,17 @@ namespace spindle::internal {
 namespace {
 
 constexpr unsigned kMaxRunnextStreak = 3;
+// T0: after this many inbox picks in a row, one from runnext or the local queue.
+constexpr unsigned kMaxInboxStreak = 16;
+// EnqueueWoken(): a worker whose take count has not moved for this long is running one
+// long fiber (or is idle) and gets no share of a timer round.
+constexpr std::int64_t kStuckNs = 100'000;
+
+std::int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // relaxed: set by a test before it starts the workload.
 std::atomic<bool> g_recheck_disabled{false};
@@ -158,6 +197,7 @@ StrategyV2::StrategyV2(const SchedulingGroupOptions& options)
   CHECK_GE(options.global_check_interval, 1u)
       << "--fiber_v2_global_check_interval must be >= 1";
   workers_ = new std::unique_ptr<Worker>[options.workers];
+  woken_progress_.reset(new WokenProgress[options.workers]);
   for (std::size_t i = 0; i < options.workers; ++i) {
     workers_[i] = std::make_unique<Worker>(options.local_queue_capacity,
                                            options.memory_node);
@@ -204,6 +244,51 @@ void StrategyV2::EnqueueBatch(const std::uintptr_t* entries, const bool* stealab
   // early once a searcher exists (N2), and woken searchers wake more while work remains
   // (I4), so a batch ramps the group up without a system call per fiber.
   Notify();
+}
+
+void StrategyV2::EnqueueWoken(const std::uintptr_t* entries, const bool* stealable,
+                              std::size_t n) {
+  if (n == 0) return;
+  const std::size_t workers = options_.workers;
+  std::size_t chosen[kMaxWorkersPerGroup];
+  std::size_t k = 0;
+  // relaxed: a hint for the choice only; whoever the entries go to, N1-N5 below and
+  // every worker's re-check (W3 looks at all inboxes) decide the wake-ups.
+  const std::uint64_t sleeping = sleeping_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard<Spinlock> lock(woken_lock_);
+    const std::int64_t now = NowNanos();
+    for (std::size_t i = 0; i < workers; ++i) {
+      const std::size_t w = (next_woken_ + i) % workers;
+      WokenProgress& seen = woken_progress_[w];
+      // relaxed: a hint, see Worker::takes.
+      const std::uint64_t takes = workers_[w]->takes.load(std::memory_order_relaxed);
+      if (takes != seen.takes) {
+        seen.takes = takes;
+        seen.changed_ns = now;
+      } else if (now - seen.changed_ns >= kStuckNs) {
+        continue;  // in one long fiber (it would run its share late), or idle
+      }
+      if ((sleeping >> w) & 1) continue;
+      chosen[k++] = w;
+    }
+    next_woken_ = next_woken_ + 1 == workers ? 0 : next_woken_ + 1;
+  }
+  if (k == 0 && sleeping != 0) {
+    // Nobody schedules but some sleep: the global queue, whose wake-up takes a sleeper.
+    EnqueueBatch(entries, stealable, n, kNoWorker);
+    return;
+  }
+  if (k == 0) {  // every worker is in a long fiber: each runs its share right after it
+    for (std::size_t w = 0; w < workers; ++w) chosen[k++] = w;
+  }
+  const std::size_t share = (n + k - 1) / k;
+  for (std::size_t i = 0, done = 0; done < n; ++i) {
+    const std::size_t m = std::min(share, n - done);
+    workers_[chosen[i]]->inbox.PostMany(entries + done, m);
+    done += m;
+  }
+  Notify();  // N1-N5, as after any push
 }
 
 void StrategyV2::PushLocal(std::size_t worker, std::uintptr_t entry) {
@@ -330,12 +415,16 @@ std::uintptr_t StrategyV2::TakeNext(std::size_t worker) {
   if (me.rounds_to_global_check == 1) {  // T1: this take is the interval-th
     if (std::uintptr_t entry = global_.Take()) {
       me.rounds_to_global_check = options_.global_check_interval;
+      CountTake(me);
       return entry;
     }
   }
   const std::uintptr_t entry = TakeOwnSources(me);
-  if (entry != 0 && --me.rounds_to_global_check == 0) {
-    me.rounds_to_global_check = options_.global_check_interval;
+  if (entry != 0) {
+    CountTake(me);
+    if (--me.rounds_to_global_check == 0) {
+      me.rounds_to_global_check = options_.global_check_interval;
+    }
   }
   return entry;
 }
@@ -352,6 +441,13 @@ __attribute__((always_inline)) inline std::uintptr_t StrategyV2::TakeOwnSources(
     }
     return 0;
   };
+  if (me.inbox_streak < kMaxInboxStreak) {  // T0
+    if (std::uintptr_t entry = me.inbox.Take()) {
+      ++me.inbox_streak;
+      return entry;
+    }
+  }
+  me.inbox_streak = 0;
   if (me.runnext_streak < kMaxRunnextStreak) {  // T2
     if (std::uintptr_t entry = take_runnext()) {
       ++me.runnext_streak;
@@ -361,6 +457,7 @@ __attribute__((always_inline)) inline std::uintptr_t StrategyV2::TakeOwnSources(
   me.runnext_streak = 0;
   if (std::uintptr_t entry = TakeLocal(me)) return entry;  // T3
   if (std::uintptr_t entry = take_runnext()) return entry;
+  if (std::uintptr_t entry = me.inbox.Take()) return entry;  // T0 after its streak
   return TakeFromGlobal(me);  // T4
 }
 
@@ -371,6 +468,7 @@ std::uintptr_t StrategyV2::StealFromSiblings(std::size_t worker) {
   const std::size_t start = static_cast<std::size_t>(NextRandom(me.random) % n);
   std::uintptr_t* grabbed = me.steal_buffer.get();
   const std::size_t max = me.local.capacity() / 2;
+  if (std::uintptr_t entry = StealFromInboxes(me, worker, start)) return entry;
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t v = (start + i) % n;
     if (v == worker) continue;
@@ -387,6 +485,7 @@ std::uintptr_t StrategyV2::StealFromSiblings(std::size_t worker) {
         PushLocal(worker, grabbed[k]);
       }
       if (first + 1 < got) Notify();  // M1, as in TakeFromGlobal()
+      CountTake(me);
       return grabbed[first];
     }
   }
@@ -403,8 +502,33 @@ std::uintptr_t StrategyV2::StealFromSiblings(std::size_t worker) {
                                      std::memory_order_relaxed) &&
         ClaimEntry(entry)) {
       steals_in_group_.Add(1);
+      CountTake(me);
       return entry;
     }
+  }
+  return 0;
+}
+
+std::uintptr_t StrategyV2::StealFromInboxes(Worker& me, std::size_t worker,
+                                            std::size_t start) {
+  // Timer wake-ups first: they are overdue, and their worker may be in a long fiber.
+  const std::size_t n = options_.workers;
+  std::uintptr_t* grabbed = me.steal_buffer.get();
+  const std::size_t max = me.local.capacity() / 2;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t v = (start + i) % n;
+    if (v == worker) continue;
+    const std::size_t got = workers_[v]->inbox.Grab(grabbed, max, options_.steal_half);
+    if (got == 0) continue;
+    // Inbox entries are Ready fibers (EnqueueWoken), never descriptors: no claim.
+    steals_in_group_.Add(got);
+    // Still overdue: into our own inbox, not behind our local queue.
+    if (got > 1) {
+      me.inbox.PostMany(grabbed + 1, got - 1);
+      Notify();  // M1
+    }
+    CountTake(me);
+    return grabbed[0];
   }
   return 0;
 }
@@ -441,7 +565,8 @@ bool StrategyV2::AnyQueued() const {
   for (std::size_t i = 0; i < options_.workers; ++i) {
     const Worker& w = *workers_[i];
     // relaxed: a snapshot taken after the caller's fence.
-    if (!w.local.UnsafeEmpty() || w.runnext.load(std::memory_order_relaxed) != 0) {
+    if (!w.local.UnsafeEmpty() || w.runnext.load(std::memory_order_relaxed) != 0 ||
+        w.inbox.MaybeNonEmpty()) {
       return true;
     }
   }
@@ -553,13 +678,22 @@ std::uintptr_t StrategyV2::Steal() {
       if (ClaimEntry(entry)) return entry;  // else a joiner ran it; try the next one
     }
   }
+  for (std::size_t i = 0; i < n; ++i) {
+    Worker& victim = *workers_[(start + i) % n];
+    std::uintptr_t entry = 0;
+    if (victim.inbox.Grab(&entry, 1, /*half=*/false) == 0) continue;
+    if (IsStealable(entry)) return entry;  // a Ready fiber: nothing to claim
+    // As above: a scheduling_group_local fiber stays ours.
+    global_.Push(entry, /*stealable=*/false, [this] { Notify(); });
+    Notify();
+  }
   return 0;
 }
 
 bool StrategyV2::MayHaveStealable() const {
   if (global_.UnsafeRingSize() != 0) return true;
   for (std::size_t i = 0; i < options_.workers; ++i) {
-    if (!workers_[i]->local.UnsafeEmpty()) return true;
+    if (!workers_[i]->local.UnsafeEmpty() || workers_[i]->inbox.MaybeNonEmpty()) return true;
   }
   return false;
 }
@@ -609,6 +743,7 @@ StrategyStats StrategyV2::stats() const {
   stats.global_queue_size = global_.UnsafeSize();
   for (std::size_t i = 0; i < options_.workers; ++i) {
     const std::uint64_t depth = workers_[i]->local.UnsafeSize() +
+                                workers_[i]->inbox.UnsafeSize() +
                                 (workers_[i]->runnext.load(std::memory_order_relaxed) != 0);
     stats.local_queue_size += depth;
     stats.local_queue_sizes.push_back(depth);

@@ -9,15 +9,17 @@
 #include <memory>
 #include <vector>
 
+#include "fiber/internal/spinlock.h"
 #include "runtime/internal/global_run_queue.h"
 #include "runtime/internal/local_queue.h"
 #include "runtime/internal/scheduling_strategy.h"
 #include "runtime/internal/wait_slot.h"
+#include "runtime/internal/wake_inbox.h"
 
 namespace spindle::internal {
 
-// Scheduling strategy v2: a bounded SPMC local queue and a `runnext` slot per worker,
-// the group's bounded MPMC queue as the global queue, stealing half of a sibling's
+// Scheduling strategy v2: a bounded SPMC local queue, a `runnext` slot and an inbox for
+// timer wake-ups per worker, the group's bounded MPMC queue as the global queue, stealing half of a sibling's
 // queue, and a notifier that wakes a sleeper only when nobody is searching for work.
 // The protocol and why it loses no wake-up are at the top of strategy_v2.cc.
 // Thread-safety as SchedulingStrategy says.
@@ -30,6 +32,8 @@ class StrategyV2 final : public SchedulingStrategy {
                std::size_t origin) override;
   void EnqueueBatch(const std::uintptr_t* entries, const bool* stealable, std::size_t n,
                     std::size_t origin) override;
+  void EnqueueWoken(const std::uintptr_t* entries, const bool* stealable,
+                    std::size_t n) override;
   std::uintptr_t TakeNext(std::size_t worker) override;
   std::uintptr_t FindRunnable(std::size_t worker, IdleHooks& hooks) override;
   std::uintptr_t Steal() override;
@@ -60,11 +64,30 @@ class StrategyV2 final : public SchedulingStrategy {
     // T1's count-down of fibers taken (reset after each check).
     std::uint64_t rounds_to_global_check = 1;
     unsigned runnext_streak = 0;     // consecutive picks from runnext
+    unsigned inbox_streak = 0;       // consecutive picks from the inbox (T0)
     std::uint64_t random = 0;        // victim choice
     std::unique_ptr<std::uintptr_t[]> steal_buffer;  // half a local queue
+    // Entries taken by this worker so far (TakeNext and stealing). Written by the owner
+    // alone (a relaxed load and store, no read-modify-write); read by EnqueueWoken() to
+    // tell a worker that is stuck in one long fiber from one that schedules.
+    std::atomic<std::uint64_t> takes{0};
+    // Fibers woken by timer rounds (EnqueueWoken), run before the local queue (T0). Its
+    // own line: the producer writes it once per round.
+    alignas(64) WakeInbox inbox;
+  };
+  // EnqueueWoken()'s view of one worker: its `takes` when last seen to change, and when.
+  struct WokenProgress {
+    std::uint64_t takes = 0;
+    std::int64_t changed_ns = 0;
   };
 
   std::uintptr_t TakeLocal(Worker& me);
+  void CountTake(Worker& me) {
+    // relaxed: the owner is the only writer; EnqueueWoken() reads it as a hint.
+    me.takes.store(me.takes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  // Sibling inboxes, then local queues, then runnext slots.
+  std::uintptr_t StealFromInboxes(Worker& me, std::size_t worker, std::size_t start);
   std::uintptr_t TakeOwnSources(Worker& me);  // T2-T4
   std::uintptr_t TakeFromGlobal(Worker& me);
   // One pass over the siblings: half of a local queue (or one entry), else a runnext.
@@ -97,6 +120,11 @@ class StrategyV2 final : public SchedulingStrategy {
   // it to start searching instead of waking more.
   alignas(64) std::atomic<bool> wake_pending_{false};
   ThreadCounter wakeups_;  // statistics (metrics.h)
+  // EnqueueWoken()'s state: one timer thread calls it per group, the lock only keeps a
+  // second caller (none today) correct.
+  Spinlock woken_lock_;
+  std::unique_ptr<WokenProgress[]> woken_progress_;  // options_.workers of them
+  std::size_t next_woken_ = 0;  // the worker the next round starts with
   ThreadCounter steals_in_group_;
 
   // Its own line: idle workers bump the cursors below on every steal attempt, which

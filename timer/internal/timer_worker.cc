@@ -300,8 +300,9 @@ void TimerWorker::Run() {
     if (stopping_.load(std::memory_order_acquire)) break;
     CollectNewTimers();                                          // step 2
     {
-      // Fibers woken by this round's deadlines are queued together when it ends.
-      ReadyBatch batch;
+      // Fibers woken by this round's deadlines are queued together when it ends, ahead
+      // of fibers that were only started (v2 spreads them over its workers' inboxes).
+      ReadyBatch batch(ReadyBatch::Source::kTimerRound);
       FireExpired(TimerClock::now());
     }
     if (++compaction_tick % 64 == 0) CompactIfMostlyCancelled();
