@@ -53,7 +53,9 @@ TEST(WakeInboxTest, NeverQuiteEmptyStaysSmall) {
   for (int round = 0; round < 100000; ++round) {
     inbox.PostMany(&next, 1);
     next += 8;
-    if (round > 0) EXPECT_NE(inbox.Take(), 0u);
+    if (round > 0) {
+      EXPECT_NE(inbox.Take(), 0u);
+    }
   }
   EXPECT_EQ(inbox.UnsafeSize(), 1u);
 }
