@@ -165,9 +165,12 @@ TEST(FiberStackDeathTest, OverflowOfAStackPastTheMappingLimitIsReported) {
             std::fprintf(stderr, "the test fiber got a guarded stack\n");
             std::abort();
           }
-          // 1 KiB past the end of the stack, then back; the yield finds it.
+          // 1 KiB past the end of the stack, then back; the park's switch finds it.
+          // (A park, not a yield: with nothing else ready a yield does not switch, and
+          // the fiber's end would wake join() before its last switch: the test would
+          // then race the joiner's exit.)
           RecurseBelow(MyStack().base - 1024);
-          this_fiber::Yield();
+          this_fiber::SleepFor(std::chrono::milliseconds(1));
         });
         overflowing.join();
       },
