@@ -60,13 +60,14 @@ class JoinState {
   }
 
   std::atomic<bool> claimed{false};
+  // The fiber's stack size class (Fiber::Attributes::stack_size; 0: the default): the
+  // joiner must have 32 KiB to spare to run the fiber inline, or that class's size if
+  // it is more. Beside `claimed`, in what was padding.
+  std::uint8_t stack_class = 0;
   absl::AnyInvocable<void()> start_proc;
   // Where the fiber was queued: what join() takes back after running it inline.
   FiberDesc* desc = nullptr;
   SchedulingGroup* group = nullptr;
-  // Stack the joiner must have to spare to run the fiber inline: 32 KiB, or the stack
-  // the fiber asked for if that is more.
-  std::size_t inline_reserve = 0;
 
  private:
   static void Recycle(JoinState* state);
@@ -106,7 +107,7 @@ void JoinState::Recycle(JoinState* state) {
   if (state->start_proc) state->start_proc = nullptr;  // usually moved-from already
   state->desc = nullptr;
   state->group = nullptr;
-  state->inline_reserve = 0;
+  state->stack_class = 0;
   state->waiter_.store(kRunning, std::memory_order_relaxed);
   state->refs_.store(2, std::memory_order_relaxed);
   PooledObjects<JoinState>::Delete(state);
@@ -175,11 +176,9 @@ Fiber::Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc
   desc->claim = &state->claimed;
   id_ = desc->id;
   state->desc = desc;
-  state->inline_reserve =
-      std::max(kInlineJoinStackReserve,
-               attributes.stack_size == 0
-                   ? 0
-                   : internal::StackClassSize(internal::StackClassFor(attributes.stack_size)));
+  // LaunchFiber() validates the size (and dies naming it if it is out of range).
+  state->stack_class =
+      attributes.stack_size == 0 ? 0 : internal::StackClassFor(attributes.stack_size);
   // The descriptor may be run and freed before LaunchFiber returns; join() touches
   // `desc` only after winning the claim, which proves it is still queued.
   state->group = LaunchFiber(attributes, desc);
@@ -216,7 +215,10 @@ void Fiber::join() {
   // relaxed pre-check: a hint that spares the locked exchange once the fiber started.
   if (self != nullptr && !self->is_master() &&
       !state->claimed.load(std::memory_order_relaxed) &&
-      HasStackToSpare(self, state->inline_reserve) &&
+      HasStackToSpare(self, state->stack_class == 0
+                                ? kInlineJoinStackReserve
+                                : std::max(kInlineJoinStackReserve,
+                                           internal::StackClassSize(state->stack_class))) &&
       // acq_rel: pairs with the worker's claim in AcquireFiber(); the winner runs it.
       !state->claimed.exchange(true, std::memory_order_acq_rel)) {
     auto proc = std::move(state->start_proc);

@@ -15,7 +15,7 @@ std::uint64_t Arm(TimerClock::time_point at, TimerClock::duration interval,
                   absl::AnyInvocable<void()> callback) {
   internal::Runtime& runtime = internal::Runtime::Get();
   internal::SchedulingGroup* group = runtime.NearestGroup();
-  auto* entry = new TimerEntry;
+  auto* entry = internal::NewTimerEntry();
   entry->refs.store(2, std::memory_order_relaxed);  // the user's and the worker's
   entry->expires_at = at;
   entry->interval = interval;

@@ -141,7 +141,7 @@ class PooledObjects {
   };
   // Once the pool first holds more than kKeep: from then on, the release thread frees
   // what sat idle beyond kKeep every --fiber_release_delay_ms.
-  static void RegisterRelease() {
+  __attribute__((noinline, cold)) static void RegisterRelease() {
     static std::atomic<bool> registered{false};
     // relaxed: only spares the registry's lock; Register ignores a second call.
     if (registered.load(std::memory_order_relaxed)) return;

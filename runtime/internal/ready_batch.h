@@ -51,7 +51,7 @@ class ReadyBatch {
 
  private:
   const Source source_;  // the outermost scope's decides
-  std::vector<FiberEntity*> fibers_;
+  bool outermost_ = false;  // this scope collects (into a thread-local buffer)
 };
 
 }  // namespace spindle::internal

@@ -215,8 +215,8 @@ void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n, bool timer_rou
       entries[i] = EncodeEntry(items[done + i]);
       stealable[i] = !items[done + i]->scheduling_group_local;
     }
-    if (timer_round && origin == kNoWorker) {
-      strategy_->EnqueueWoken(entries, stealable, count);
+    if (timer_round) {
+      strategy_->EnqueueWoken(entries, stealable, count, origin);
     } else {
       strategy_->EnqueueBatch(entries, stealable, count, origin);
     }
@@ -261,27 +261,61 @@ void SchedulingGroup::QueueReady(FiberEntity* fiber) {
   Enqueue(EncodeEntry(fiber), !fiber->scheduling_group_local, ReadyReason::kWoken);
 }
 
+namespace {
+
+// Where a thread's outermost ReadyBatch collects: one buffer per thread, kept with its
+// capacity (a vector per batch cost a malloc per timer round, 272k of them in 500k
+// sleeps).
+std::vector<FiberEntity*>& ThisThreadReadyBuffer() {
+  thread_local std::vector<FiberEntity*> buffer;
+  return buffer;
+}
+
+}  // namespace
+
 ReadyBatch::ReadyBatch(Source source) : source_(source) {
-  if (tls_ready_batch == nullptr) tls_ready_batch = &fibers_;  // else the outer one collects
+  if (tls_ready_batch == nullptr) {  // else the outer one collects
+    tls_ready_batch = &ThisThreadReadyBuffer();
+    outermost_ = true;
+  }
 }
 
 ReadyBatch::~ReadyBatch() {
-  if (tls_ready_batch != &fibers_) return;  // nested: the outer scope flushes
+  if (!outermost_) return;  // nested: the outer scope flushes
   tls_ready_batch = nullptr;
-  // Usually all of one group; queue each group's share as one batch.
-  while (!fibers_.empty()) {
-    SchedulingGroup* group = fibers_.front()->scheduling_group;
-    auto split = std::stable_partition(fibers_.begin(), fibers_.end(), [group](FiberEntity* f) {
+  // Taken out of the thread's buffer while queued: a batch that the queueing opens
+  // finds it empty, not in use.
+  std::vector<FiberEntity*> fibers;
+  fibers.swap(ThisThreadReadyBuffer());
+  const auto queue = [this](SchedulingGroup* group, FiberEntity* const* first,
+                            std::size_t n) {
+    if (source_ == Source::kTimerRound) {
+      group->QueueTimerRound(first, n);
+    } else {
+      group->QueueReadyBatch(first, n);
+    }
+  };
+  // Usually all of one group: one batch, no partition (whose temporary buffer was a
+  // malloc too).
+  if (!fibers.empty()) {
+    SchedulingGroup* group = fibers.front()->scheduling_group;
+    if (std::all_of(fibers.begin(), fibers.end(),
+                    [group](FiberEntity* f) { return f->scheduling_group == group; })) {
+      queue(group, fibers.data(), fibers.size());
+      fibers.clear();
+    }
+  }
+  // Else each group's share as one batch.
+  while (!fibers.empty()) {
+    SchedulingGroup* group = fibers.front()->scheduling_group;
+    auto split = std::stable_partition(fibers.begin(), fibers.end(), [group](FiberEntity* f) {
       return f->scheduling_group != group;
     });
-    const auto n = static_cast<std::size_t>(fibers_.end() - split);
-    if (source_ == Source::kTimerRound) {
-      group->QueueTimerRound(&*split, n);
-    } else {
-      group->QueueReadyBatch(&*split, n);
-    }
-    fibers_.erase(split, fibers_.end());
+    queue(group, &*split, static_cast<std::size_t>(fibers.end() - split));
+    fibers.erase(split, fibers.end());
   }
+  std::vector<FiberEntity*>& buffer = ThisThreadReadyBuffer();
+  if (buffer.capacity() < fibers.capacity()) buffer.swap(fibers);
 }
 
 void WaitForForeignProducers() {
@@ -311,11 +345,17 @@ FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc, std::size_t worker) {
 
 FiberEntity* SchedulingGroup::FindRunnable(std::size_t worker, IdleHooks& hooks) {
   // On the worker's own stack, holding no fiber's lock: where a busy poll may dispatch
-  // (Halt() comes here when one is due).
-  GroupPoller* poller = strategy_->poller();
-  if (poller != nullptr) {
-    const std::int64_t now = MonotonicNowNs();
-    if (poller->PollDue(now) && poller->PollNow(now)) strategy_->WakeOneSleeper();
+  // and due timers may fire (Halt() comes here when either is due). With a poller,
+  // every pass looks at the clock, as a reactor's latency wants; for the timers alone,
+  // only when Halt() found them due or every 64th pass (a clock read on every fiber's
+  // exit cost spawn_join 25%).
+  if (worker < options_.workers) {
+    WorkerCounters& counters = worker_counters_[worker];
+    if (counters.poll_due || (++counters.switches & 63) == 0 ||
+        strategy_->poller() != nullptr) {
+      counters.poll_due = false;
+      PollAndFireIfDue();
+    }
   }
   std::uintptr_t entry = strategy_->FindRunnable(worker, hooks);
   // Our sleep left the poller vacant (see Sleep()): a sleeping sibling takes it over
@@ -340,13 +380,29 @@ void SchedulingGroup::EnsurePollerAwake() {
   }
 }
 
-bool SchedulingGroup::BusyPollDue(std::size_t worker) {
-  GroupPoller* poller = strategy_->poller();
-  if (poller == nullptr || worker >= options_.workers) return false;  // not a worker
-  // Every 64th switch on this worker looks at the clock (the counter has one writer).
+bool SchedulingGroup::BusyPollDueSlow(std::size_t worker) {
   WorkerCounters& counters = worker_counters_[worker];
-  if ((++counters.switches & 63) != 0) return false;
-  return poller->PollDue(MonotonicNowNs());
+  GroupPoller* poller = strategy_->poller();
+  // acquire: pairs with SetTimers().
+  GroupTimers* timers = timers_.load(std::memory_order_acquire);
+  if (poller == nullptr && timers == nullptr) return false;
+  const std::int64_t now = MonotonicNowNs();
+  counters.poll_due = (poller != nullptr && poller->PollDue(now)) ||
+                      (timers != nullptr && timers->Due(now));
+  return counters.poll_due;
+}
+
+void SchedulingGroup::PollAndFireIfDue() {
+  GroupPoller* poller = strategy_->poller();
+  // acquire: pairs with SetTimers().
+  GroupTimers* timers = timers_.load(std::memory_order_acquire);
+  if (poller == nullptr && timers == nullptr) return;
+  const std::int64_t now = MonotonicNowNs();
+  if (poller != nullptr && poller->PollDue(now) && poller->PollNow(now)) {
+    strategy_->WakeOneSleeper();
+  }
+  // The fibers it wakes are queued as a timer round (ReadyBatch), like the TimerWorker's.
+  if (timers != nullptr && timers->Due(now)) timers->FireDue(now);
 }
 
 std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup* victim) {
@@ -444,8 +500,9 @@ void SchedulingGroup::UnlockAndRequeue(void* arg) {
 void SchedulingGroup::Yield(FiberEntity* self) {
   CheckNoOsMutexHeld(self->id, "yield");  // even when nothing else is ready
   if (BusyPollDue(self->scheduling_worker)) {
-    // No lock is held here: poll in place (the fibers it readies queue behind us).
-    if (strategy_->poller()->PollNow(MonotonicNowNs())) strategy_->WakeOneSleeper();
+    // No lock is held here: poll and fire in place (the fibers they ready queue behind
+    // us, or in the workers' timer inboxes).
+    PollAndFireIfDue();
   }
   // One look at chaos mode for the pick and the re-queue (two cost yield 1%).
   if (__builtin_expect(ChaosDecides(), 0)) {

@@ -15,6 +15,7 @@
 #include "fiber/internal/fiber_entity.h"
 #include "fiber/internal/spinlock.h"
 #include "runtime/internal/fiber_desc.h"
+#include "runtime/internal/group_timers.h"
 #include "runtime/internal/metrics.h"
 #include "runtime/internal/scheduling_strategy.h"
 
@@ -121,6 +122,10 @@ class SchedulingGroup {
   // The group's event source (io/'s reactor), or null; see group_poller.h. Set once,
   // before or while workers run; the poller outlives the group.
   void SetPoller(GroupPoller* poller) { strategy_->SetPoller(poller); }
+  // The group's timers, fired by busy workers when due (group_timers.h); nullptr
+  // removes them. release: pairs with the acquire load in BusyPollDue() and
+  // FindRunnable(), which then see the object built.
+  void SetTimers(GroupTimers* timers) { timers_.store(timers, std::memory_order_release); }
   GroupPoller* poller() const { return strategy_->poller(); }
   // Called by a fiber about to park on IO: if nobody holds the poller token while
   // descriptors are registered, wakes a sleeping worker to poll (one that slept on its
@@ -209,8 +214,17 @@ class SchedulingGroup {
   void SwitchToNext(FiberEntity* self);
   // Yield under chaos mode's decisions: out of line and cold, off the plain path.
   __attribute__((noinline, cold)) void ChaosYield(FiberEntity* self);
-  // Whether worker `worker` (switching fibers) should poll the group's poller now.
-  bool BusyPollDue(std::size_t worker);
+  // Whether worker `worker` (switching fibers) should poll the group's poller or fire
+  // its timers now: every 64th switch on this worker looks at the clock (the counter
+  // has one writer). Inline: it is on every Yield and Halt.
+  bool BusyPollDue(std::size_t worker) {
+    if (worker >= options_.workers) return false;  // not a worker
+    if ((++worker_counters_[worker].switches & 63) != 0) return false;
+    return BusyPollDueSlow(worker);
+  }
+  __attribute__((noinline)) bool BusyPollDueSlow(std::size_t worker);
+  // From a worker holding no fiber's lock: the busy poll and the timers, where due.
+  void PollAndFireIfDue();
   template <bool kChaos>
   static void UnlockAndRequeue(void* fiber);
 
@@ -230,6 +244,7 @@ class SchedulingGroup {
                   std::size_t origin);
 
   const SchedulingGroupOptions options_;
+  std::atomic<GroupTimers*> timers_{nullptr};
   const double nanos_per_tick_;  // the cycle clock's (ready-to-run latency)
   std::unique_ptr<SchedulingStrategy> strategy_;
 
@@ -242,6 +257,8 @@ class SchedulingGroup {
     SingleWriterCounter fibers_begun;
     SingleWriterCounter fibers_run_inline;
     std::uint64_t switches = 0;  // Yield/Halt on this worker (BusyPollDue)
+    // BusyPollDue() said yes: the worker's loop (FindRunnable) polls and fires next.
+    bool poll_due = false;
     SingleWriterHistogram ready_latency;  // nanoseconds
     // Descriptors that fibers on this worker ran inline and could not take back yet,
     // each with the joiner's reference (TakeBackRunInline). This worker's thread only.

@@ -130,13 +130,15 @@ class SchedulingStrategy {
   virtual void EnqueueBatch(const std::uintptr_t* entries, const bool* stealable,
                             std::size_t n, std::size_t origin) = 0;
 
-  // `n` fibers made Ready by one firing round of the group's TimerWorker (kWoken, from
-  // no worker of this group). They are overdue by definition, so a strategy may run them
-  // ahead of fibers that were merely started (v2 spreads them over its workers'
-  // WakeInboxes); the default queues them as EnqueueBatch() does.
+  // `n` fibers made Ready by one firing round of the group's timers (kWoken): by the
+  // TimerWorker thread (`origin` kNoWorker) or by worker `origin` that fired the due
+  // timers itself (group_timers.h). They are overdue by definition, so a strategy may
+  // run them ahead of fibers that were merely started (v2: the firing worker's
+  // WakeInbox, or spread over the workers' inboxes); the default queues them as
+  // EnqueueBatch() does.
   virtual void EnqueueWoken(const std::uintptr_t* entries, const bool* stealable,
-                            std::size_t n) {
-    EnqueueBatch(entries, stealable, n, kNoWorker);
+                            std::size_t n, std::size_t origin) {
+    EnqueueBatch(entries, stealable, n, origin);
   }
 
   // ---- Worker side.

@@ -29,25 +29,31 @@
 //     100k fibers that each sleep 1 ms) a woken fiber waited ~34 ms on average, while
 //     Go puts a timer's goroutine in runnext of the P that runs the timer.
 //
-// Timer rounds (EnqueueWoken). A round's fibers are spread in equal shares over the
-// workers that took a fiber in the last kStuckNs (100 us) and do not sleep, starting
-// one further each round; each share is posted to that worker's inbox under its lock,
-// then one Notify (N1-N5), as after any push. A worker whose count of takes has not
-// moved for kStuckNs runs one long fiber (the sleep workload's spawner) or is idle, and
-// would run its share late: it gets none. If no worker qualifies, the fibers go to the
-// global queue while some worker sleeps (N4 wakes it), else to every worker's inbox.
+// Timer rounds (EnqueueWoken). Due timers are fired by busy workers themselves (an
+// assist, group_timers.h), every 64th switch, or by the group's TimerWorker thread when
+// no worker does. An assist's fibers go to the firing worker's own inbox, which it
+// takes from next (Go's runnext of the P that runs the timer, for a whole round). The
+// thread's rounds are spread in equal shares over the workers that do not sleep,
+// starting one further each round; if all sleep, they go to the global queue (N4 wakes
+// one). Each post is made under the inbox's lock, then one Notify (N1-N5), as after
+// any push. A worker in one long fiber (the sleep workload's spawner) leaves its inbox
+// alone: its busy siblings take from it one entry per take when theirs is empty (T0),
+// its idle ones half of it (I3). (A first version chose workers whose count of takes
+// had moved in the last 100 us instead; it cost every take a store.)
 // Rejected: one shared priority queue (every worker's take would read a line the timer
-// thread writes, and all wake-ups would go through one queue again); Go's runnext of the
-// firing P (our timer thread is no worker); the global queue's head (its ring is FIFO).
+// thread writes, and all wake-ups would go through one queue again); the global
+// queue's head (its ring is FIFO).
 //
 // Taking (TakeNext, the worker's own sources, no blocking):
 //   T1. For every `global_check_interval`-th fiber taken (61, as Go), the global queue
 //       first, so fibers from outside cannot starve behind a worker that keeps feeding
 //       itself.
 //   T0. The inbox, unless it was picked kMaxInboxStreak (16) times in a row: fibers
-//       that sleep in a loop must not starve the local queue and runnext. After them,
-//       before T4, the inbox again. The empty check is one relaxed load of the inbox's
-//       own line, which changes only when a round posts to it.
+//       that sleep in a loop must not starve the local queue and runnext. If it is
+//       empty, one entry of one sibling's inbox, a different sibling each time (its
+//       owner may be in one long fiber). After T3, before T4, the own inbox again. Each
+//       empty check is one relaxed load of an inbox's own line, which changes only when
+//       a round posts to it or a worker takes from it.
 //   T2. runnext, unless it was picked kMaxRunnextStreak times in a row: we have no
 //       preemption, so two fibers that hand off to each other through runnext would
 //       otherwise starve the local queue forever (Go relies on sysmon; Tokio caps its
@@ -159,13 +165,6 @@ constexpr unsigned kMaxRunnextStreak = 3;
 constexpr unsigned kMaxInboxStreak = 16;
 // EnqueueWoken(): a worker whose take count has not moved for this long is running one
 // long fiber (or is idle) and gets no share of a timer round.
-constexpr std::int64_t kStuckNs = 100'000;
-
-std::int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // relaxed: set by a test before it starts the workload.
 std::atomic<bool> g_recheck_disabled{false};
@@ -197,11 +196,12 @@ StrategyV2::StrategyV2(const SchedulingGroupOptions& options)
   CHECK_GE(options.global_check_interval, 1u)
       << "--fiber_v2_global_check_interval must be >= 1";
   workers_ = new std::unique_ptr<Worker>[options.workers];
-  woken_progress_.reset(new WokenProgress[options.workers]);
   for (std::size_t i = 0; i < options.workers; ++i) {
     workers_[i] = std::make_unique<Worker>(options.local_queue_capacity,
                                            options.memory_node);
     workers_[i]->random = 0x9E3779B97F4A7C15ULL * (i + 1) + options.index;
+    workers_[i]->index = i;
+    workers_[i]->inbox_peek = i + 1;
   }
 }
 
@@ -247,40 +247,34 @@ void StrategyV2::EnqueueBatch(const std::uintptr_t* entries, const bool* stealab
 }
 
 void StrategyV2::EnqueueWoken(const std::uintptr_t* entries, const bool* stealable,
-                              std::size_t n) {
+                              std::size_t n, std::size_t origin) {
   if (n == 0) return;
+  if (origin < options_.workers) {
+    // A worker fired them (an assist): it is scheduling, so its own inbox, which it
+    // takes from next; siblings steal from it like from any inbox.
+    workers_[origin]->inbox.PostMany(entries, n);
+    Notify();  // N1-N5, as after any push
+    return;
+  }
+  // From the TimerWorker thread: in equal shares to the workers that do not sleep,
+  // starting one further each round. A share that lands on a worker stuck in one long
+  // fiber is taken by its siblings (T0's look at a sibling's inbox).
   const std::size_t workers = options_.workers;
   std::size_t chosen[kMaxWorkersPerGroup];
   std::size_t k = 0;
   // relaxed: a hint for the choice only; whoever the entries go to, N1-N5 below and
   // every worker's re-check (W3 looks at all inboxes) decide the wake-ups.
   const std::uint64_t sleeping = sleeping_.load(std::memory_order_relaxed);
-  {
-    std::lock_guard<Spinlock> lock(woken_lock_);
-    const std::int64_t now = NowNanos();
-    for (std::size_t i = 0; i < workers; ++i) {
-      const std::size_t w = (next_woken_ + i) % workers;
-      WokenProgress& seen = woken_progress_[w];
-      // relaxed: a hint, see Worker::takes.
-      const std::uint64_t takes = workers_[w]->takes.load(std::memory_order_relaxed);
-      if (takes != seen.takes) {
-        seen.takes = takes;
-        seen.changed_ns = now;
-      } else if (now - seen.changed_ns >= kStuckNs) {
-        continue;  // in one long fiber (it would run its share late), or idle
-      }
-      if ((sleeping >> w) & 1) continue;
-      chosen[k++] = w;
-    }
-    next_woken_ = next_woken_ + 1 == workers ? 0 : next_woken_ + 1;
+  // relaxed: only spreads the rounds; any value is correct.
+  const std::size_t start = next_woken_.fetch_add(1, std::memory_order_relaxed) % workers;
+  for (std::size_t i = 0; i < workers; ++i) {
+    const std::size_t w = (start + i) % workers;
+    if (((sleeping >> w) & 1) == 0) chosen[k++] = w;
   }
-  if (k == 0 && sleeping != 0) {
-    // Nobody schedules but some sleep: the global queue, whose wake-up takes a sleeper.
+  if (k == 0) {
+    // Everybody sleeps: the global queue, whose wake-up takes a sleeper.
     EnqueueBatch(entries, stealable, n, kNoWorker);
     return;
-  }
-  if (k == 0) {  // every worker is in a long fiber: each runs its share right after it
-    for (std::size_t w = 0; w < workers; ++w) chosen[k++] = w;
   }
   const std::size_t share = (n + k - 1) / k;
   for (std::size_t i = 0, done = 0; done < n; ++i) {
@@ -415,13 +409,11 @@ std::uintptr_t StrategyV2::TakeNext(std::size_t worker) {
   if (me.rounds_to_global_check == 1) {  // T1: this take is the interval-th
     if (std::uintptr_t entry = global_.Take()) {
       me.rounds_to_global_check = options_.global_check_interval;
-      CountTake(me);
       return entry;
     }
   }
   const std::uintptr_t entry = TakeOwnSources(me);
   if (entry != 0) {
-    CountTake(me);
     if (--me.rounds_to_global_check == 0) {
       me.rounds_to_global_check = options_.global_check_interval;
     }
@@ -446,6 +438,12 @@ __attribute__((always_inline)) inline std::uintptr_t StrategyV2::TakeOwnSources(
       ++me.inbox_streak;
       return entry;
     }
+    if (options_.workers > 1) {
+      if (std::uintptr_t entry = TakeFromSiblingInbox(me)) {
+        ++me.inbox_streak;
+        return entry;
+      }
+    }
   }
   me.inbox_streak = 0;
   if (me.runnext_streak < kMaxRunnextStreak) {  // T2
@@ -459,6 +457,24 @@ __attribute__((always_inline)) inline std::uintptr_t StrategyV2::TakeOwnSources(
   if (std::uintptr_t entry = take_runnext()) return entry;
   if (std::uintptr_t entry = me.inbox.Take()) return entry;  // T0 after its streak
   return TakeFromGlobal(me);  // T4
+}
+
+std::uintptr_t StrategyV2::TakeFromSiblingInbox(Worker& me) {
+  // A worker that runs one long fiber (a spawner that never yields) leaves its inbox
+  // alone meanwhile, however overdue its wake-ups: the busy siblings take them, not
+  // only the idle ones (StealFromInboxes). One sibling per take, in turn: one relaxed
+  // load of a line that changes only when a round posts to it.
+  const std::size_t n = options_.workers;
+  std::size_t v = me.inbox_peek;
+  if (v >= n) v = 0;
+  if (v == me.index) v = v + 1 == n ? 0 : v + 1;
+  me.inbox_peek = v + 1;
+  WakeInbox& inbox = workers_[v]->inbox;
+  if (!inbox.MaybeNonEmpty()) return 0;
+  std::uintptr_t entry = 0;
+  if (inbox.Grab(&entry, 1, /*half=*/false) == 0) return 0;
+  steals_in_group_.Add(1);
+  return entry;
 }
 
 std::uintptr_t StrategyV2::StealFromSiblings(std::size_t worker) {
@@ -485,7 +501,6 @@ std::uintptr_t StrategyV2::StealFromSiblings(std::size_t worker) {
         PushLocal(worker, grabbed[k]);
       }
       if (first + 1 < got) Notify();  // M1, as in TakeFromGlobal()
-      CountTake(me);
       return grabbed[first];
     }
   }
@@ -502,7 +517,6 @@ std::uintptr_t StrategyV2::StealFromSiblings(std::size_t worker) {
                                      std::memory_order_relaxed) &&
         ClaimEntry(entry)) {
       steals_in_group_.Add(1);
-      CountTake(me);
       return entry;
     }
   }
@@ -527,7 +541,6 @@ std::uintptr_t StrategyV2::StealFromInboxes(Worker& me, std::size_t worker,
       me.inbox.PostMany(grabbed + 1, got - 1);
       Notify();  // M1
     }
-    CountTake(me);
     return grabbed[0];
   }
   return 0;

@@ -32,8 +32,8 @@ class StrategyV2 final : public SchedulingStrategy {
                std::size_t origin) override;
   void EnqueueBatch(const std::uintptr_t* entries, const bool* stealable, std::size_t n,
                     std::size_t origin) override;
-  void EnqueueWoken(const std::uintptr_t* entries, const bool* stealable,
-                    std::size_t n) override;
+  void EnqueueWoken(const std::uintptr_t* entries, const bool* stealable, std::size_t n,
+                    std::size_t origin) override;
   std::uintptr_t TakeNext(std::size_t worker) override;
   std::uintptr_t FindRunnable(std::size_t worker, IdleHooks& hooks) override;
   std::uintptr_t Steal() override;
@@ -65,30 +65,21 @@ class StrategyV2 final : public SchedulingStrategy {
     std::uint64_t rounds_to_global_check = 1;
     unsigned runnext_streak = 0;     // consecutive picks from runnext
     unsigned inbox_streak = 0;       // consecutive picks from the inbox (T0)
+    std::size_t index = 0;           // this worker's index in the group
+    std::size_t inbox_peek = 0;      // the sibling whose inbox T0 looks at next
     std::uint64_t random = 0;        // victim choice
     std::unique_ptr<std::uintptr_t[]> steal_buffer;  // half a local queue
-    // Entries taken by this worker so far (TakeNext and stealing). Written by the owner
-    // alone (a relaxed load and store, no read-modify-write); read by EnqueueWoken() to
-    // tell a worker that is stuck in one long fiber from one that schedules.
-    std::atomic<std::uint64_t> takes{0};
     // Fibers woken by timer rounds (EnqueueWoken), run before the local queue (T0). Its
     // own line: the producer writes it once per round.
     alignas(64) WakeInbox inbox;
   };
-  // EnqueueWoken()'s view of one worker: its `takes` when last seen to change, and when.
-  struct WokenProgress {
-    std::uint64_t takes = 0;
-    std::int64_t changed_ns = 0;
-  };
 
   std::uintptr_t TakeLocal(Worker& me);
-  void CountTake(Worker& me) {
-    // relaxed: the owner is the only writer; EnqueueWoken() reads it as a hint.
-    me.takes.store(me.takes.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  }
   // Sibling inboxes, then local queues, then runnext slots.
   std::uintptr_t StealFromInboxes(Worker& me, std::size_t worker, std::size_t start);
-  std::uintptr_t TakeOwnSources(Worker& me);  // T2-T4
+  std::uintptr_t TakeOwnSources(Worker& me);  // T0, T2-T4
+  // T0's look at one sibling's inbox, a different one each time.
+  std::uintptr_t TakeFromSiblingInbox(Worker& me);
   std::uintptr_t TakeFromGlobal(Worker& me);
   // One pass over the siblings: half of a local queue (or one entry), else a runnext.
   std::uintptr_t StealFromSiblings(std::size_t worker);
@@ -120,11 +111,8 @@ class StrategyV2 final : public SchedulingStrategy {
   // it to start searching instead of waking more.
   alignas(64) std::atomic<bool> wake_pending_{false};
   ThreadCounter wakeups_;  // statistics (metrics.h)
-  // EnqueueWoken()'s state: one timer thread calls it per group, the lock only keeps a
-  // second caller (none today) correct.
-  Spinlock woken_lock_;
-  std::unique_ptr<WokenProgress[]> woken_progress_;  // options_.workers of them
-  std::size_t next_woken_ = 0;  // the worker the next round starts with
+  // The worker the TimerWorker's next round starts with (EnqueueWoken).
+  std::atomic<std::size_t> next_woken_{0};
   ThreadCounter steals_in_group_;
 
   // Its own line: idle workers bump the cursors below on every steal attempt, which

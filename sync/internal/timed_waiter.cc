@@ -91,11 +91,12 @@ TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline,
   SchedulingGroup* group = fiber_->scheduling_group;
   TimerEntry* timer = nullptr;
   if (deadline != TimerClock::time_point::max()) {
-    timer = new TimerEntry;
+    timer = NewTimerEntry();
     timer->refs.store(2, std::memory_order_relaxed);  // ours and the worker's
     timer->expires_at = deadline;
     timer->inline_callback = &TimedWaiter::OnDeadline;
     timer->inline_arg = this;
+    timer->inline_touches = fiber_;
     timer->group = group;
     TimerWorkerFor(group)->Add(timer);
   }

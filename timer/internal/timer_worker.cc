@@ -25,6 +25,26 @@
 // expiry and wakes the worker if it must. A bump of wake_seq_ after step 1 makes step 5
 // return at once, so a wake between 4 and 5 is not lost either.
 //
+// Assists. Busy workers of the group fire due timers too (group_timers.h): every 64th
+// switch a worker compares the clock with next_expiry_ns_ and, if a timer is due, tries
+// the heap's lock (FireDue); the thread blocks on that lock, a worker never does. The
+// heap, the collected entries and step 3's publication are under that lock. An assist
+// collects the producers' lists like step 2 and fires like a round; if the heap's
+// front is then earlier than the published expiry (it collected a timer due before the
+// thread's wake-up), it lowers the published expiry and wakes the thread (WakeUp), so
+// the thread never sleeps past a timer that left the producer lists without it: step
+// 4's re-check could not see it any more. It never raises it: an early expiry only
+// wakes the thread for nothing. While assists happen (the last one less than 1 ms ago)
+// the thread sleeps until kAssistGraceNs past the next expiry: it is then the fallback,
+// not a third thread competing with busy workers for CPUs at every expiry. Stop() takes
+// the heap's lock after the thread has ended, and an assist checks stopping_ under it,
+// so no timer fires after Stop() returns.
+//
+// Firing a round touches cold memory: the entry, the waiter and the control block of a
+// fiber that has slept a while, all on its stack's top page. FireExpired() first takes
+// the round's entries off the heap (whose items carry their expiry, so ordering it
+// reads no entry), then fires them in order, prefetching a few ahead.
+//
 // Cancelling is O(1): KillTimer() flips the entry's state; the heap drops cancelled
 // entries when they reach the top, and is rebuilt without them once more than half of
 // it is cancelled (RPC timeouts are mostly set and cancelled long before they expire).
@@ -42,6 +62,7 @@
 #include <climits>
 #include <ctime>
 
+#include "fiber/internal/batch_pool.h"
 #include "runtime/internal/chaos.h"
 #include "runtime/internal/live_fibers.h"
 #include "runtime/internal/ready_batch.h"
@@ -78,9 +99,22 @@ void SetTimerWorkerTestHook(void (*hook)(TimerWorker* worker)) {
   g_test_hook.store(hook, std::memory_order_relaxed);  // relaxed: see g_test_hook
 }
 
+TimerEntry* NewTimerEntry() { return PooledObjects<TimerEntry>::New(); }
+
 void ReleaseTimerEntry(TimerEntry* entry) {
-  // acq_rel: the last owner sees every other owner's writes before it deletes.
-  if (entry->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete entry;
+  // acq_rel: the last owner sees every other owner's writes before it recycles.
+  if (entry->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // Back to the initial state (relaxed: the entry is ours alone until handed out
+  // again, which publishes these stores).
+  entry->state.store(TimerEntry::kPending, std::memory_order_relaxed);
+  entry->expires_at = {};
+  entry->interval = TimerClock::duration{0};
+  if (entry->callback) entry->callback = nullptr;
+  entry->inline_callback = nullptr;
+  entry->inline_arg = nullptr;
+  entry->inline_touches = nullptr;
+  entry->group = nullptr;
+  PooledObjects<TimerEntry>::Delete(entry);
 }
 
 namespace {
@@ -99,14 +133,20 @@ void StartTimerWorkers(const std::vector<SchedulingGroup*>& groups) {
     CHECK_EQ(groups[g]->index(), g) << "groups must come in index order";
     workers->push_back(std::make_unique<TimerWorker>(groups[g]));
   }
-  for (auto& worker : *workers) worker->Start();
+  for (auto& worker : *workers) {
+    worker->Start();
+    worker->group()->SetTimers(worker.get());  // busy workers fire due timers too
+  }
   g_timer_workers.store(workers, std::memory_order_release);
 }
 
 void StopTimerWorkers() {
   auto* workers = g_timer_workers.load(std::memory_order_acquire);
   CHECK(workers != nullptr) << "no timer workers to stop";
-  for (auto& worker : *workers) worker->Stop();
+  for (auto& worker : *workers) {
+    worker->group()->SetTimers(nullptr);  // an assist already under way: Stop() waits
+    worker->Stop();
+  }
 }
 
 void DestroyTimerWorkers() {
@@ -138,8 +178,10 @@ void TimerWorker::Stop() {
   stopping_.store(true, std::memory_order_release);  // release: pairs with Run()'s loads
   WakeUp();
   thread_.join();
+  // A worker's assist (FireDue) may be firing: wait for it; later ones see stopping_.
+  std::lock_guard<std::mutex> heap_lock(heap_lock_);
   CollectNewTimers();
-  for (TimerEntry* entry : heap_) CancelAndRelease(entry);
+  for (const HeapItem& item : heap_) CancelAndRelease(item.entry);
   heap_.clear();
 }
 
@@ -209,7 +251,7 @@ bool TimerWorker::CollectNewTimers() {
       collected_.swap(list->entries);
     }
     for (TimerEntry* entry : collected_) {
-      heap_.push_back(entry);
+      heap_.push_back(HeapItem{ToNanos(entry->expires_at), entry});
       std::push_heap(heap_.begin(), heap_.end(), HeapOrder());
     }
     collected_.clear();
@@ -219,11 +261,34 @@ bool TimerWorker::CollectNewTimers() {
 }
 
 void TimerWorker::FireExpired(TimerClock::time_point now) {
-  while (!heap_.empty() && heap_.front()->expires_at <= now) {
+  const std::int64_t now_ns = ToNanos(now);
+  due_.clear();
+  while (!heap_.empty() && heap_.front().expires_ns <= now_ns) {
     std::pop_heap(heap_.begin(), heap_.end(), HeapOrder());
-    TimerEntry* entry = heap_.back();
+    due_.push_back(heap_.back().entry);
     heap_.pop_back();
-    Fire(entry);
+  }
+  // A round of a busy server fires hundreds of wake-ups, each touching an entry, a
+  // waiter and a control block that nobody has touched since the fiber went to sleep:
+  // fetch them a few timers ahead instead of waiting on each miss in turn. The entry
+  // first (its fields say where the rest is), then what it points to.
+  constexpr std::size_t kEntryAhead = 8;
+  constexpr std::size_t kTargetAhead = 4;
+  const std::size_t n = due_.size();
+  for (std::size_t i = 0; i < n && i < kEntryAhead; ++i) __builtin_prefetch(due_[i], 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kEntryAhead < n) __builtin_prefetch(due_[i + kEntryAhead], 1);
+    if (i + kTargetAhead < n) {
+      const TimerEntry* ahead = due_[i + kTargetAhead];
+      if (ahead->inline_arg != nullptr) __builtin_prefetch(ahead->inline_arg, 1);
+      if (ahead->inline_touches != nullptr) {
+        // A FiberEntity: its scheduler lock and group in the first line, its state in
+        // the third (fiber_entity.h). A hint only: a changed layout costs misses.
+        __builtin_prefetch(ahead->inline_touches, 1);
+        __builtin_prefetch(static_cast<const char*>(ahead->inline_touches) + 128, 1);
+      }
+    }
+    Fire(due_[i]);
   }
 }
 
@@ -265,18 +330,50 @@ void TimerWorker::Fire(TimerEntry* entry) {
   group_->StartFiber(desc);
 }
 
+bool TimerWorker::Due(std::int64_t now_ns) const {
+  // relaxed: a hint (group_timers.h); FireDue() decides under the heap's lock.
+  return next_expiry_ns_.load(std::memory_order_relaxed) <= now_ns;
+}
+
+void TimerWorker::FireDue(std::int64_t now_ns) {
+  bool wake = false;
+  {
+    ReadyBatch batch(ReadyBatch::Source::kTimerRound);
+    std::unique_lock<std::mutex> heap_lock(heap_lock_, std::try_to_lock);
+    if (!heap_lock.owns_lock()) return;  // the thread or another worker is at it
+    // acquire: pairs with the release store in Stop(); after it, nothing fires.
+    if (stopping_.load(std::memory_order_acquire)) return;
+    CollectNewTimers();
+    FireExpired(TimerClock::time_point(std::chrono::nanoseconds(now_ns)));
+    assists_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+    last_assist_ns_.store(now_ns, std::memory_order_relaxed);  // relaxed: a heuristic
+    // The thread sleeps until the expiry it last published (step 3). If what we
+    // collected is due before that, publish the earlier one and wake the thread, so it
+    // sleeps again until then: a timer collected here is no longer in a producer list,
+    // where step 4 would have seen it. Never raised: a stale, earlier expiry only wakes
+    // the thread for nothing.
+    const std::int64_t front = heap_.empty() ? INT64_MAX : heap_.front().expires_ns;
+    // relaxed: written under the heap's lock only, which we hold.
+    if (front < next_expiry_ns_.load(std::memory_order_relaxed)) {
+      next_expiry_ns_.store(front, std::memory_order_relaxed);
+      wake = true;
+    }
+  }
+  if (wake) WakeUp();
+}
+
 void TimerWorker::CompactIfMostlyCancelled() {
   if (heap_.size() < 1024) return;
   std::size_t cancelled = 0;
-  for (const TimerEntry* entry : heap_) {
+  for (const HeapItem& item : heap_) {
     // relaxed: a heuristic; the flip is re-checked when an entry fires.
-    cancelled += entry->state.load(std::memory_order_relaxed) == TimerEntry::kCancelled;
+    cancelled += item.entry->state.load(std::memory_order_relaxed) == TimerEntry::kCancelled;
   }
   if (cancelled * 2 < heap_.size()) return;
-  auto keep = std::partition(heap_.begin(), heap_.end(), [](const TimerEntry* entry) {
-    return entry->state.load(std::memory_order_acquire) != TimerEntry::kCancelled;
+  auto keep = std::partition(heap_.begin(), heap_.end(), [](const HeapItem& item) {
+    return item.entry->state.load(std::memory_order_acquire) != TimerEntry::kCancelled;
   });
-  for (auto it = keep; it != heap_.end(); ++it) ReleaseTimerEntry(*it);
+  for (auto it = keep; it != heap_.end(); ++it) ReleaseTimerEntry(it->entry);
   heap_.erase(keep, heap_.end());
   std::make_heap(heap_.begin(), heap_.end(), HeapOrder());
 }
@@ -298,17 +395,20 @@ void TimerWorker::Run() {
     ChaosPause();  // between step 1 and the stop check (chaos.h)
     // acquire: pairs with the release store in Stop().
     if (stopping_.load(std::memory_order_acquire)) break;
-    CollectNewTimers();                                          // step 2
+    std::int64_t next;
     {
-      // Fibers woken by this round's deadlines are queued together when it ends, ahead
-      // of fibers that were only started (v2 spreads them over its workers' inboxes).
+      // Fibers woken by this round's deadlines are queued together when it ends (after
+      // the heap's lock is released), ahead of fibers that were only started (v2
+      // spreads them over its workers' inboxes).
       ReadyBatch batch(ReadyBatch::Source::kTimerRound);
+      std::lock_guard<std::mutex> heap_lock(heap_lock_);
+      CollectNewTimers();                                        // step 2
       FireExpired(TimerClock::now());
+      if (++compaction_tick % 64 == 0) CompactIfMostlyCancelled();
+      next = heap_.empty() ? INT64_MAX : heap_.front().expires_ns;
+      // Step 3, under the heap's lock, so an assist (FireDue) sees it and may lower it.
+      next_expiry_ns_.store(next, std::memory_order_relaxed);
     }
-    if (++compaction_tick % 64 == 0) CompactIfMostlyCancelled();
-    const std::int64_t next =
-        heap_.empty() ? INT64_MAX : ToNanos(heap_.front()->expires_at);
-    next_expiry_ns_.store(next, std::memory_order_relaxed);     // step 3
     StoreLoadFence();
     bool more = false;                                            // step 4
     {
@@ -326,8 +426,19 @@ void TimerWorker::Run() {
       FutexWait(&wake_seq_, seq);
       continue;
     }
-    if (next <= ToNanos(TimerClock::now())) continue;
-    FutexWaitUntil(&wake_seq_, seq, next);
+    // While the workers fire timers themselves (FireDue, in the last kAssistWindowNs),
+    // this thread is their fallback: it wakes kAssistGraceNs after the next expiry and
+    // finds it fired, instead of competing for a busy CPU at every expiry (a thread that
+    // always has a round to fire uses up its share and then waits a whole scheduler
+    // slice, with every timer of its next round late).
+    const std::int64_t now = ToNanos(TimerClock::now());
+    std::int64_t wait_until = next;
+    // relaxed: a heuristic.
+    if (now - last_assist_ns_.load(std::memory_order_relaxed) < kAssistWindowNs) {
+      wait_until = next + kAssistGraceNs;
+    }
+    if (wait_until <= now) continue;
+    FutexWaitUntil(&wake_seq_, seq, wait_until);
   }
 }
 

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "fiber/fiber.h"
+#include "fiber/this_fiber.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_impl.h"
 #include "runtime/internal/runtime_testing.h"
@@ -122,6 +124,46 @@ TEST(TimerWorkerTest, StopBetweenTheLoopsTwoReadsIsNotLost) {
   }
   stopper.join();
   delete worker;
+}
+
+}  // namespace
+}  // namespace spindle::internal
+
+namespace spindle::internal {
+namespace {
+
+// Busy workers fire due timers themselves (group_timers.h): with both workers switching
+// between yielding fibers, sleeping fibers are woken, and at least some rounds are
+// fired by the workers rather than the timer thread. Every sleeper wakes exactly once
+// and none early.
+TEST(TimerWorkerTest, BusyWorkersFireDueTimers) {
+  ScopedRuntime runtime(2);
+  TimerWorker* worker = TimerWorkerFor(Runtime::Get().group(0));
+  const std::uint64_t assists_before = worker->assists();
+  const int sleepers = static_cast<int>(spindle::testing::Scaled(2000));
+  std::atomic<int> woken{0};
+  std::atomic<int> early{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::unique_ptr<Fiber>> busy;
+  for (int i = 0; i < 2; ++i) {
+    busy.push_back(std::make_unique<Fiber>([&] {
+      while (!stop.load(std::memory_order_relaxed)) this_fiber::Yield();
+    }));
+  }
+  for (int i = 0; i < sleepers; ++i) {
+    StartFiberDetached([&] {
+      const auto deadline = TimerClock::now() + 1ms;
+      this_fiber::SleepUntil(deadline);
+      if (TimerClock::now() < deadline) early.fetch_add(1);
+      woken.fetch_add(1);
+    });
+  }
+  EXPECT_TRUE(WaitFor([&] { return woken.load() == sleepers; }));
+  stop = true;
+  for (auto& fiber : busy) fiber->join();
+  EXPECT_EQ(woken.load(), sleepers);
+  EXPECT_EQ(early.load(), 0);
+  EXPECT_GT(worker->assists(), assists_before);
 }
 
 }  // namespace
