@@ -28,13 +28,15 @@
 // Assists. Busy workers of the group fire due timers too (group_timers.h): every 64th
 // switch a worker compares the clock with next_expiry_ns_ and, if a timer is due, tries
 // the heap's lock (FireDue); the thread blocks on that lock, a worker never does. The
-// heap, the collected entries and step 3's publication are under that lock. An assist
-// collects the producers' lists like step 2 and fires like a round; if the heap's
-// front is then earlier than the published expiry (it collected a timer due before the
-// thread's wake-up), it lowers the published expiry and wakes the thread (WakeUp), so
+// heap, the collected entries and step 3's publication are under that lock. A producer
+// whose timer is earlier than the published expiry lowers it (a compare-and-swap) as
+// well as waking the thread, so workers see the timer due even while the thread waits
+// for a CPU. An assist collects the producers' lists like step 2 and fires like a
+// round, then publishes the heap's new front (unless a producer lowered the value
+// meanwhile); if that front is earlier than the expiry it found published (it
+// collected a timer due before the thread's wake-up), it wakes the thread (WakeUp), so
 // the thread never sleeps past a timer that left the producer lists without it: step
-// 4's re-check could not see it any more. It never raises it: an early expiry only
-// wakes the thread for nothing. While assists happen (the last one less than 1 ms ago)
+// 4's re-check could not see it any more. While assists happen (the last one less than 1 ms ago)
 // the thread sleeps until kAssistGraceNs past the next expiry: it is then the fallback,
 // not a third thread competing with busy workers for CPUs at every expiry. Stop() takes
 // the heap's lock after the thread has ended, and an assist checks stopping_ under it,
@@ -232,7 +234,17 @@ void TimerWorker::Add(TimerEntry* entry) {
   ChaosPause();  // queued, before the expiry check (chaos.h)
   StoreLoadFence();  // pairs with the worker's fence in step 3
   // relaxed: ordered by the fence above.
-  if (expires_ns < next_expiry_ns_.load(std::memory_order_relaxed)) WakeUp();
+  std::int64_t published = next_expiry_ns_.load(std::memory_order_relaxed);
+  if (expires_ns < published) {
+    // Lower the published expiry too, so that busy workers see this timer due (Due())
+    // even while the thread waits for a CPU; the thread re-publishes after its round.
+    // relaxed: a hint for Due(); the wake-up below is what the protocol relies on.
+    while (expires_ns < published &&
+           !next_expiry_ns_.compare_exchange_weak(published, expires_ns,
+                                                  std::memory_order_relaxed)) {
+    }
+    WakeUp();
+  }
 }
 
 void TimerWorker::WakeUp() {
@@ -343,21 +355,22 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
     if (!heap_lock.owns_lock()) return;  // the thread or another worker is at it
     // acquire: pairs with the release store in Stop(); after it, nothing fires.
     if (stopping_.load(std::memory_order_acquire)) return;
+    // relaxed: written under the heap's lock (which we hold) or lowered by producers.
+    std::int64_t published = next_expiry_ns_.load(std::memory_order_relaxed);
     CollectNewTimers();
     FireExpired(TimerClock::time_point(std::chrono::nanoseconds(now_ns)));
     assists_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
     last_assist_ns_.store(now_ns, std::memory_order_relaxed);  // relaxed: a heuristic
-    // The thread sleeps until the expiry it last published (step 3). If what we
-    // collected is due before that, publish the earlier one and wake the thread, so it
-    // sleeps again until then: a timer collected here is no longer in a producer list,
-    // where step 4 would have seen it. Never raised: a stale, earlier expiry only wakes
-    // the thread for nothing.
+    // Publish the heap's new front, so Due() stops saying yes for what we fired. A
+    // compare-and-swap: a producer that lowered it meanwhile keeps its value (its timer
+    // is still in its list, and it woke the thread). The thread sleeps until the expiry
+    // it published last (step 3); if we collected a timer due before the one we
+    // found published, wake it so it sleeps again until then: that timer is no longer
+    // in a producer list, where step 4 would have seen it.
     const std::int64_t front = heap_.empty() ? INT64_MAX : heap_.front().expires_ns;
-    // relaxed: written under the heap's lock only, which we hold.
-    if (front < next_expiry_ns_.load(std::memory_order_relaxed)) {
-      next_expiry_ns_.store(front, std::memory_order_relaxed);
-      wake = true;
-    }
+    wake = front < published;
+    // relaxed: a hint for Due(); the wake-up is what the protocol relies on.
+    next_expiry_ns_.compare_exchange_strong(published, front, std::memory_order_relaxed);
   }
   if (wake) WakeUp();
 }

@@ -132,14 +132,20 @@ TEST(TimerWorkerTest, StopBetweenTheLoopsTwoReadsIsNotLost) {
 namespace spindle::internal {
 namespace {
 
-// Busy workers fire due timers themselves (group_timers.h): with both workers switching
-// between yielding fibers, sleeping fibers are woken, and at least some rounds are
-// fired by the workers rather than the timer thread. Every sleeper wakes exactly once
-// and none early.
+std::atomic<bool> g_hold_timer_threads{false};
+
+// Busy workers fire due timers themselves (group_timers.h): with the timer thread held
+// at the top of its loop (the test hook), sleeping fibers are woken only by the workers
+// that switch between yielding fibers. Every sleeper wakes exactly once and none early.
 TEST(TimerWorkerTest, BusyWorkersFireDueTimers) {
   ScopedRuntime runtime(2);
   TimerWorker* worker = TimerWorkerFor(Runtime::Get().group(0));
   const std::uint64_t assists_before = worker->assists();
+  g_hold_timer_threads = true;
+  SetTimerWorkerTestHook([](TimerWorker*) {
+    // Held for at most a minute, so a broken assist fails the test instead of hanging it.
+    WaitFor([] { return !g_hold_timer_threads.load(); }, std::chrono::seconds(60));
+  });
   const int sleepers = static_cast<int>(spindle::testing::Scaled(2000));
   std::atomic<int> woken{0};
   std::atomic<int> early{0};
@@ -158,7 +164,9 @@ TEST(TimerWorkerTest, BusyWorkersFireDueTimers) {
       woken.fetch_add(1);
     });
   }
-  EXPECT_TRUE(WaitFor([&] { return woken.load() == sleepers; }));
+  EXPECT_TRUE(WaitFor([&] { return woken.load() == sleepers; }, std::chrono::seconds(30)));
+  g_hold_timer_threads = false;
+  SetTimerWorkerTestHook(nullptr);
   stop = true;
   for (auto& fiber : busy) fiber->join();
   EXPECT_EQ(woken.load(), sleepers);
