@@ -136,15 +136,20 @@ internal::SchedulingGroup* ChooseGroup(const Fiber::Attributes& attributes) {
   return runtime.group(attributes.scheduling_group);
 }
 
-// Queues or dispatches `desc` as the attributes say; returns its group.
+// The stack size class for the attributes (0: the default); a size out of range is a
+// fatal error naming it.
+std::uint8_t StackClassOf(const Fiber::Attributes& attributes) {
+  if (attributes.stack_size == 0) return 0;
+  const std::string error = internal::ValidateRequestedStackSize(attributes.stack_size);
+  if (!error.empty()) LOG(FATAL) << error;
+  return internal::StackClassFor(attributes.stack_size);
+}
+
+// Queues or dispatches `desc` as the attributes say (its stack class already set, see
+// StackClassOf()); returns its group.
 internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
                                        internal::FiberDesc* desc) {
   desc->scheduling_group_local = attributes.scheduling_group_local;
-  if (attributes.stack_size != 0) {
-    const std::string error = internal::ValidateRequestedStackSize(attributes.stack_size);
-    if (!error.empty()) LOG(FATAL) << error;
-    desc->stack_class = internal::StackClassFor(attributes.stack_size);
-  }
   internal::SchedulingGroup* group = ChooseGroup(attributes);
   internal::FiberEntity* self = internal::GetCurrentFiberEntity();
   const bool in_fiber = self != nullptr && !self->is_master();
@@ -176,9 +181,7 @@ Fiber::Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc
   desc->claim = &state->claimed;
   id_ = desc->id;
   state->desc = desc;
-  // LaunchFiber() validates the size (and dies naming it if it is out of range).
-  state->stack_class =
-      attributes.stack_size == 0 ? 0 : internal::StackClassFor(attributes.stack_size);
+  desc->stack_class = state->stack_class = StackClassOf(attributes);
   // The descriptor may be run and freed before LaunchFiber returns; join() touches
   // `desc` only after winning the claim, which proves it is still queued.
   state->group = LaunchFiber(attributes, desc);
@@ -257,7 +260,9 @@ void StartFiberDetached(absl::AnyInvocable<void()> start_proc) {
 
 void StartFiberDetached(const Fiber::Attributes& attributes,
                         absl::AnyInvocable<void()> start_proc) {
-  LaunchFiber(attributes, internal::NewFiberDesc(std::move(start_proc)));
+  internal::FiberDesc* desc = internal::NewFiberDesc(std::move(start_proc));
+  desc->stack_class = StackClassOf(attributes);
+  LaunchFiber(attributes, desc);
 }
 
 void BatchStartFiberDetached(std::vector<absl::AnyInvocable<void()>> start_procs) {

@@ -58,10 +58,12 @@ class BatchPool {
     return low;
   }
 
-  // Moves out up to `n` of the items pooled longest.
-  std::vector<T> TakeOldest(std::size_t n) {
+  // Moves out the items pooled longest, up to `at_most` of them, leaving at least
+  // `keep`.
+  std::vector<T> TakeOldest(std::size_t keep, std::size_t at_most) {
     std::lock_guard<std::mutex> lock(lock_);
-    n = std::min(n, items_.size());
+    if (items_.size() <= keep) return {};
+    const std::size_t n = std::min(items_.size() - keep, at_most);
     std::vector<T> oldest(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(n));
     items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(n));
     if (items_.size() < low_water_) low_water_ = items_.size();
@@ -151,7 +153,7 @@ class PooledObjects {
     RegisterIdleRelease(&Pool(), period, [] {
       const std::size_t idle = Pool().TakeLowWater();
       if (idle <= kKeep) return;
-      for (T* object : Pool().TakeOldest(idle - kKeep)) delete object;
+      for (T* object : Pool().TakeOldest(kKeep, idle - kKeep)) delete object;
       // glibc gives free memory back only from the top of a heap; a burst's objects
       // are interleaved with live ones, so their pages would stay resident.
       malloc_trim(0);

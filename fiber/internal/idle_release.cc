@@ -36,8 +36,7 @@ class IdleReleaser {
         Entry{owner, period, std::chrono::steady_clock::now() + period, std::move(fn)});
     if (!started_) {
       // Never joined: the process-wide releaser lives until exit, parked on cv_.
-      thread_ = std::thread([this] { Loop(); });
-      thread_.detach();
+      std::thread([this] { Loop(); }).detach();
       started_ = true;
     }
     cv_.notify_all();
@@ -95,7 +94,6 @@ class IdleReleaser {
   std::condition_variable cv_;
   std::vector<Entry> entries_;      // guarded by mutex_
   const void* running_ = nullptr;   // whose function runs now; guarded by mutex_
-  std::thread thread_;              // guarded by mutex_
   bool started_ = false;            // guarded by mutex_; the thread never ends
 };
 

@@ -287,19 +287,15 @@ StackAllocator::StackAllocator(const StackAllocatorOptions& options)
       mmap_limit_(options.mmap_limit != 0
                       ? options.mmap_limit
                       : MmapLimitFor(ReadMaxMapCount(), options.guard_page)),
-      guard_markers_(options.guard_page && options.guard_regions && KernelHasGuardMarkers()) {
+      guard_markers_(options.guard_page && options.guard_regions && KernelHasGuardMarkers()),
+      pool_(options.thread_cache_size / 2) {
   const std::string error = ValidateStackAllocatorOptions(options);
   CHECK(error.empty()) << error;
 }
 
 StackAllocator::~StackAllocator() {
   UnregisterIdleRelease(this);
-  std::vector<Stack> pooled;
-  {
-    std::lock_guard<std::mutex> lock(pool_lock_);
-    pooled.swap(pool_);
-  }
-  for (const Stack& stack : pooled) {
+  for (const Stack& stack : pool_.TakeAll()) {
     if (stack.origin == Stack::Origin::kMmapped) Destroy(stack);
   }
   // Every slab stack is back (the allocator outlives the stacks it handed out): unmap
@@ -466,50 +462,32 @@ void StackAllocator::Release(std::vector<Stack>* stacks) {
   released_.insert(released_.end(), slab.begin(), slab.end());
 }
 
-bool StackAllocator::TakeBatch(std::vector<Stack>* out) {
-  std::lock_guard<std::mutex> lock(pool_lock_);
-  if (pool_.empty()) return false;
-  const std::size_t n = std::min(batch_size(), pool_.size());
-  // The newest: their memory is the most likely to be warm.
-  out->insert(out->end(), pool_.end() - n, pool_.end());
-  pool_.resize(pool_.size() - n);
-  low_water_ = std::min(low_water_, pool_.size());
-  return true;
+bool StackAllocator::TakeBatch(std::vector<Stack>* out) { return pool_.TakeBatch(out); }
+
+void StackAllocator::GiveBatch(std::vector<Stack>* stacks) { AfterGive(pool_.GiveBatch(stacks)); }
+
+void StackAllocator::SpillIfFull(std::vector<Stack>* cache) {
+  if (const std::size_t pooled = pool_.SpillIfFull(cache)) AfterGive(pooled);
 }
 
-void StackAllocator::GiveBatch(std::vector<Stack>* stacks) {
-  std::size_t size;
-  {
-    std::lock_guard<std::mutex> lock(pool_lock_);
-    pool_.insert(pool_.end(), stacks->begin(), stacks->end());
-    size = pool_.size();
-  }
-  stacks->clear();
-  if (size <= options_.pool_idle_max) return;
+void StackAllocator::AfterGive(std::size_t pooled) {
+  if (pooled <= options_.pool_idle_max) return;
   if (options_.release_delay_ms == 0) {
     ReleaseIdle();
   } else {
-    StartReleaseThreadIfNeeded();
+    RegisterReleaseIfNeeded();
   }
 }
 
-std::size_t StackAllocator::ReleaseBeyond(std::size_t keep, std::size_t at_most) {
-  std::vector<Stack> oldest;
-  {
-    std::lock_guard<std::mutex> lock(pool_lock_);
-    if (pool_.size() <= keep) return 0;
-    const std::size_t n = std::min(pool_.size() - keep, at_most);
-    // The oldest, at the front: the least likely to be warm.
-    oldest.assign(pool_.begin(), pool_.begin() + static_cast<std::ptrdiff_t>(n));
-    pool_.erase(pool_.begin(), pool_.begin() + static_cast<std::ptrdiff_t>(n));
-    low_water_ = std::min(low_water_, pool_.size());
-  }
+std::size_t StackAllocator::ReleaseOldest(std::size_t at_most) {
+  // The oldest: the least likely to be warm.
+  std::vector<Stack> oldest = pool_.TakeOldest(options_.pool_idle_max, at_most);
   const std::size_t released = oldest.size();
   Release(&oldest);
   return released;
 }
 
-void StackAllocator::StartReleaseThreadIfNeeded() {
+void StackAllocator::RegisterReleaseIfNeeded() {
   // acquire/release: only spares the registry's lock once registered.
   if (release_registered_.load(std::memory_order_acquire)) return;
   RegisterIdleRelease(this, std::chrono::milliseconds(options_.release_delay_ms),
@@ -519,14 +497,9 @@ void StackAllocator::StartReleaseThreadIfNeeded() {
 
 void StackAllocator::ReleaseRound() {
   // What sat in the pool the whole interval, beyond the watermark, goes.
-  std::size_t idle_all_along;
-  {
-    std::lock_guard<std::mutex> lock(pool_lock_);
-    idle_all_along = low_water_;
-    low_water_ = pool_.size();
-  }
+  const std::size_t idle_all_along = pool_.TakeLowWater();
   if (idle_all_along > options_.pool_idle_max) {
-    ReleaseBeyond(options_.pool_idle_max, idle_all_along - options_.pool_idle_max);
+    ReleaseOldest(idle_all_along - options_.pool_idle_max);
   }
 }
 
@@ -538,10 +511,7 @@ std::size_t StackAllocator::slab_count() const {
   return slab_stacks_.load(std::memory_order_relaxed);  // relaxed: statistic
 }
 
-std::size_t StackAllocator::pooled_count() const {
-  std::lock_guard<std::mutex> lock(pool_lock_);
-  return pool_.size();
-}
+std::size_t StackAllocator::pooled_count() const { return pool_.size(); }
 
 std::size_t StackAllocator::released_count() const {
   return released_count_.load(std::memory_order_relaxed);  // relaxed: statistic
@@ -583,11 +553,7 @@ void StackCache::Put(const Stack& stack) {
   // The header stays readable: the fiber dump looks at cached stacks' liveness words.
   PoisonStack(stack.base, stack.size - kStackHeaderSize);
   cached_.push_back(stack);
-  const std::size_t batch = allocator_->batch_size();
-  if (cached_.size() < 2 * batch) return;
-  std::vector<Stack> spill(cached_.end() - static_cast<std::ptrdiff_t>(batch), cached_.end());
-  cached_.resize(cached_.size() - batch);
-  allocator_->GiveBatch(&spill);
+  allocator_->SpillIfFull(&cached_);
 }
 
 }  // namespace spindle::internal

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fiber/internal/batch_pool.h"
 #include "gflags/gflags_declare.h"
 
 DECLARE_uint64(fiber_stack_size);
@@ -235,15 +236,17 @@ class StackAllocator {
 
   // Returns stacks to the pool (they stay owned by this allocator). Past
   // pool_idle_max, the excess is released at once (release_delay_ms 0) or by the
-  // allocator's release thread once it has been idle that long.
+  // release thread once it has been idle that long.
   void GiveBatch(std::vector<Stack>* stacks);
+  // For a thread cache: gives a batch back if `cache` holds two (as GiveBatch()).
+  void SpillIfFull(std::vector<Stack>* cache);
 
   // Releases the memory of every pooled stack beyond pool_idle_max now; returns how
   // many. (The release thread calls it for stacks idle long enough.)
-  std::size_t ReleaseIdle() { return ReleaseBeyond(options_.pool_idle_max, SIZE_MAX); }
+  std::size_t ReleaseIdle() { return ReleaseOldest(SIZE_MAX); }
 
   std::size_t stack_size() const { return options_.stack_size; }
-  std::size_t batch_size() const { return options_.thread_cache_size / 2; }
+  std::size_t batch_size() const { return pool_.batch_size(); }
   std::size_t mmap_limit() const { return mmap_limit_; }
   bool uses_guard_markers() const { return guard_markers_; }
 
@@ -262,8 +265,11 @@ class StackAllocator {
   Stack CreateMmapped();
   Stack CreateInSlab();  // under slab_lock_
   void Release(std::vector<Stack>* stacks);
-  std::size_t ReleaseBeyond(std::size_t keep, std::size_t at_most);
-  void StartReleaseThreadIfNeeded();
+  // Releases up to `at_most` of the oldest pooled stacks beyond pool_idle_max.
+  std::size_t ReleaseOldest(std::size_t at_most);
+  // After the pool grew to `pooled` stacks: releases or schedules the excess.
+  void AfterGive(std::size_t pooled);
+  void RegisterReleaseIfNeeded();
   void ReleaseRound();
 
   const StackAllocatorOptions options_;
@@ -284,11 +290,9 @@ class StackAllocator {
   std::size_t slab_carved_ = 0;    // slots handed out of slabs_.back(); slab_lock_
   std::vector<Stack> released_;    // slab stacks with no memory; slab_lock_
 
-  // The pool of idle stacks, oldest first. `low_water_` is the smallest size it had
-  // since the release thread last looked: that many stacks sat idle all along.
-  mutable std::mutex pool_lock_;
-  std::vector<Stack> pool_;        // guarded by pool_lock_
-  std::size_t low_water_ = 0;      // guarded by pool_lock_
+  // Idle stacks, oldest first; its low-water mark tells the release thread which sat
+  // idle a whole delay.
+  BatchPool<Stack> pool_;
 
   // Registered with the release thread (idle_release.h) when the pool first grows past
   // pool_idle_max with a delay.

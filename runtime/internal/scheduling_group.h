@@ -256,7 +256,9 @@ class SchedulingGroup {
     SingleWriterCounter fibers_started;
     SingleWriterCounter fibers_begun;
     SingleWriterCounter fibers_run_inline;
-    std::uint64_t switches = 0;  // Yield/Halt on this worker (BusyPollDue)
+    // Yield/Halt and loop passes on this worker: every 64th looks at the clock
+    // (BusyPollDue, FindRunnable).
+    std::uint64_t switches = 0;
     // BusyPollDue() said yes: the worker's loop (FindRunnable) polls and fires next.
     bool poll_due = false;
     SingleWriterHistogram ready_latency;  // nanoseconds

@@ -131,7 +131,7 @@
 //     TakeNext's T0 and StealFromInboxes; I4 and "more work" through AnyQueued), so a
 //     fiber posted to a sleeping or busy worker's inbox is found as one in its local
 //     queue would be. A thief that moves half an inbox into its own notifies after the
-//     move (M1). The choice of workers (sleeping_, the take counts) is only a hint.
+//     move (M1). The choice of workers (sleeping_) is only a hint.
 // Every decision to wake nobody is thus backed by a worker whose later re-check, after
 // a fence, must see F; the WaitSlot counts wake-ups, so a Wake() between W3 and W4 is
 // kept. DisableRecheckForTesting() removes W3; scheduling_group_test's hammer then
@@ -163,8 +163,6 @@ namespace {
 constexpr unsigned kMaxRunnextStreak = 3;
 // T0: after this many inbox picks in a row, one from runnext or the local queue.
 constexpr unsigned kMaxInboxStreak = 16;
-// EnqueueWoken(): a worker whose take count has not moved for this long is running one
-// long fiber (or is idle) and gets no share of a timer round.
 
 // relaxed: set by a test before it starts the workload.
 std::atomic<bool> g_recheck_disabled{false};
@@ -413,10 +411,8 @@ std::uintptr_t StrategyV2::TakeNext(std::size_t worker) {
     }
   }
   const std::uintptr_t entry = TakeOwnSources(me);
-  if (entry != 0) {
-    if (--me.rounds_to_global_check == 0) {
-      me.rounds_to_global_check = options_.global_check_interval;
-    }
+  if (entry != 0 && --me.rounds_to_global_check == 0) {
+    me.rounds_to_global_check = options_.global_check_interval;
   }
   return entry;
 }
@@ -469,10 +465,9 @@ std::uintptr_t StrategyV2::TakeFromSiblingInbox(Worker& me) {
   if (v >= n) v = 0;
   if (v == me.index) v = v + 1 == n ? 0 : v + 1;
   me.inbox_peek = v + 1;
-  WakeInbox& inbox = workers_[v]->inbox;
-  if (!inbox.MaybeNonEmpty()) return 0;
   std::uintptr_t entry = 0;
-  if (inbox.Grab(&entry, 1, /*half=*/false) == 0) return 0;
+  // Grab() looks at the inbox's size first and locks only when it holds something.
+  if (workers_[v]->inbox.Grab(&entry, 1, /*half=*/false) == 0) return 0;
   steals_in_group_.Add(1);
   return entry;
 }

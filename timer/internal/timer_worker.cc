@@ -43,7 +43,7 @@
 // so no timer fires after Stop() returns.
 //
 // Firing a round touches cold memory: the entry, the waiter and the control block of a
-// fiber that has slept a while, all on its stack's top page. FireExpired() first takes
+// fiber that has slept a while, all on its stack's top page. FireRound() first takes
 // the round's entries off the heap (whose items carry their expiry, so ordering it
 // reads no entry), then fires them in order, prefetching a few ahead.
 //
@@ -272,8 +272,8 @@ bool TimerWorker::CollectNewTimers() {
   return any;
 }
 
-void TimerWorker::FireExpired(TimerClock::time_point now) {
-  const std::int64_t now_ns = ToNanos(now);
+void TimerWorker::FireRound(std::int64_t now_ns) {
+  CollectNewTimers();
   due_.clear();
   while (!heap_.empty() && heap_.front().expires_ns <= now_ns) {
     std::pop_heap(heap_.begin(), heap_.end(), HeapOrder());
@@ -357,8 +357,7 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
     if (stopping_.load(std::memory_order_acquire)) return;
     // relaxed: written under the heap's lock (which we hold) or lowered by producers.
     std::int64_t published = next_expiry_ns_.load(std::memory_order_relaxed);
-    CollectNewTimers();
-    FireExpired(TimerClock::time_point(std::chrono::nanoseconds(now_ns)));
+    FireRound(now_ns);
     assists_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
     last_assist_ns_.store(now_ns, std::memory_order_relaxed);  // relaxed: a heuristic
     // Publish the heap's new front, so Due() stops saying yes for what we fired. A
@@ -367,7 +366,7 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
     // it published last (step 3); if we collected a timer due before the one we
     // found published, wake it so it sleeps again until then: that timer is no longer
     // in a producer list, where step 4 would have seen it.
-    const std::int64_t front = heap_.empty() ? INT64_MAX : heap_.front().expires_ns;
+    const std::int64_t front = HeapFrontNs();
     wake = front < published;
     // relaxed: a hint for Due(); the wake-up is what the protocol relies on.
     next_expiry_ns_.compare_exchange_strong(published, front, std::memory_order_relaxed);
@@ -415,10 +414,9 @@ void TimerWorker::Run() {
       // spreads them over its workers' inboxes).
       ReadyBatch batch(ReadyBatch::Source::kTimerRound);
       std::lock_guard<std::mutex> heap_lock(heap_lock_);
-      CollectNewTimers();                                        // step 2
-      FireExpired(TimerClock::now());
+      FireRound(ToNanos(TimerClock::now()));                     // step 2
       if (++compaction_tick % 64 == 0) CompactIfMostlyCancelled();
-      next = heap_.empty() ? INT64_MAX : heap_.front().expires_ns;
+      next = HeapFrontNs();
       // Step 3, under the heap's lock, so an assist (FireDue) sees it and may lower it.
       next_expiry_ns_.store(next, std::memory_order_relaxed);
     }

@@ -108,7 +108,13 @@ class TimerWorker final : public GroupTimers {
 
   ProducerList* ThisThreadList();
   bool CollectNewTimers();
-  void FireExpired(TimerClock::time_point now);
+  // One round, under heap_lock_: collects the producers' lists, then fires what is due
+  // at `now_ns` (the thread's step 2, or an assist).
+  void FireRound(std::int64_t now_ns);
+  // The earliest expiry in the heap (INT64_MAX: none). Under heap_lock_.
+  std::int64_t HeapFrontNs() const {
+    return heap_.empty() ? INT64_MAX : heap_.front().expires_ns;
+  }
   void Fire(TimerEntry* entry);
   void CompactIfMostlyCancelled();
   void Run();
