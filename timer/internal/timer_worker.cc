@@ -31,16 +31,25 @@
 // heap, the collected entries and step 3's publication are under that lock. A producer
 // whose timer is earlier than the published expiry lowers it (a compare-and-swap) as
 // well as waking the thread, so workers see the timer due even while the thread waits
-// for a CPU. An assist collects the producers' lists like step 2 and fires like a
-// round, then publishes the heap's new front (unless a producer lowered the value
-// meanwhile); if that front is earlier than the expiry it found published (it
-// collected a timer due before the thread's wake-up), it wakes the thread (WakeUp), so
-// the thread never sleeps past a timer that left the producer lists without it: step
-// 4's re-check could not see it any more. While assists happen (the last one less than 1 ms ago)
-// the thread sleeps until kAssistGraceNs past the next expiry: it is then the fallback,
-// not a third thread competing with busy workers for CPUs at every expiry. Stop() takes
-// the heap's lock after the thread has ended, and an assist checks stopping_ under it,
-// so no timer fires after Stop() returns.
+// for a CPU. An assist:
+//   a. collects the producers' lists like step 2 and fires like a round;
+//   b. publishes the heap's new front (unless a producer lowered the value meanwhile),
+//      then a StoreLoad fence;
+//   c. re-checks the producer lists like step 4 and goes back to a while they are
+//      non-empty (up to kMaxAssistRounds; then it lowers the expiry to now, so the
+//      next poll assists again, and wakes the thread). A producer that appended after
+//      a's collection but read the expiry before b's publication compared its timer
+//      with the old expiry and did nothing; c sees its entry, by the same store-
+//      buffering argument as steps 3-4;
+//   d. if the front it published is earlier than the expiry it found published (it
+//      collected a timer due before the thread's wake-up), wakes the thread, so the
+//      thread never sleeps past a timer that left the producer lists without it (step
+//      4 could not see it any more).
+// While assists happen (the last one less than 1 ms ago) the thread sleeps until
+// kAssistGraceNs past the next expiry: it is then the fallback, not a third thread
+// competing with busy workers for CPUs at every expiry. Stop() takes the heap's lock
+// after the thread has ended, and an assist checks stopping_ under it, so no timer
+// fires after Stop() returns.
 //
 // Firing a round touches cold memory: the entry, the waiter and the control block of a
 // fiber that has slept a while, all on its stack's top page. FireRound() first takes
@@ -84,6 +93,7 @@ std::atomic<std::uint64_t> g_next_worker_serial{1};
 
 // relaxed: a test installs the hook before it starts the worker it should affect.
 std::atomic<void (*)(TimerWorker*)> g_test_hook{nullptr};
+std::atomic<void (*)(TimerWorker*)> g_assist_test_hook{nullptr};
 
 // Cancels a timer the worker will not fire after all (stopping) and drops the worker's
 // reference to it.
@@ -99,6 +109,10 @@ void CancelAndRelease(TimerEntry* entry) {
 
 void SetTimerWorkerTestHook(void (*hook)(TimerWorker* worker)) {
   g_test_hook.store(hook, std::memory_order_relaxed);  // relaxed: see g_test_hook
+}
+
+void SetTimerWorkerAssistTestHook(void (*hook)(TimerWorker* worker)) {
+  g_assist_test_hook.store(hook, std::memory_order_relaxed);  // relaxed: as g_test_hook
 }
 
 TimerEntry* NewTimerEntry() { return PooledObjects<TimerEntry>::New(); }
@@ -232,17 +246,12 @@ void TimerWorker::Add(TimerEntry* entry) {
     return;
   }
   ChaosPause();  // queued, before the expiry check (chaos.h)
-  StoreLoadFence();  // pairs with the worker's fence in step 3
+  StoreLoadFence();  // pairs with the thread's fence in step 3 and an assist's
   // relaxed: ordered by the fence above.
-  std::int64_t published = next_expiry_ns_.load(std::memory_order_relaxed);
-  if (expires_ns < published) {
+  if (expires_ns < next_expiry_ns_.load(std::memory_order_relaxed)) {
     // Lower the published expiry too, so that busy workers see this timer due (Due())
     // even while the thread waits for a CPU; the thread re-publishes after its round.
-    // relaxed: a hint for Due(); the wake-up below is what the protocol relies on.
-    while (expires_ns < published &&
-           !next_expiry_ns_.compare_exchange_weak(published, expires_ns,
-                                                  std::memory_order_relaxed)) {
-    }
+    LowerPublishedExpiry(expires_ns);
     WakeUp();
   }
 }
@@ -356,22 +365,65 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
     // acquire: pairs with the release store in Stop(); after it, nothing fires.
     if (stopping_.load(std::memory_order_acquire)) return;
     // relaxed: written under the heap's lock (which we hold) or lowered by producers.
-    std::int64_t published = next_expiry_ns_.load(std::memory_order_relaxed);
-    FireRound(now_ns);
+    const std::int64_t found = next_expiry_ns_.load(std::memory_order_relaxed);
+    std::int64_t published = found;
+    for (int round = 0;; ++round) {
+      FireRound(now_ns);
+      if (auto hook = g_assist_test_hook.load(std::memory_order_relaxed)) hook(this);
+      ChaosPause();  // between the collection and the publication (chaos.h)
+      // Publish the heap's new front, so Due() stops saying yes for what we fired. A
+      // compare-and-swap: a producer that lowered the value meanwhile keeps it (its
+      // timer is in its list and it woke the thread); the re-check below collects it.
+      const std::int64_t front = HeapFrontNs();
+      // relaxed: ordered for the producers by the fence below.
+      next_expiry_ns_.compare_exchange_strong(published, front, std::memory_order_relaxed);
+      // The thread sleeps until the expiry it published last (step 3); if we collected
+      // a timer due before the one we found published, wake it so it sleeps again
+      // until then: that timer is no longer in a producer list, where step 4 would see
+      // it.
+      wake = wake || front < found;
+      // Step 4 of the thread's loop, for the same reason: a producer that appended
+      // after our collection but read the expiry before our publication saw an earlier
+      // expiry than its own and neither lowered it nor woke anyone. Without this
+      // re-check its timer waited, uncollected, behind a published front that did not
+      // include it (the heap's next, or none at all: lost while the thread waited for a
+      // CPU; a test that holds the thread saw 499 of 500 sleepers wake). Either we see
+      // its entry here, or it sees our front and lowers it (store buffering, a fence
+      // on each side).
+      StoreLoadFence();  // pairs with the producer's fence in Add()
+      if (!AnyProducerListNonEmpty()) break;
+      if (round == kMaxAssistRounds) {
+        // Producers keep adding: leave the rest to the next poll, which sees the
+        // lowered expiry due, and to the thread.
+        LowerPublishedExpiry(now_ns);
+        wake = true;
+        break;
+      }
+      // relaxed: as above.
+      published = next_expiry_ns_.load(std::memory_order_relaxed);
+    }
     assists_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
     last_assist_ns_.store(now_ns, std::memory_order_relaxed);  // relaxed: a heuristic
-    // Publish the heap's new front, so Due() stops saying yes for what we fired. A
-    // compare-and-swap: a producer that lowered it meanwhile keeps its value (its timer
-    // is still in its list, and it woke the thread). The thread sleeps until the expiry
-    // it published last (step 3); if we collected a timer due before the one we
-    // found published, wake it so it sleeps again until then: that timer is no longer
-    // in a producer list, where step 4 would have seen it.
-    const std::int64_t front = HeapFrontNs();
-    wake = front < published;
-    // relaxed: a hint for Due(); the wake-up is what the protocol relies on.
-    next_expiry_ns_.compare_exchange_strong(published, front, std::memory_order_relaxed);
   }
   if (wake) WakeUp();
+}
+
+bool TimerWorker::AnyProducerListNonEmpty() {
+  std::lock_guard<std::mutex> lock(producers_lock_);
+  for (auto& list : producers_) {
+    std::lock_guard<Spinlock> guard(list->lock);
+    if (!list->entries.empty()) return true;
+  }
+  return false;
+}
+
+void TimerWorker::LowerPublishedExpiry(std::int64_t expires_ns) {
+  // relaxed: a hint for Due(); callers pair it with a wake-up or a fence.
+  std::int64_t published = next_expiry_ns_.load(std::memory_order_relaxed);
+  while (expires_ns < published &&
+         !next_expiry_ns_.compare_exchange_weak(published, expires_ns,
+                                                std::memory_order_relaxed)) {
+  }
 }
 
 void TimerWorker::CompactIfMostlyCancelled() {
@@ -421,18 +473,7 @@ void TimerWorker::Run() {
       next_expiry_ns_.store(next, std::memory_order_relaxed);
     }
     StoreLoadFence();
-    bool more = false;                                            // step 4
-    {
-      std::lock_guard<std::mutex> lock(producers_lock_);
-      for (auto& list : producers_) {
-        std::lock_guard<Spinlock> guard(list->lock);
-        if (!list->entries.empty()) {
-          more = true;
-          break;
-        }
-      }
-    }
-    if (more) continue;
+    if (AnyProducerListNonEmpty()) continue;                      // step 4
     if (next == INT64_MAX) {                                      // step 5
       FutexWait(&wake_seq_, seq);
       continue;

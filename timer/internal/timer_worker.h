@@ -108,6 +108,10 @@ class TimerWorker final : public GroupTimers {
 
   ProducerList* ThisThreadList();
   bool CollectNewTimers();
+  // Whether a producer list holds a timer not yet collected.
+  bool AnyProducerListNonEmpty();
+  // Lowers next_expiry_ns_ to `expires_ns` unless it is already as low.
+  void LowerPublishedExpiry(std::int64_t expires_ns);
   // One round, under heap_lock_: collects the producers' lists, then fires what is due
   // at `now_ns` (the thread's step 2, or an assist).
   void FireRound(std::int64_t now_ns);
@@ -145,6 +149,8 @@ class TimerWorker final : public GroupTimers {
   std::atomic<std::int64_t> last_assist_ns_{INT64_MIN / 2};
   static constexpr std::int64_t kAssistWindowNs = 1'000'000;
   static constexpr std::int64_t kAssistGraceNs = 100'000;
+  // Collections an assist makes while producers keep adding, before it leaves the rest.
+  static constexpr int kMaxAssistRounds = 4;
 };
 
 // Tests only: `hook` (nullptr removes it) runs on every TimerWorker's thread at the top
@@ -152,6 +158,10 @@ class TimerWorker final : public GroupTimers {
 // timer_worker.cc) and checking for Stop(), the window in which a Stop() must not be
 // lost. Costs one relaxed load of a global per round while none is installed.
 void SetTimerWorkerTestHook(void (*hook)(TimerWorker* worker));
+// Tests only: `hook` (nullptr removes it) runs inside every assist (FireDue), under the
+// heap's lock, after a round's collection and firing and before its publication of the
+// heap's new front: the window in which a producer's new timer must not be lost.
+void SetTimerWorkerAssistTestHook(void (*hook)(TimerWorker* worker));
 
 // The running runtime's timer threads, one per scheduling group. The composition root
 // (runtime/runtime.cc) creates them after the groups and destroys them after the groups

@@ -134,6 +134,59 @@ namespace {
 
 std::atomic<bool> g_hold_timer_threads{false};
 
+std::int64_t Nanos(TimerClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+void CountFiring(void* arg) { static_cast<std::atomic<int>*>(arg)->fetch_add(1); }
+
+TimerEntry* CountingTimer(TimerClock::time_point expires_at, std::atomic<int>* count) {
+  auto* entry = new TimerEntry;
+  entry->refs.store(1, std::memory_order_relaxed);  // the worker's only
+  entry->expires_at = expires_at;
+  entry->inline_callback = &CountFiring;
+  entry->inline_arg = count;
+  return entry;
+}
+
+std::atomic<TimerWorker*> g_late_target{nullptr};
+std::atomic<TimerEntry*> g_late_entry{nullptr};
+
+void AddLateTimer(TimerWorker* worker) {
+  if (worker != g_late_target.load()) return;  // the runtime's own timer workers
+  if (TimerEntry* entry = g_late_entry.exchange(nullptr)) worker->Add(entry);
+}
+
+// A producer adds a timer after an assist's collection and reads the published expiry
+// before the assist publishes the heap's new front: its timer is later than what it
+// reads, so it neither lowers the expiry nor wakes the thread. The assist must still
+// find it (its re-check of the producer lists) and publish its expiry; before that
+// re-check it published "no timer" and the entry waited for the thread, which busy
+// workers keep off the CPU (CI: 499 of 500 sleepers woke in BusyWorkersFireDueTimers).
+TEST(TimerWorkerTest, AnAssistPublishesATimerAddedDuringItsRound) {
+  ScopedRuntime runtime(1);
+  // Its thread never starts: only the assists below fire its timers.
+  TimerWorker worker(Runtime::Get().group(0));
+  std::atomic<int> fired{0};
+  const auto now = TimerClock::now();
+  const auto late = now + 1h;
+  worker.Add(CountingTimer(now - 1ms, &fired));
+  ASSERT_TRUE(worker.Due(Nanos(now)));
+  g_late_entry = CountingTimer(late, &fired);
+  g_late_target = &worker;
+  SetTimerWorkerAssistTestHook(&AddLateTimer);
+  worker.FireDue(Nanos(now));
+  SetTimerWorkerAssistTestHook(nullptr);
+  g_late_target = nullptr;
+  EXPECT_EQ(g_late_entry.load(), nullptr) << "the hook did not run inside the assist";
+  EXPECT_EQ(fired.load(), 1);
+  EXPECT_FALSE(worker.Due(Nanos(late) - 1));
+  EXPECT_TRUE(worker.Due(Nanos(late))) << "the timer added during the round was lost";
+  worker.FireDue(Nanos(late));
+  EXPECT_EQ(fired.load(), 2);
+  EXPECT_EQ(worker.assists(), 2u);
+}
+
 // Busy workers fire due timers themselves (group_timers.h): with the timer thread held
 // at the top of its loop (the test hook), sleeping fibers are woken only by the workers
 // that switch between yielding fibers. Every sleeper wakes exactly once and none early.
