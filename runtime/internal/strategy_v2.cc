@@ -289,8 +289,8 @@ void StrategyV2::PushLocal(std::size_t worker, std::uintptr_t entry) {
   // Full: move half of it, and the new entry, to the global queue in one batch (Go's
   // runqputslow), so siblings and thieves see the backlog there too.
   const std::size_t half = me.local.capacity() / 2 + 1;
-  std::vector<std::uintptr_t> moved(half + 1);
-  const std::size_t grabbed = me.local.Grab(moved.data(), half, /*half=*/true);
+  std::uintptr_t* moved = me.overflow_buffer.get();  // half + 1 entries
+  const std::size_t grabbed = me.local.Grab(moved, half, /*half=*/true);
   // Descriptors whose joiners ran them inline (and could not take them back) end here
   // rather than costing the global queue capacity.
   std::size_t n = 0;
@@ -298,9 +298,9 @@ void StrategyV2::PushLocal(std::size_t worker, std::uintptr_t entry) {
     if (!DropIfRunInline(moved[i])) moved[n++] = moved[i];
   }
   moved[n++] = entry;
-  std::unique_ptr<bool[]> stealable(new bool[n]);
+  bool* stealable = me.overflow_stealable.get();
   for (std::size_t i = 0; i < n; ++i) stealable[i] = IsStealable(moved[i]);
-  global_.PushMany(moved.data(), stealable.get(), n, [this] { Notify(); });
+  global_.PushMany(moved, stealable, n, [this] { Notify(); });
 }
 
 void StrategyV2::Notify() {

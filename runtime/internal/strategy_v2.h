@@ -54,7 +54,10 @@ class StrategyV2 final : public SchedulingStrategy {
  private:
   struct alignas(64) Worker {
     explicit Worker(std::size_t capacity, int numa_node)
-        : local(capacity, numa_node), steal_buffer(new std::uintptr_t[capacity / 2 + 1]) {}
+        : local(capacity, numa_node),
+          steal_buffer(new std::uintptr_t[capacity / 2 + 1]),
+          overflow_buffer(new std::uintptr_t[capacity / 2 + 2]),
+          overflow_stealable(new bool[capacity / 2 + 2]) {}
     // A fiber started or woken by this worker's fiber, run next here (seed 002's
     // spawn-LIFO). Exchanged by the owner, CASed away by siblings that steal it.
     std::atomic<std::uintptr_t> runnext{0};
@@ -69,6 +72,11 @@ class StrategyV2 final : public SchedulingStrategy {
     std::size_t inbox_peek = 0;      // the sibling whose inbox T0 looks at next
     std::uint64_t random = 0;        // victim choice
     std::unique_ptr<std::uintptr_t[]> steal_buffer;  // half a local queue
+    // PushLocal's batch to the global queue when the local one is full: half of it and
+    // the new entry. Not allocated per overflow: a 1 KiB malloc is a large-bin request,
+    // which first consolidates glibc's fast bins (3% of the sleep workload's time).
+    std::unique_ptr<std::uintptr_t[]> overflow_buffer;
+    std::unique_ptr<bool[]> overflow_stealable;
     // Fibers woken by timer rounds (EnqueueWoken), run before the local queue (T0). Its
     // own line: the producer writes it once per round.
     alignas(64) WakeInbox inbox;
