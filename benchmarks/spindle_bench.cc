@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <map>
 #include <sstream>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -335,7 +336,9 @@ std::vector<Metric> RunOnce(const Workload& w, double scale) {
 
 // Runs one repetition of `w` in a forked child with its own runtime; the child sends
 // its metrics back as "name value unit" lines. A child that fails has printed why.
-std::vector<Metric> RunInOwnProcess(const Workload& w, double scale) {
+// `show_layout`: whether the child's runtime prints its layout line (--fiber_log_layout);
+// each child is a new process, so without this every repetition would print it again.
+std::vector<Metric> RunInOwnProcess(const Workload& w, double scale, bool show_layout) {
   int fds[2];
   PCHECK(pipe(fds) == 0);
   std::fflush(nullptr);
@@ -343,6 +346,7 @@ std::vector<Metric> RunInOwnProcess(const Workload& w, double scale) {
   PCHECK(child >= 0);
   if (child == 0) {
     close(fds[0]);
+    if (!show_layout) gflags::SetCommandLineOption("fiber_log_layout", "false");
     StartRuntimeOrExit();
     const std::vector<Metric> metrics = RunOnce(w, scale);
     TerminateRuntime();
@@ -387,8 +391,16 @@ std::vector<std::size_t> RunWorkload(std::size_t index, const Workload& w,
   const std::size_t first = summaries->size();
   for (int rep = 0; rep < FLAGS_repetitions; ++rep) {
     progress->Show(index, w, column, rep);
-    const std::vector<Metric> metrics =
-        w.own_process ? RunInOwnProcess(w, FLAGS_scale) : RunOnce(w, FLAGS_scale);
+    std::vector<Metric> metrics;
+    if (w.own_process) {
+      // Once per runtime shape in the whole run, like the runtime does in one process.
+      static std::set<std::string>* shown = new std::set<std::string>;
+      const std::string key = absl::StrCat(column, "/", w.shape.concurrency, "/",
+                                           w.shape.scheduling_group_size);
+      metrics = RunInOwnProcess(w, FLAGS_scale, shown->insert(key).second);
+    } else {
+      metrics = RunOnce(w, FLAGS_scale);
+    }
     for (std::size_t i = 0; i < metrics.size(); ++i) {
       if (rep == 0) summaries->push_back({w.name, metrics[i].name, metrics[i].unit, {}});
       CHECK_LT(first + i, summaries->size()) << w.name << " changed its metrics";
@@ -491,6 +503,8 @@ int main(int argc, char** argv) {
       "runs Spindle's workloads, each checking its own result, and prints a table of "
       "their results.\nWorkloads, in the order they run:\n" +
       spindle::bench::WorkloadList());
+  // The runtime's layout line on stderr at start (--fiber_log_layout=false hides it).
+  gflags::SetCommandLineOptionWithMode("fiber_log_layout", "true", gflags::SET_FLAGS_DEFAULT);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (argc > 1) {
     std::fprintf(stderr, "spindle_bench: unexpected argument '%s' (options start with --)\n",
@@ -506,8 +520,9 @@ int main(int argc, char** argv) {
       gflags::SetCommandLineOption("fiber_ready_latency_sample_period", "1");
     }
   }
-  // Keep the runtime's start-up line (one per workload) out of the progress line.
+  // Warnings to stderr, not to log files in /tmp; INFO lines out of the tables.
   if (gflags::GetCommandLineFlagInfoOrDie("minloglevel").is_default) FLAGS_minloglevel = 1;
+  if (gflags::GetCommandLineFlagInfoOrDie("logtostderr").is_default) FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
   return spindle::bench::Main();
 }

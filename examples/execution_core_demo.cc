@@ -99,6 +99,8 @@ bool InRange(const char* flag, int value) {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("Spindle execution-core demo. Flags: --demo_*, --fiber_stack_*.");
+  // The runtime's layout line on stderr at start (--fiber_log_layout=false hides it).
+  gflags::SetCommandLineOptionWithMode("fiber_log_layout", "true", gflags::SET_FLAGS_DEFAULT);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   if (!InRange("demo_fibers", FLAGS_demo_fibers) ||

@@ -9,6 +9,8 @@
 #include "runtime/runtime.h"
 
 int main(int argc, char** argv) {
+  // The runtime's layout line on stderr at start (--fiber_log_layout=false hides it).
+  gflags::SetCommandLineOptionWithMode("fiber_log_layout", "true", gflags::SET_FLAGS_DEFAULT);
   gflags::ParseCommandLineFlags(&argc, &argv, true);  // --fiber_* flags, --flagfile
   spindle::StartRuntime();
   int sum = spindle::RunAsFiber([] {

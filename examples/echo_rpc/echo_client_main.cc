@@ -51,6 +51,8 @@ void CheckFlag(const char* name, std::int64_t value, std::int64_t min, std::int6
 int main(int argc, char** argv) {
   namespace echo = spindle::examples::echo;
   gflags::SetUsageMessage("a load generator for echo_server");
+  // The runtime's layout line on stderr at start (--fiber_log_layout=false hides it).
+  gflags::SetCommandLineOptionWithMode("fiber_log_layout", "true", gflags::SET_FLAGS_DEFAULT);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   CheckFlag("connections", FLAGS_connections, 1, 100'000);
   CheckFlag("inflight", FLAGS_inflight, FLAGS_connections, 10'000'000);

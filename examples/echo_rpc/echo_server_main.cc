@@ -38,6 +38,8 @@ namespace {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("an echo RPC server (4-byte big-endian length + payload)");
+  // The runtime's layout line on stderr at start (--fiber_log_layout=false hides it).
+  gflags::SetCommandLineOptionWithMode("fiber_log_layout", "true", gflags::SET_FLAGS_DEFAULT);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (FLAGS_max_payload_bytes < 0 ||
       FLAGS_max_payload_bytes >

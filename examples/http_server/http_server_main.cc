@@ -72,6 +72,8 @@ HttpServerOptions OptionsFromFlags() {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("a keep-alive HTTP/1.1 server: GET / and POST /echo");
+  // The runtime's layout line on stderr at start (--fiber_log_layout=false hides it).
+  gflags::SetCommandLineOptionWithMode("fiber_log_layout", "true", gflags::SET_FLAGS_DEFAULT);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   const HttpServerOptions options = OptionsFromFlags();
   absl::StatusOr<spindle::io::Address> address =

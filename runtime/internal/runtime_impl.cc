@@ -4,7 +4,12 @@
 
 #include <sched.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "glog/logging.h"
 #include "runtime/internal/chaos.h"
@@ -17,6 +22,22 @@ namespace {
 // acquires it, so groups and workers are visible to any thread that sees the pointer.
 std::atomic<Runtime*> g_runtime{nullptr};
 
+// The start-up lines. A library does not log on its host's behalf: nothing reaches
+// stderr unless --fiber_log_layout asks for it, and then written directly (glog, when
+// its host never initialized it, would first print a warning about that), each distinct
+// line once per process (a program that restarts the runtime, such as spindle_bench,
+// prints its layout once). VLOG(1) gets every line, for hosts that use glog.
+void ReportLayout(const std::string& line, bool to_stderr) {
+  VLOG(1) << line;
+  if (!to_stderr) return;
+  static std::mutex* lock = new std::mutex;
+  static auto* printed = new std::vector<std::string>;
+  std::lock_guard<std::mutex> guard(*lock);
+  if (std::find(printed->begin(), printed->end(), line) != printed->end()) return;
+  printed->push_back(line);
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 }  // namespace
 
 void Runtime::Start(const RuntimeOptions& options) {
@@ -28,8 +49,10 @@ void Runtime::Start(const RuntimeOptions& options) {
     for (auto& group : runtime->groups_) groups.push_back({group.get(), group->numa_node()});
     // Before any worker runs.
     const bool decisions = StartChaos(options.chaos_seed, std::move(groups));
-    LOG(INFO) << "Chaos scheduling, seed " << options.chaos_seed << ": "
-              << (decisions ? "pauses and decisions" : "pauses only") << " in this run";
+    ReportLayout("Spindle: chaos scheduling, seed " + std::to_string(options.chaos_seed) +
+                     ": " + (decisions ? "pauses and decisions" : "pauses only") +
+                     " in this run",
+                 options.log_layout);
   }
   g_runtime.store(runtime, std::memory_order_release);
   for (auto& worker : runtime->workers_) worker->Start();
@@ -70,22 +93,23 @@ Runtime::Runtime(const RuntimeOptions& options) {
   group_size_ = layout_.groups.front().workers;
   BuildGroups(options);
   BuildWorkers(options);
-  LOG(INFO) << "Spindle runtime: " << DescribeLayout(layout_.groups) << "; strategy "
-            << options.scheduling_strategy << ", stealing every "
-            << options.work_stealing_ratio << " idle rounds in a node, "
-            << (options.cross_numa_work_stealing_ratio == 0
-                    ? std::string("never")
-                    : "every " + std::to_string(options.cross_numa_work_stealing_ratio) +
-                          " idle rounds")
-            << " across nodes, run queue " << options.run_queue_size << ", stack "
-            << options.stacks.stack_size << " bytes"
-            << (options.stacks.guard_page ? " + guard page" : "")
-            << (layout_.topology.numa_available && layout_.numa_aware
-                    ? ", memory on each group's node"
-                    : "")
-            << (options.chaos_seed != 0
-                    ? "; CHAOS MODE, seed " + std::to_string(options.chaos_seed)
-                    : std::string());
+  std::ostringstream line;
+  line << "Spindle runtime: " << DescribeLayout(layout_.groups) << "; strategy "
+       << options.scheduling_strategy << ", stealing every " << options.work_stealing_ratio
+       << " idle rounds in a node, "
+       << (options.cross_numa_work_stealing_ratio == 0
+               ? std::string("never")
+               : "every " + std::to_string(options.cross_numa_work_stealing_ratio) +
+                     " idle rounds")
+       << " across nodes, run queue " << options.run_queue_size << ", stack "
+       << options.stacks.stack_size << " bytes"
+       << (options.stacks.guard_page ? " + guard page" : "")
+       << (layout_.topology.numa_available && layout_.numa_aware
+               ? ", memory on each group's node"
+               : "")
+       << (options.chaos_seed != 0 ? "; CHAOS MODE, seed " + std::to_string(options.chaos_seed)
+                                   : std::string());
+  ReportLayout(line.str(), options.log_layout);
 }
 
 void Runtime::BuildGroups(const RuntimeOptions& options) {

@@ -101,6 +101,12 @@ DEFINE_uint64(fiber_chaos_seed, 0,
               "worker). Several times slower: never in production. Default 0 = off; any "
               "other 64-bit value is a seed.");
 
+DEFINE_bool(fiber_log_layout, false,
+            "Write the runtime's layout (groups, workers, CPUs, strategy, stacks) as one "
+            "line to stderr when it starts, once per process while the layout stays the "
+            "same (default false: the runtime prints nothing unless something is wrong; "
+            "spindle_bench and the examples turn it on). The line also goes to VLOG(1).");
+
 namespace spindle::internal {
 namespace {
 
@@ -146,6 +152,7 @@ RuntimeOptions RuntimeOptionsFromFlags() {
   options.dump_signal = FLAGS_fiber_dump_signal;
   options.chaos_seed = FLAGS_fiber_chaos_seed;
   options.ready_latency_sample_period = FLAGS_fiber_ready_latency_sample_period;
+  options.log_layout = FLAGS_fiber_log_layout;
   return options;
 }
 

@@ -32,6 +32,7 @@ DECLARE_uint64(fiber_terminate_grace_ms);
 DECLARE_int32(fiber_dump_signal);
 DECLARE_uint64(fiber_chaos_seed);
 DECLARE_uint64(fiber_ready_latency_sample_period);
+DECLARE_bool(fiber_log_layout);
 
 namespace spindle::internal {
 
@@ -62,6 +63,8 @@ struct RuntimeOptions {
   std::uint64_t chaos_seed = 0;  // chaos scheduling (chaos.h); 0 = off
   // One readiness in this many is timed (a power of two; SchedulingGroup).
   std::uint64_t ready_latency_sample_period = 64;
+  // Write the layout line to stderr at start (once per process and layout).
+  bool log_layout = false;
 };
 
 // What the options resolve to on this machine: the topology the runtime uses and its

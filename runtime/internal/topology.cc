@@ -134,8 +134,9 @@ std::vector<int> CurrentAffinityCpus() {
 Topology DiscoverTopology(const std::vector<int>& cpus) {
   Topology topology;
   if (!NumaAvailable()) {
-    LOG_FIRST_N(INFO, 1) << "Spindle: libnuma reports NUMA unavailable; using one node for all "
-              << cpus.size() << " CPUs";
+    // VLOG: a library stays quiet unless asked (the layout line says "not NUMA-aware").
+    VLOG(1) << "Spindle: libnuma reports NUMA unavailable; using one node for all "
+            << cpus.size() << " CPUs";
     topology.nodes.push_back(NumaNode{0, cpus});
     return topology;
   }
