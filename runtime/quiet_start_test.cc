@@ -14,6 +14,7 @@
 #include "fiber/this_fiber.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
+#include "runtime/internal/runtime_impl.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/runtime.h"
 
@@ -45,6 +46,7 @@ TEST(QuietStartTest, StartingAndStoppingPrintsNothingOnStderr) {
 
 TEST(QuietStartTest, LogLayoutPrintsTheLayoutLineOncePerLayout) {
   gflags::FlagSaver saver;
+  internal::ForgetPrintedLayoutLinesForTesting();  // an earlier --gtest_repeat round's
   FLAGS_fiber_log_layout = true;
   FLAGS_fiber_concurrency = 2;
   ::testing::internal::CaptureStderr();

@@ -27,14 +27,15 @@ std::atomic<Runtime*> g_runtime{nullptr};
 // its host never initialized it, would first print a warning about that), each distinct
 // line once per process (a program that restarts the runtime, such as spindle_bench,
 // prints its layout once). VLOG(1) gets every line, for hosts that use glog.
+std::mutex g_printed_lock;
+std::vector<std::string>* g_printed = new std::vector<std::string>;  // by g_printed_lock
+
 void ReportLayout(const std::string& line, bool to_stderr) {
   VLOG(1) << line;
   if (!to_stderr) return;
-  static std::mutex* lock = new std::mutex;
-  static auto* printed = new std::vector<std::string>;
-  std::lock_guard<std::mutex> guard(*lock);
-  if (std::find(printed->begin(), printed->end(), line) != printed->end()) return;
-  printed->push_back(line);
+  std::lock_guard<std::mutex> guard(g_printed_lock);
+  if (std::find(g_printed->begin(), g_printed->end(), line) != g_printed->end()) return;
+  g_printed->push_back(line);
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
@@ -185,6 +186,11 @@ SchedulingGroup* Runtime::NearestGroup() {
   // relaxed: as above, over all groups.
   const std::size_t turn = next_group_.fetch_add(1, std::memory_order_relaxed);
   return groups_[turn % groups_.size()].get();
+}
+
+void ForgetPrintedLayoutLinesForTesting() {
+  std::lock_guard<std::mutex> guard(g_printed_lock);
+  g_printed->clear();
 }
 
 }  // namespace spindle::internal

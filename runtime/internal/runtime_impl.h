@@ -64,6 +64,10 @@ class Runtime {
   std::vector<int> node_of_cpu_;  // CPU -> index into node_groups_, or -1
 };
 
+// Tests only: forgets which layout lines --fiber_log_layout has printed in this
+// process, so that the next start prints its line again (gtest_repeat).
+void ForgetPrintedLayoutLinesForTesting();
+
 }  // namespace spindle::internal
 
 #endif  // SPINDLE_RUNTIME_INTERNAL_RUNTIME_IMPL_H_
