@@ -374,14 +374,9 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
       // Publish the heap's new front, so Due() stops saying yes for what we fired. A
       // compare-and-swap: a producer that lowered the value meanwhile keeps it (its
       // timer is in its list and it woke the thread); the re-check below collects it.
-      const std::int64_t front = HeapFrontNs();
       // relaxed: ordered for the producers by the fence below.
-      next_expiry_ns_.compare_exchange_strong(published, front, std::memory_order_relaxed);
-      // The thread sleeps until the expiry it published last (step 3); if we collected
-      // a timer due before the one we found published, wake it so it sleeps again
-      // until then: that timer is no longer in a producer list, where step 4 would see
-      // it.
-      wake = wake || front < found;
+      next_expiry_ns_.compare_exchange_strong(published, HeapFrontNs(),
+                                              std::memory_order_relaxed);
       // Step 4 of the thread's loop, for the same reason: a producer that appended
       // after our collection but read the expiry before our publication saw an earlier
       // expiry than its own and neither lowered it nor woke anyone. Without this
@@ -402,6 +397,12 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
       // relaxed: as above.
       published = next_expiry_ns_.load(std::memory_order_relaxed);
     }
+    // The thread sleeps until the expiry it published last (step 3); if we collected a
+    // timer due before the one we found published, wake it so it sleeps again until
+    // then: that timer is no longer in a producer list, where step 4 would see it. (The
+    // front only falls from pass to pass: each collects more, and the first fired all
+    // that was due at now_ns.)
+    wake = wake || HeapFrontNs() < found;
     assists_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
     last_assist_ns_.store(now_ns, std::memory_order_relaxed);  // relaxed: a heuristic
   }
