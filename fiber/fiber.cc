@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fiber/execution_context.h"
 #include "fiber/internal/batch_pool.h"
 #include "fiber/internal/fiber_entity.h"
 #include "fiber/internal/stack_allocator.h"
@@ -145,6 +146,16 @@ std::uint8_t StackClassOf(const Fiber::Attributes& attributes) {
   return internal::StackClassFor(attributes.stack_size);
 }
 
+// `start_proc`, run in the caller's execution context if the attributes ask for it and
+// there is one.
+absl::AnyInvocable<void()> InheritContextIfAsked(const Fiber::Attributes& attributes,
+                                                 absl::AnyInvocable<void()> start_proc) {
+  if (!attributes.inherit_execution_context || ExecutionContext::Current() == nullptr) {
+    return start_proc;
+  }
+  return CaptureExecutionContext(std::move(start_proc));
+}
+
 // Queues or dispatches `desc` as the attributes say (its stack class already set, see
 // StackClassOf()); returns its group.
 internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
@@ -170,7 +181,7 @@ Fiber::Fiber(absl::AnyInvocable<void()> start_proc)
 Fiber::Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc) {
   internal::JoinState* state = internal::JoinState::New();
   join_state_ = state;
-  state->start_proc = std::move(start_proc);
+  state->start_proc = InheritContextIfAsked(attributes, std::move(start_proc));
   // The queued descriptor runs the function only if its worker wins the claim (it
   // checks before taking a stack); otherwise the joiner has run it inline.
   internal::FiberDesc* desc = internal::NewFiberDesc([state] {
@@ -225,6 +236,11 @@ void Fiber::join() {
       // acq_rel: pairs with the worker's claim in AcquireFiber(); the winner runs it.
       !state->claimed.exchange(true, std::memory_order_acq_rel)) {
     auto proc = std::move(state->start_proc);
+    // The child gets fiber-locals of its own: the joiner's step aside meanwhile (for
+    // free when it has none).
+    internal::FiberLocalStorage joiner_locals;
+    const bool joiner_has_locals = !self->locals.empty();
+    if (joiner_has_locals) self->locals.MoveTo(&joiner_locals);
     try {
       proc();
     } catch (const std::exception& e) {
@@ -234,6 +250,9 @@ void Fiber::join() {
       LOG(FATAL) << "exception of unknown type escaped fiber " << id_
                  << " (run inline by join())";
     }
+    // `self` is still this fiber's entity, though maybe on another worker now.
+    self->locals.DestroyValues(id_);
+    if (joiner_has_locals) joiner_locals.MoveTo(&self->locals);
     internal::CountFiberFinished();
     // The descriptor is still queued somewhere; take it back (this hands over our
     // reference to it). `self` may be on another worker by now: the group reads
@@ -260,7 +279,8 @@ void StartFiberDetached(absl::AnyInvocable<void()> start_proc) {
 
 void StartFiberDetached(const Fiber::Attributes& attributes,
                         absl::AnyInvocable<void()> start_proc) {
-  internal::FiberDesc* desc = internal::NewFiberDesc(std::move(start_proc));
+  internal::FiberDesc* desc =
+      internal::NewFiberDesc(InheritContextIfAsked(attributes, std::move(start_proc)));
   desc->stack_class = StackClassOf(attributes);
   LaunchFiber(attributes, desc);
 }

@@ -52,6 +52,10 @@ class Fiber {
     // A joinable fiber that asks for more than the default is never run inline by
     // join() on a joiner with less stack than that to spare.
     std::size_t stack_size = 0;
+    // If true, the fiber runs in the execution context (fiber/execution_context.h)
+    // that the caller runs in now, and keeps it alive until it ends; if false (the
+    // default), it starts in none.
+    bool inherit_execution_context = false;
   };
 
   Fiber() = default;
@@ -68,7 +72,10 @@ class Fiber {
   // from a plain thread it blocks the thread. Called from a fiber on a fiber that has
   // not started yet, it runs that fiber's function right here on the caller's stack
   // instead (when at least 32 KiB of it is free): fork-join code then needs no stack
-  // per child. Inside a function run this way, this_fiber::GetId() is the joiner's id.
+  // per child. Inside a function run this way, this_fiber::GetId() is the joiner's id;
+  // everything else is as on a stack of its own: the function has its own FiberLocal
+  // values (fiber/fiber_local.h), destroyed before join() returns, and runs in the
+  // execution context it inherited, if any, not in the joiner's.
   void join();
   // Lets the fiber run on its own; the handle no longer refers to it.
   void detach();

@@ -242,6 +242,8 @@ void FiberProc(void* arg) {
     LOG(FATAL) << "exception of unknown type escaped fiber " << self->id;
   }
   self->start_proc = nullptr;
+  // On the fiber, before the exit hook: a joiner sees what the destructors did.
+  self->locals.DestroyValues(self->id);
   self->Exit();
 }
 
@@ -310,6 +312,7 @@ FiberEntity* GetMasterFiberEntity() {
   struct MasterHolder {
     std::unique_ptr<FiberEntity> master;
     ~MasterHolder() {
+      if (master != nullptr) master->locals.DestroyValues(master->id);
       if (master != nullptr && *CurrentFiberSlot() == master.get()) {
         *CurrentFiberSlot() = nullptr;
       }
@@ -336,6 +339,12 @@ FiberEntity* GetMasterFiberEntity() {
 }
 
 FiberEntity* GetCurrentFiberEntity() { return *CurrentFiberSlot(); }
+
+FiberLocalStorage& CurrentFiberLocalStorage() {
+  FiberEntity* self = *CurrentFiberSlot();
+  if (__builtin_expect(self == nullptr, 0)) self = GetMasterFiberEntity();
+  return self->locals;
+}
 
 namespace {
 FiberEntity* CurrentUserFiberOrNull() {

@@ -9,6 +9,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "fiber/internal/exception_state.h"
+#include "fiber/internal/local_storage.h"
 #include "fiber/internal/spinlock.h"
 #include "fiber/internal/stack_allocator.h"
 
@@ -65,7 +66,6 @@ struct LandingHook {
 // "SPINDLE!" in little-endian ASCII: the first word of every control block, so a
 // debugger (or a core-dump scan) can find fibers in memory.
 inline constexpr std::uint64_t kFiberEntityMagic = 0x21454c444e495053;
-inline constexpr std::size_t kFiberLocalInlineSlots = 8;
 
 // A fiber's control block. For a user fiber it is placed at the top (highest
 // addresses) of the fiber's own stack and the stack grows down below it; the thread's
@@ -83,7 +83,7 @@ inline constexpr std::size_t kFiberLocalInlineSlots = 8;
 //
 // Thread-safety: `state` only under `scheduler_lock`. The fields set at creation
 // (id, stack, start_proc before the first run) belong to the creator until the fiber is
-// published to a scheduler. `local_slots` and the hooks belong to whoever runs the
+// published to a scheduler. `locals` and the hooks belong to whoever runs the
 // fiber. The scheduling fields are the scheduler's (layer 2) and opaque here.
 //
 // Ownership: a user fiber's entity lives inside its stack. It is created by
@@ -131,9 +131,6 @@ class FiberEntity {
   // time; it must destroy the entity (DestroyFiberEntity) and recycle the stack. The
   // default returns the stack to the calling thread's StackCache.
   void (*reclaim)(FiberEntity* dead);
-
-  // Fiber-local storage slots for the runtime's own use (zeroed at creation).
-  void* local_slots[kFiberLocalInlineSlots] = {};
 
   bool is_master() const { return is_master_; }
   const Stack& stack() const { return stack_; }
@@ -190,6 +187,12 @@ class FiberEntity {
   // every switch touches, so as not to move them to other cache lines (spawn_join
   // cost 7% more with it among the scheduling fields).
   std::uint64_t ready_stamp = 0;
+
+  // The fiber's FiberLocal values and execution context (fiber/fiber_local.h,
+  // fiber/execution_context.h). Owner fiber only; destroyed on the fiber when its
+  // start_proc returns, before exit_barrier_hook (so a joiner sees their destructors'
+  // effects), or at thread exit for a master fiber.
+  FiberLocalStorage locals;
 };
 
 // Bytes reserved at the top of each stack for the control block: the FiberEntity and,
@@ -230,6 +233,12 @@ FiberEntity* GetMasterFiberEntity();
 // compiler that keeps a thread_local's address across the suspension would read the old
 // thread's slot (brpc #1776, #3380).
 FiberEntity* GetCurrentFiberEntity();
+
+// The fiber-local storage of the fiber running on the calling thread; on a plain thread,
+// that of its master fiber (created on first use), so fiber-locals are thread-locals
+// there. Out of line, like GetCurrentFiberEntity(), and never to be cached across a
+// switch.
+FiberLocalStorage& CurrentFiberLocalStorage();
 
 // A process-wide unique fiber id, never 0. Cheap: ids are handed to threads in blocks.
 std::uint64_t NewFiberId();

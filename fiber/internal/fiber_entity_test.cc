@@ -60,7 +60,7 @@ TEST(FiberEntityTest, ControlBlockSitsAtTheTopOfTheStackWithAMagic) {
   std::memcpy(&magic, block, sizeof(magic));
   EXPECT_EQ(magic, kFiberEntityMagic);
   EXPECT_EQ(std::string(block, 8), "SPINDLE!");
-  for (void* slot : fiber->local_slots) EXPECT_EQ(slot, nullptr);
+  EXPECT_TRUE(fiber->locals.empty());
   StackCache::ForThisThread().Put(DestroyFiberEntity(fiber));  // never started
 }
 

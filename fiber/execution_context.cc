@@ -1,0 +1,106 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "fiber/execution_context.h"
+
+#include "fiber/internal/fiber_entity.h"
+#include "glog/logging.h"
+
+namespace spindle {
+
+namespace internal {
+void DieOutsideExecutionContext() {
+  LOG(FATAL) << "ExecutionLocal dereferenced outside any execution context (enter one "
+                "with ScopedExecutionContext, or use get(), which returns nullptr there)";
+  std::abort();
+}
+}  // namespace internal
+
+std::shared_ptr<ExecutionContext> ExecutionContext::Create() {
+  return std::shared_ptr<ExecutionContext>(new ExecutionContext());
+}
+
+ExecutionContext* ExecutionContext::Current() {
+  return static_cast<ExecutionContext*>(
+      internal::CurrentFiberLocalStorage().execution_context());
+}
+
+std::shared_ptr<ExecutionContext> ExecutionContext::CaptureCurrent() {
+  ExecutionContext* context = Current();
+  // The caller runs inside a scope that holds a reference: shared_from_this() is valid.
+  return context != nullptr ? context->shared_from_this() : nullptr;
+}
+
+ExecutionContext::~ExecutionContext() {
+  // The last reference is gone: nobody reads the slots any more.
+  for (auto& slot : inline_slots_) {
+    // relaxed: no other thread holds the context (shared_ptr's release-acquire on
+    // the count ordered their stores before this).
+    internal::LocalBox* box = slot.load(std::memory_order_relaxed);
+    if (box != nullptr) box->destroy(box);
+  }
+  for (internal::LocalBox* box : overflow_) {
+    if (box != nullptr) box->destroy(box);
+  }
+  for (internal::LocalBox* box : retired_) box->destroy(box);
+}
+
+internal::LocalBox* ExecutionContext::FindOverflow(const internal::LocalKey& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::size_t i = key.index - kInlineSlots;
+  if (i >= overflow_.size()) return nullptr;
+  internal::LocalBox* box = overflow_[i];
+  return box != nullptr && box->generation == key.generation ? box : nullptr;
+}
+
+internal::LocalBox* ExecutionContext::Install(const internal::LocalKey& key,
+                                              internal::LocalBox* box) {
+  if (key.index >= kInlineSlots) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::size_t i = key.index - kInlineSlots;
+    if (i >= overflow_.size()) overflow_.resize(i + 1, nullptr);
+    internal::LocalBox*& slot = overflow_[i];
+    if (slot != nullptr && slot->generation == key.generation) {
+      box->destroy(box);  // lost the race to construct it
+      return slot;
+    }
+    if (slot != nullptr) retired_.push_back(slot);  // stale: a FindOverflow() is done
+    slot = box;
+    return box;
+  }
+  std::atomic<internal::LocalBox*>& slot = inline_slots_[key.index];
+  // acquire: pairs with the release of a competing Install(), so a value of our key
+  // found here is constructed.
+  internal::LocalBox* seen = slot.load(std::memory_order_acquire);
+  for (;;) {
+    if (seen != nullptr && seen->generation == key.generation) {
+      box->destroy(box);  // lost the race to construct it
+      return seen;
+    }
+    // release: publishes the constructed value to Find()'s acquire load; acquire on
+    // failure: as the load above.
+    if (slot.compare_exchange_weak(seen, box, std::memory_order_acq_rel,
+                                   std::memory_order_acquire)) {
+      break;
+    }
+  }
+  if (seen != nullptr) {
+    // A stale value (its key was destroyed): a Find() may still be reading its header.
+    std::lock_guard<std::mutex> lock(mutex_);
+    retired_.push_back(seen);
+  }
+  return box;
+}
+
+ScopedExecutionContext::ScopedExecutionContext(std::shared_ptr<ExecutionContext> context)
+    : storage_(&internal::CurrentFiberLocalStorage()),
+      context_(std::move(context)),
+      previous_(storage_->execution_context()) {
+  storage_->set_execution_context(context_.get());
+}
+
+// The storage is the fiber's own (not the thread's): right even if the fiber migrated.
+ScopedExecutionContext::~ScopedExecutionContext() {
+  storage_->set_execution_context(previous_);
+}
+
+}  // namespace spindle

@@ -1,0 +1,174 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Execution contexts: per-request state (a trace id, a deadline, credentials) that
+// follows a request into the fibers it starts, instead of staying with one fiber.
+//
+//   spindle::ExecutionLocal<RequestInfo> request_info;   // a static
+//
+//   void Handle(Request r) {                              // in the request's fiber
+//     spindle::ScopedExecutionContext scope(spindle::ExecutionContext::Create());
+//     request_info->trace_id = r.trace_id;
+//     spindle::Fiber::Attributes inherit;
+//     inherit.inherit_execution_context = true;
+//     spindle::Fiber child(inherit, [] { Log(request_info->trace_id); });  // same one
+//     spindle::StartFiberDetached(spindle::CaptureExecutionContext([] { Audit(); }));
+//     child.join();
+//   }
+//
+// A fiber runs in no context until it enters one (ScopedExecutionContext); a fiber
+// started with Fiber::Attributes::inherit_execution_context, or whose function was
+// wrapped by CaptureExecutionContext(), runs in the context its starter was in when it
+// started it. Other fibers do not see it, and a fiber that join() runs inline sees only
+// what it would see on a stack of its own (its starter's context if it inherits one,
+// else none). Go passes context.Context by hand; tRPC-Cpp and flare keep theirs in the
+// fiber, as this does.
+
+#ifndef SPINDLE_FIBER_EXECUTION_CONTEXT_H_
+#define SPINDLE_FIBER_EXECUTION_CONTEXT_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "fiber/internal/local_storage.h"
+
+namespace spindle {
+
+template <class T>
+class ExecutionLocal;
+
+namespace internal {
+[[noreturn]] void DieOutsideExecutionContext();
+}  // namespace internal
+
+// The state of one request: ExecutionLocal values, shared by every fiber (or thread)
+// that runs in the context. Created by Create(), entered with ScopedExecutionContext,
+// kept alive by shared_ptr: by the scopes that entered it and by the fibers and
+// callbacks that inherited it. Destroying the last reference destroys its values, on
+// that thread.
+//
+// Thread-safety: thread-safe. The values themselves are shared by all fibers of the
+// context: a value that they change concurrently must be synchronized by its type.
+class ExecutionContext : public std::enable_shared_from_this<ExecutionContext> {
+ public:
+  static std::shared_ptr<ExecutionContext> Create();
+
+  // The context the calling fiber (or plain thread) runs in; nullptr if none. Valid
+  // while the caller stays in it.
+  static ExecutionContext* Current();
+  // Current() as a reference that keeps it alive; null if none.
+  static std::shared_ptr<ExecutionContext> CaptureCurrent();
+
+  ~ExecutionContext();
+  ExecutionContext(const ExecutionContext&) = delete;
+  ExecutionContext& operator=(const ExecutionContext&) = delete;
+
+ private:
+  template <class T>
+  friend class ExecutionLocal;
+
+  static constexpr std::uint32_t kInlineSlots = 8;
+
+  ExecutionContext() = default;
+
+  // The key's value, or nullptr. Lock-free for the first kInlineSlots indices.
+  internal::LocalBox* Find(const internal::LocalKey& key) const {
+    if (key.index < kInlineSlots) {
+      // acquire: pairs with the release in Install(), so the value is constructed.
+      internal::LocalBox* box = inline_slots_[key.index].load(std::memory_order_acquire);
+      return box != nullptr && box->generation == key.generation ? box : nullptr;
+    }
+    return FindOverflow(key);
+  }
+  internal::LocalBox* FindOverflow(const internal::LocalKey& key) const;
+  // Puts `box` in the key's slot unless a value of the key got there first: returns the
+  // box that holds the key's value (`box`, or the other one; then `box` is destroyed).
+  internal::LocalBox* Install(const internal::LocalKey& key, internal::LocalBox* box);
+
+  std::atomic<internal::LocalBox*> inline_slots_[kInlineSlots] = {};
+  mutable std::mutex mutex_;
+  std::vector<internal::LocalBox*> overflow_;  // index kInlineSlots + i; under mutex_
+  // Stale values (of keys destroyed since) replaced in the lock-free slots: a reader
+  // may still be looking at one, so they live as long as the context. Under mutex_.
+  std::vector<internal::LocalBox*> retired_;
+};
+
+// Makes `context` (which may be null: "no context") the calling fiber's (or thread's)
+// current one for the scope's lifetime, then restores the previous one. Scopes nest;
+// destroy them in reverse order, on the fiber that created them (the fiber may have
+// moved to another worker meanwhile: that is fine).
+class ScopedExecutionContext {
+ public:
+  explicit ScopedExecutionContext(std::shared_ptr<ExecutionContext> context);
+  ~ScopedExecutionContext();
+  ScopedExecutionContext(const ScopedExecutionContext&) = delete;
+  ScopedExecutionContext& operator=(const ScopedExecutionContext&) = delete;
+
+ private:
+  internal::FiberLocalStorage* const storage_;
+  const std::shared_ptr<ExecutionContext> context_;
+  void* const previous_;
+};
+
+// Wraps `f` so that it runs in the context current now (or in none, if none is), on
+// whatever fiber or thread calls it later: for StartFiberDetached,
+// BatchStartFiberDetached, timers and future continuations.
+template <class F>
+auto CaptureExecutionContext(F&& f) {
+  return [context = ExecutionContext::CaptureCurrent(),
+          f = std::forward<F>(f)](auto&&... args) mutable -> decltype(auto) {
+    ScopedExecutionContext scope(context);
+    return std::invoke(f, std::forward<decltype(args)>(args)...);
+  };
+}
+
+// One T per execution context, like FiberLocal<T> per fiber. get() returns the current
+// context's value, constructed (T()) on first use; nullptr when the caller runs in no
+// context. If two fibers of a context construct it at once, one value is kept and the
+// other destroyed at once. The value lives until its context is destroyed.
+//
+// Thread-safety: get() is thread-safe; the value is shared (see ExecutionContext).
+// Make ExecutionLocals statics or members of long-lived objects (as FiberLocal).
+template <class T>
+class ExecutionLocal {
+ public:
+  ExecutionLocal()
+      : key_(internal::AllocateLocalKey(internal::LocalKeySpace::kExecutionContext)) {}
+  ~ExecutionLocal() {
+    internal::FreeLocalKey(internal::LocalKeySpace::kExecutionContext, key_);
+  }
+  ExecutionLocal(const ExecutionLocal&) = delete;
+  ExecutionLocal& operator=(const ExecutionLocal&) = delete;
+
+  T* get() {
+    ExecutionContext* context = ExecutionContext::Current();
+    return context != nullptr ? get(context) : nullptr;
+  }
+  // The value in `context` (not null), constructed on first use.
+  T* get(ExecutionContext* context) {
+    internal::LocalBox* box = context->Find(key_);
+    if (box == nullptr) {
+      box = context->Install(key_, new internal::TypedLocalBox<T>(key_.generation));
+    }
+    return &static_cast<internal::TypedLocalBox<T>*>(box)->value;
+  }
+  // get(), but outside any context a fatal error instead of nullptr.
+  T* operator->() { return GetOrDie(); }
+  T& operator*() { return *GetOrDie(); }
+
+ private:
+  T* GetOrDie() {
+    ExecutionContext* context = ExecutionContext::Current();
+    if (__builtin_expect(context == nullptr, 0)) internal::DieOutsideExecutionContext();
+    return get(context);
+  }
+
+  const internal::LocalKey key_;
+};
+
+}  // namespace spindle
+
+#endif  // SPINDLE_FIBER_EXECUTION_CONTEXT_H_
