@@ -62,7 +62,7 @@ FiberLocalStorage::~FiberLocalStorage() {
   delete[] overflow_;
 }
 
-LocalBox** FiberLocalStorage::OverflowSlot(std::uint32_t index) {
+LocalBox** FiberLocalStorage::GrowOverflow(std::uint32_t index) {
   const std::uint32_t wanted = index - kInlineSlots + 1;
   if (wanted > overflow_size_) {
     const std::uint32_t size = std::max<std::uint32_t>(wanted, overflow_size_ * 2);

@@ -72,7 +72,8 @@ class FiberLocalStorage {
   // The slot of `index`, growing the table if needed.
   LocalBox** Slot(std::uint32_t index) {
     if (index < kInlineSlots) return &inline_slots_[index];
-    return OverflowSlot(index);
+    if (index - kInlineSlots < overflow_size_) return &overflow_[index - kInlineSlots];
+    return GrowOverflow(index);
   }
   // Puts `box` in `*slot` (a slot of this storage), destroying the stale value that sat
   // there, if any.
@@ -98,7 +99,7 @@ class FiberLocalStorage {
   static constexpr int kDestructorPasses = 4;
 
  private:
-  LocalBox** OverflowSlot(std::uint32_t index);
+  LocalBox** GrowOverflow(std::uint32_t index);
   void DestroyValuesSlow(std::uint64_t fiber_id);
 
   LocalBox* inline_slots_[kInlineSlots] = {};
