@@ -67,7 +67,7 @@ TEST(FiberStackTest, ResidentMemoryFallsBackAfterABurstOf100kFibers) {
   Burst(100000);
   const std::int64_t peak = ResidentBytes();
   // The idle stacks beyond --fiber_stack_pool_idle_max give their memory back once
-  // idle for --fiber_stack_release_delay_ms (1 s by default): wait for it.
+  // idle for --fiber_release_delay_ms (1 s by default): wait for it.
   constexpr std::int64_t kSlack = 10 << 20;
   const bool fell = WaitFor([&] { return ResidentBytes() <= before + kSlack; },
                             std::chrono::seconds(60));

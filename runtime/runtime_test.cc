@@ -16,6 +16,7 @@
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_options.h"
+#include "runtime/metrics.h"
 #include "runtime/internal/runtime_testing.h"
 
 namespace spindle {
@@ -50,8 +51,7 @@ TEST(RuntimeFlagsTest, EachOutOfRangeFlagIsRejectedByName) {
   ExpectRejected("fiber_stack_size", "5000", "multiple of the page size");
   ExpectRejected("fiber_stack_size", "4096", "[16384, 1073741824]");
   ExpectRejected("fiber_stack_mmap_limit", "9999999999", "[0, 4294967296]");
-  ExpectRejected("fiber_work_stealing_ratio", "0", "[1, 1048576]");
-  ExpectRejected("fiber_work_stealing_ratio", "2000000", "[1, 1048576]");
+  ExpectRejected("fiber_work_stealing_ratio", "2000000", "[0, 1048576] (0 = never)");
   ExpectRejected("fiber_cross_numa_work_stealing_ratio", "2000000", "[0, 1048576]");
   ExpectRejected("fiber_numa_aware", "maybe", "expected one of: auto, true, false");
   ExpectRejected("fiber_numa_topology_override", "0-3", "is not NODE:CPULIST");
@@ -77,8 +77,57 @@ TEST(RuntimeFlagsDeathTest, StartRuntimeStopsOnABadFlag) {
   gflags::SetCommandLineOption("fiber_run_queue_size", "3");
   EXPECT_DEATH(StartRuntime(), "--fiber_run_queue_size=3 is invalid");
   gflags::SetCommandLineOption("fiber_run_queue_size", "65536");
-  gflags::SetCommandLineOption("fiber_work_stealing_ratio", "0");
-  EXPECT_DEATH(StartRuntime(), "--fiber_work_stealing_ratio=0 is invalid");
+  gflags::SetCommandLineOption("fiber_v2_steal", "all");
+  EXPECT_DEATH(StartRuntime(), "--fiber_v2_steal=all is invalid");
+}
+
+// The --fiber_stack_* flags are read once per process: a later start that asks for
+// other stacks is refused, naming the flag and both values, and starts again once the
+// flag is put back.
+TEST(RuntimeFlagsTest, AStackFlagChangedAfterStacksExistIsRefusedByName) {
+  {
+    ScopedRuntime runtime(1);
+    RunAsFiber([] {});  // the stacks exist from here on
+  }
+  gflags::FlagSaver saver;
+  const std::uint64_t was = FLAGS_fiber_stack_size;
+  FLAGS_fiber_stack_size = was * 2;
+  std::string error = TryStartRuntime();
+  EXPECT_NE(error.find("--fiber_stack_size=" + std::to_string(was * 2) +
+                       " cannot take effect"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("set up with " + std::to_string(was)), std::string::npos) << error;
+  FLAGS_fiber_stack_size = was;
+  FLAGS_fiber_stack_thread_cache_size = FLAGS_fiber_stack_thread_cache_size + 2;
+  error = TryStartRuntime();
+  EXPECT_NE(error.find("--fiber_stack_thread_cache_size="), std::string::npos) << error;
+  FLAGS_fiber_stack_thread_cache_size = FLAGS_fiber_stack_thread_cache_size - 2;
+  ASSERT_EQ(TryStartRuntime(), "");
+  TerminateRuntime();
+}
+
+// --fiber_work_stealing_ratio=0 turns stealing within a node off (seed 003's
+// steal_every_n = 0): two groups, all work started in one, none of it stolen.
+TEST(RuntimeFlagsTest, AStealingRatioOfZeroMeansNever) {
+  gflags::FlagSaver saver;
+  FLAGS_fiber_work_stealing_ratio = 0;
+  ScopedRuntime runtime(2, 1);
+  const RuntimeMetrics before = GetRuntimeMetrics();
+  Fiber::Attributes in_group0;
+  in_group0.scheduling_group = 0;
+  std::vector<Fiber> fibers;
+  for (int i = 0; i < 2000; ++i) {
+    fibers.emplace_back(in_group0, [] {
+      volatile int spin = 0;
+      for (int k = 0; k < 2000; ++k) spin = spin + k;
+    });
+  }
+  for (auto& f : fibers) f.join();
+  const GroupMetrics all = GetRuntimeMetrics().Since(before).Total();
+  EXPECT_EQ(all.steals_in_same_node, 0u);
+  EXPECT_EQ(all.steals_in_cross_node, 0u);
+  EXPECT_EQ(all.steals_out, 0u);
 }
 
 TEST(RuntimeLayoutTest, GroupSizes) {

@@ -60,7 +60,9 @@ DEFINE_uint64(fiber_stack_size, 128 * 1024,
               "fiber's control block at the top; a multiple of the page size in "
               "[16 KiB, 1 GiB]. The guard page, if enabled, comes on top of this. "
               "Raise it for deep recursion; lower it to fit more parked fibers in "
-              "memory.");
+              "memory. Like every --fiber_stack_* flag, read once per process, when the "
+              "first fiber needs a stack: a later StartRuntime() with another value fails "
+              "with a message naming both.");
 DEFINE_bool(fiber_stack_enable_guard_page, true,
             "Put an inaccessible page below each fiber stack (default true) so that a "
             "stack overflow stops the process with 'fiber stack overflow' instead of "
@@ -308,8 +310,57 @@ StackAllocator::~StackAllocator() {
   }
 }
 
-StackAllocator& StackAllocator::Default(std::uint8_t stack_class) {
+namespace {
+// The process-wide allocators, one per stack class, each created on first use.
+std::atomic<StackAllocator*>* DefaultAllocators() {
   static std::atomic<StackAllocator*> instances[kMaxStackClass + 1] = {};
+  return instances;
+}
+
+// Names a flag whose value differs between what the stacks were built with and what is
+// asked now, in the same terms as ValidateStackAllocatorOptions().
+template <class T>
+std::string Changed(const char* flag, T was, T now) {
+  if (was == now) return "";
+  return std::string("--") + flag + "=" + std::to_string(now) +
+         " cannot take effect: this process's fiber stacks were set up with " +
+         std::to_string(was) +
+         " by an earlier StartRuntime(), and the --fiber_stack_* flags are read once per "
+         "process; set them before the first StartRuntime() (or put them back)";
+}
+}  // namespace
+
+std::string CheckStackOptionsUnchanged(const StackAllocatorOptions& wanted) {
+  for (std::uint8_t stack_class = 0; stack_class <= kMaxStackClass; ++stack_class) {
+    // acquire: pairs with the release CAS in Default(); the allocator is fully built.
+    const StackAllocator* built =
+        DefaultAllocators()[stack_class].load(std::memory_order_acquire);
+    if (built == nullptr) continue;
+    const StackAllocatorOptions& was = built->options();
+    std::string error;
+    if (stack_class == 0) error = Changed("fiber_stack_size", was.stack_size, wanted.stack_size);
+    if (error.empty()) {
+      error = Changed("fiber_stack_enable_guard_page", int{was.guard_page}, int{wanted.guard_page});
+    }
+    if (error.empty()) {
+      error = Changed("fiber_stack_guard_regions", int{was.guard_regions},
+                      int{wanted.guard_regions});
+    }
+    if (error.empty()) error = Changed("fiber_stack_mmap_limit", was.mmap_limit, wanted.mmap_limit);
+    if (error.empty()) {
+      error = Changed("fiber_stack_thread_cache_size", was.thread_cache_size,
+                      wanted.thread_cache_size);
+    }
+    if (error.empty()) {
+      error = Changed("fiber_stack_pool_idle_max", was.pool_idle_max, wanted.pool_idle_max);
+    }
+    if (!error.empty()) return error;
+  }
+  return "";
+}
+
+StackAllocator& StackAllocator::Default(std::uint8_t stack_class) {
+  std::atomic<StackAllocator*>* const instances = DefaultAllocators();
   CHECK_LE(stack_class, kMaxStackClass) << "no stack class " << int{stack_class};
   stack_class = std::min<std::uint8_t>(stack_class, kMaxStackClass);  // for -Wstringop-overflow
   // acquire: pairs with the release CAS below; the allocator is fully built.

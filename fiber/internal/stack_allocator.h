@@ -150,6 +150,12 @@ struct StackAllocatorOptions {
 // range; the empty string when they are valid.
 std::string ValidateStackAllocatorOptions(const StackAllocatorOptions& options);
 
+// Reports a --fiber_stack_* flag whose value in `wanted` differs from what the
+// process's stacks were built with (the flags are read once per process, when the first
+// stack of a size class is needed): the message names the flag, both values and the
+// rule. Empty when nothing differs or no stack exists yet. Thread-safe.
+std::string CheckStackOptionsUnchanged(const StackAllocatorOptions& wanted);
+
 // Options from the --fiber_stack_* flags, for stacks of `stack_size` bytes (0: the
 // --fiber_stack_size default). Does not validate.
 StackAllocatorOptions StackAllocatorOptionsFromFlags(std::size_t stack_size = 0);
@@ -246,6 +252,7 @@ class StackAllocator {
   std::size_t ReleaseIdle() { return ReleaseOldest(SIZE_MAX); }
 
   std::size_t stack_size() const { return options_.stack_size; }
+  const StackAllocatorOptions& options() const { return options_; }
   std::size_t batch_size() const { return pool_.batch_size(); }
   std::size_t mmap_limit() const { return mmap_limit_; }
   bool uses_guard_markers() const { return guard_markers_; }

@@ -96,8 +96,11 @@ Runtime::Runtime(const RuntimeOptions& options) {
   BuildWorkers(options);
   std::ostringstream line;
   line << "Spindle runtime: " << DescribeLayout(layout_.groups) << "; strategy "
-       << options.scheduling_strategy << ", stealing every " << options.work_stealing_ratio
-       << " idle rounds in a node, "
+       << options.scheduling_strategy << ", stealing "
+       << (options.work_stealing_ratio == 0
+               ? std::string("never")
+               : "every " + std::to_string(options.work_stealing_ratio) + " idle rounds")
+       << " in a node, "
        << (options.cross_numa_work_stealing_ratio == 0
                ? std::string("never")
                : "every " + std::to_string(options.cross_numa_work_stealing_ratio) +

@@ -70,7 +70,8 @@ DEFINE_string(fiber_numa_topology_override, "",
               "is applied only to the CPUs this machine really has; memory is not bound.");
 DEFINE_uint64(fiber_work_stealing_ratio, 16,
               "An idle worker tries to steal from each other group on its NUMA node "
-              "once every this many idle rounds (default 16). Range [1, 1048576].");
+              "once every this many idle rounds (default 16; 0 = never steal between "
+              "groups of a node, as seed 003's steal_every_n). Range [0, 1048576].");
 DEFINE_uint64(fiber_cross_numa_work_stealing_ratio, 0,
               "Like --fiber_work_stealing_ratio, for groups on other NUMA nodes "
               "(default 0 = never steal across nodes). Range [0, 1048576].");
@@ -192,10 +193,10 @@ std::string ValidateRuntimeOptions(const RuntimeOptions& options) {
            " is invalid: expected microseconds in [0, " + std::to_string(kMaxSpinTimeUs) +
            "]";
   }
-  if (options.work_stealing_ratio < 1 || options.work_stealing_ratio > kMaxStealingRatio) {
+  if (options.work_stealing_ratio > kMaxStealingRatio) {
     return "--fiber_work_stealing_ratio=" + std::to_string(options.work_stealing_ratio) +
-           " is invalid: expected idle rounds per steal attempt in [1, " +
-           std::to_string(kMaxStealingRatio) + "]";
+           " is invalid: expected idle rounds per steal attempt in [0, " +
+           std::to_string(kMaxStealingRatio) + "] (0 = never)";
   }
   if (options.cross_numa_work_stealing_ratio > kMaxStealingRatio) {
     return "--fiber_cross_numa_work_stealing_ratio=" +
@@ -225,6 +226,8 @@ std::string ValidateRuntimeOptions(const RuntimeOptions& options) {
            std::to_string(kMaxReadySamplePeriod) + "]";
   }
   error = ValidateStackAllocatorOptions(options.stacks);
+  if (!error.empty()) return error;
+  error = CheckStackOptionsUnchanged(options.stacks);
   if (!error.empty()) return error;
   RuntimeLayout layout;
   return ComputeRuntimeLayout(options, &layout);
