@@ -25,7 +25,7 @@ class ConditionVariable {
   ConditionVariable& operator=(const ConditionVariable&) = delete;
 
   void wait(std::unique_lock<Mutex>& lock) {
-    WaitUntil(lock, internal::TimerClock::time_point::max());
+    WaitUntil(lock, std::chrono::steady_clock::time_point::max());
   }
 
   template <class Predicate>
@@ -34,12 +34,12 @@ class ConditionVariable {
   }
 
   std::cv_status wait_until(std::unique_lock<Mutex>& lock,
-                            internal::TimerClock::time_point deadline) {
+                            std::chrono::steady_clock::time_point deadline) {
     return WaitUntil(lock, deadline) ? std::cv_status::no_timeout : std::cv_status::timeout;
   }
 
   template <class Predicate>
-  bool wait_until(std::unique_lock<Mutex>& lock, internal::TimerClock::time_point deadline,
+  bool wait_until(std::unique_lock<Mutex>& lock, std::chrono::steady_clock::time_point deadline,
                   Predicate predicate) {
     while (!predicate()) {
       if (!WaitUntil(lock, deadline)) return predicate();
@@ -64,12 +64,12 @@ class ConditionVariable {
 
  private:
   template <class Rep, class Period>
-  static internal::TimerClock::time_point Deadline(std::chrono::duration<Rep, Period> d) {
-    return internal::TimerClock::now() +
-           std::chrono::duration_cast<internal::TimerClock::duration>(d);
+  static std::chrono::steady_clock::time_point Deadline(std::chrono::duration<Rep, Period> d) {
+    return std::chrono::steady_clock::now() +
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
   }
   // Returns false on timeout. `lock` is held again on return either way.
-  bool WaitUntil(std::unique_lock<Mutex>& lock, internal::TimerClock::time_point deadline);
+  bool WaitUntil(std::unique_lock<Mutex>& lock, std::chrono::steady_clock::time_point deadline);
 
   internal::Spinlock lock_;
   internal::WaitQueue waiters_;  // guarded by lock_

@@ -26,13 +26,13 @@ class Event {
   void Set();
   bool IsSet() const { return set_.load(std::memory_order_acquire); }  // acquire: Set()
 
-  void Wait() { WaitUntil(internal::TimerClock::time_point::max()); }
+  void Wait() { WaitUntil(std::chrono::steady_clock::time_point::max()); }
   // True if the event is set, false if `deadline` came first.
-  bool WaitUntil(internal::TimerClock::time_point deadline);
+  bool WaitUntil(std::chrono::steady_clock::time_point deadline);
   template <class Rep, class Period>
   bool WaitFor(std::chrono::duration<Rep, Period> timeout) {
-    return WaitUntil(internal::TimerClock::now() +
-                     std::chrono::duration_cast<internal::TimerClock::duration>(timeout));
+    return WaitUntil(std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
   }
 
  private:

@@ -52,4 +52,14 @@ ContinuationDepth::~ContinuationDepth() {
   if (counted_) --tls_thread_depth;
 }
 
+void WaitForFuture(Event& ready) {
+  const ScopedWaitKind kind(WaitKind::kFuture);
+  ready.Wait();
+}
+
+bool WaitForFutureUntil(Event& ready, std::chrono::steady_clock::time_point deadline) {
+  const ScopedWaitKind kind(WaitKind::kFuture);
+  return ready.WaitUntil(deadline);
+}
+
 }  // namespace spindle::internal

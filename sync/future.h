@@ -18,7 +18,6 @@
 
 #include "absl/functional/any_invocable.h"
 #include "fiber/fiber.h"
-#include "fiber/internal/fiber_entity.h"
 #include "glog/logging.h"
 #include "sync/event.h"
 
@@ -36,11 +35,12 @@ class BrokenPromise : public std::logic_error {
   BrokenPromise() : std::logic_error("spindle::Promise destroyed without a value") {}
 };
 
-namespace internal {
-
-// The value a Future<T> carries: T, or std::monostate for Future<void>.
+// The value a Future<T> carries: T, or std::monostate for Future<void> (what
+// BlockingTryGet() and WhenAll() hand back).
 template <class T>
 using FutureValue = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
+
+namespace internal {
 
 // A value (index 0) or an exception (index 1); indices, so that T = exception_ptr works.
 template <class T>
@@ -359,6 +359,11 @@ Future<R> Async(F&& f) {
 
 namespace internal {
 
+// Waits for `ready` as a wait for a future (what the fiber dump shows). Out of line.
+void WaitForFuture(Event& ready);
+// The same, until `deadline`; false if it came first.
+bool WaitForFutureUntil(Event& ready, std::chrono::steady_clock::time_point deadline);
+
 // Where a blocking wait receives the outcome: shared with the continuation, so a
 // waiter that gave up (timed out) leaves it to the continuation to free.
 template <class T>
@@ -418,10 +423,7 @@ void AttachAll(const std::shared_ptr<Gather>& gather, std::index_sequence<I...>,
 template <class T>
 T BlockingGet(Future<T>&& future) {
   auto slot = internal::WaitInSlot(std::move(future));
-  {
-    const internal::ScopedWaitKind kind(internal::WaitKind::kFuture);
-    slot->ready.Wait();
-  }
+  internal::WaitForFuture(slot->ready);
   if constexpr (std::is_void_v<T>) {
     internal::ValueOrThrow<T>(std::move(*slot->outcome));
   } else {
@@ -432,14 +434,12 @@ T BlockingGet(Future<T>&& future) {
 // Like BlockingGet(), giving up after `timeout`: std::nullopt then (the value that
 // arrives later is dropped). Future<void> gives std::optional<std::monostate>.
 template <class T, class Rep, class Period>
-std::optional<internal::FutureValue<T>> BlockingTryGet(
+std::optional<FutureValue<T>> BlockingTryGet(
     Future<T>&& future, std::chrono::duration<Rep, Period> timeout) {
   auto slot = internal::WaitInSlot(std::move(future));
-  bool ready;
-  {
-    const internal::ScopedWaitKind kind(internal::WaitKind::kFuture);
-    ready = slot->ready.WaitFor(timeout);
-  }
+  const bool ready = internal::WaitForFutureUntil(
+      slot->ready, std::chrono::steady_clock::now() +
+                       std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
   if (!ready) return std::nullopt;
   return internal::ValueOrThrow<T>(std::move(*slot->outcome));
 }
@@ -458,7 +458,7 @@ auto WhenAll(std::vector<Future<T>>&& futures)
     Promise<R> promise;
 
     void Finish() {
-      std::vector<internal::FutureValue<T>> values;
+      std::vector<FutureValue<T>> values;
       values.reserve(outcomes.size());
       for (auto& outcome : outcomes) {
         if (outcome->index() == 1) {
@@ -493,8 +493,8 @@ auto WhenAll(std::vector<Future<T>>&& futures)
 // WhenAll of futures of different types: a future of the tuple of their values
 // (std::monostate for a Future<void>).
 template <class... Ts>
-Future<std::tuple<internal::FutureValue<Ts>...>> WhenAll(Future<Ts>&&... futures) {
-  using R = std::tuple<internal::FutureValue<Ts>...>;
+Future<std::tuple<FutureValue<Ts>...>> WhenAll(Future<Ts>&&... futures) {
+  using R = std::tuple<FutureValue<Ts>...>;
   struct Gather {
     std::tuple<std::optional<internal::FutureOutcome<Ts>>...> outcomes;
     std::atomic<std::size_t> remaining{sizeof...(Ts)};

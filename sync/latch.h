@@ -22,7 +22,7 @@ class Latch {
 
   void count_down(std::ptrdiff_t n = 1);
   bool try_wait() const;
-  void wait() const { WaitUntil(internal::TimerClock::time_point::max()); }
+  void wait() const { WaitUntil(std::chrono::steady_clock::time_point::max()); }
   void arrive_and_wait(std::ptrdiff_t n = 1) {
     count_down(n);
     wait();
@@ -30,10 +30,10 @@ class Latch {
   // True if the count reached zero, false if `timeout` passed first.
   template <class Rep, class Period>
   bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
-    return WaitUntil(internal::TimerClock::now() +
-                     std::chrono::duration_cast<internal::TimerClock::duration>(timeout));
+    return WaitUntil(std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
   }
-  bool WaitUntil(internal::TimerClock::time_point deadline) const;
+  bool WaitUntil(std::chrono::steady_clock::time_point deadline) const;
 
  private:
   mutable internal::Spinlock lock_;

@@ -44,7 +44,7 @@ class Mutex {
                                        std::memory_order_relaxed)) {
       return;
     }
-    LockSlow(internal::TimerClock::time_point::max());
+    LockSlow(std::chrono::steady_clock::time_point::max());
   }
 
   bool try_lock() {
@@ -63,11 +63,11 @@ class Mutex {
   template <class Rep, class Period>
   bool try_lock_for(std::chrono::duration<Rep, Period> timeout) {
     return try_lock_until(
-        internal::TimerClock::now() +
-        std::chrono::duration_cast<internal::TimerClock::duration>(timeout));
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
   }
 
-  bool try_lock_until(internal::TimerClock::time_point deadline) {
+  bool try_lock_until(std::chrono::steady_clock::time_point deadline) {
     return try_lock() || LockSlow(deadline);
   }
 
@@ -104,7 +104,7 @@ class Mutex {
   static constexpr std::uint32_t kOneWaiter = 1u << kWaiterShift;
   static_assert((kLocked | kWoken | kStarving) < kOneWaiter, "flag bits overlap the count");
 
-  bool LockSlow(internal::TimerClock::time_point deadline);
+  bool LockSlow(std::chrono::steady_clock::time_point deadline);
   void UnlockSlow(std::uint32_t state);
 
   std::atomic<std::uint32_t> state_{0};

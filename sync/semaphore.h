@@ -43,7 +43,7 @@ class CountingSemaphore {
     count_ += n;
   }
 
-  void acquire() { try_acquire_until(internal::TimerClock::time_point::max()); }
+  void acquire() { try_acquire_until(std::chrono::steady_clock::time_point::max()); }
 
   bool try_acquire() {
     std::lock_guard<internal::Spinlock> guard(lock_);
@@ -55,11 +55,11 @@ class CountingSemaphore {
   template <class Rep, class Period>
   bool try_acquire_for(std::chrono::duration<Rep, Period> timeout) {
     return try_acquire_until(
-        internal::TimerClock::now() +
-        std::chrono::duration_cast<internal::TimerClock::duration>(timeout));
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
   }
 
-  bool try_acquire_until(internal::TimerClock::time_point deadline) {
+  bool try_acquire_until(std::chrono::steady_clock::time_point deadline) {
     std::unique_lock<internal::Spinlock> guard(lock_);
     if (count_ > 0 && waiters_.empty()) {
       --count_;

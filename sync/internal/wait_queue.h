@@ -6,11 +6,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
 
 #include "fiber/internal/spinlock.h"
 #include "sync/internal/timed_waiter.h"
 
 namespace spindle::internal {
+
+// The public primitives (sync/*.h) take std::chrono::steady_clock deadlines so that users
+// name no internal type; they pass them here unchanged.
+static_assert(std::is_same_v<TimerClock, std::chrono::steady_clock>,
+              "sync/'s public deadlines are steady_clock time points");
 
 // The one wait-queue core every synchronization primitive is built on: a FIFO of
 // waiters (fibers or plain threads), each a TimedWaiter on the waiter's own stack.
