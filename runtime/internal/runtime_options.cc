@@ -3,9 +3,11 @@
 #include "runtime/internal/runtime_options.h"
 
 #include <sched.h>
+#include <sys/stat.h>
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -16,7 +18,8 @@
 
 DEFINE_uint64(fiber_concurrency, 0,
               "Fiber worker threads in all (default 0 = the CPUs in the process's "
-              "affinity mask, capped by the cgroup CPU quota). Range [0, 1024]. More "
+              "affinity mask, capped by the cgroup CPU quota: v2 cpu.max or v1 "
+              "cpu.cfs_quota_us, rounded up). Range [0, 1024]. More "
               "workers than CPUs only adds context switches.");
 DEFINE_uint64(fiber_scheduling_group_size, 0,
               "Workers per scheduling group (default 0 = automatic: one group of all "
@@ -119,17 +122,104 @@ constexpr std::size_t kMaxSpinTimeUs = 10000;
 constexpr std::size_t kMaxStealingRatio = std::size_t{1} << 20;
 constexpr std::uint64_t kMaxGlobalCheckInterval = 1000000;
 
-std::size_t CgroupCpuQuota() {
-  std::ifstream in("/sys/fs/cgroup/cpu.max");
+// The first line of `file`, or "" if it cannot be read.
+std::string ReadFirstLine(const std::string& file) {
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+// Whole CPUs for a quota of `quota` per `period` (rounded up); 0 for none.
+std::size_t WholeCpus(long long quota, long long period) {
+  if (quota <= 0 || period <= 0) return 0;
+  return static_cast<std::size_t>((quota + period - 1) / period);
+}
+
+// The smallest non-zero `limit(dir)` over `dir` and its ancestors up to `root` (a limit
+// on a parent cgroup binds its children); 0 if none has one.
+template <class Limit>
+std::size_t SmallestLimitUpTo(const std::string& root, std::string relative, Limit limit) {
+  std::size_t smallest = 0;
+  for (;;) {
+    const std::size_t cpus = limit(root + relative);
+    if (cpus != 0 && (smallest == 0 || cpus < smallest)) smallest = cpus;
+    if (relative.empty() || relative == "/") break;
+    const std::size_t slash = relative.find_last_of('/');
+    relative = slash == std::string::npos || slash == 0 ? "/" : relative.substr(0, slash);
+  }
+  return smallest;
+}
+
+// v2: "max 100000" or "200000 100000" in cpu.max.
+std::size_t CgroupV2Limit(const std::string& dir) {
+  std::istringstream line(ReadFirstLine(dir + "/cpu.max"));
   std::string quota;
   long long period = 0;
-  if (!(in >> quota >> period) || quota == "max" || period <= 0) return 0;
-  const long long limit = std::stoll(quota);
-  if (limit <= 0) return 0;
-  return static_cast<std::size_t>((limit + period - 1) / period);
+  if (!(line >> quota >> period) || quota == "max") return 0;
+  return WholeCpus(std::atoll(quota.c_str()), period);
+}
+
+// v1: cpu.cfs_quota_us (-1 = none) over cpu.cfs_period_us.
+std::size_t CgroupV1Limit(const std::string& dir) {
+  const std::string quota = ReadFirstLine(dir + "/cpu.cfs_quota_us");
+  const std::string period = ReadFirstLine(dir + "/cpu.cfs_period_us");
+  if (quota.empty() || period.empty()) return 0;
+  return WholeCpus(std::atoll(quota.c_str()), std::atoll(period.c_str()));
 }
 
 }  // namespace
+
+std::size_t CgroupCpuQuota(const std::string& cgroup_root, const std::string& proc_self_cgroup) {
+  std::istringstream lines(proc_self_cgroup);
+  std::string line;
+  std::size_t smallest = 0;
+  auto take = [&smallest](std::size_t cpus) {
+    if (cpus != 0 && (smallest == 0 || cpus < smallest)) smallest = cpus;
+  };
+  // Lines are ID:CONTROLLERS:PATH; v2's is 0::PATH, v1's name their controllers.
+  while (std::getline(lines, line)) {
+    const std::size_t first = line.find(':');
+    const std::size_t second = first == std::string::npos ? first : line.find(':', first + 1);
+    if (second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    std::string path = line.substr(second + 1);
+    if (controllers.empty()) {
+      // v2. Inside a cgroup namespace the path is "/" and the root is our own cgroup;
+      // outside one it names our cgroup under the root. Either way look up the tree.
+      if (!IsDirectory(cgroup_root + path)) path = "/";
+      take(SmallestLimitUpTo(cgroup_root, path, &CgroupV2Limit));
+      continue;
+    }
+    bool has_cpu = false;
+    std::istringstream names(controllers);
+    for (std::string name; std::getline(names, name, ',');) has_cpu |= name == "cpu";
+    if (!has_cpu) continue;
+    // v1: the cpu hierarchy is mounted as cpu,cpuacct (or cpu; or cpuacct,cpu). A
+    // container without a cgroup namespace sees the host's path but has its own
+    // cgroup mounted at the hierarchy's root: fall back to that.
+    for (const char* mount : {"/cpu,cpuacct", "/cpu", "/cpuacct,cpu"}) {
+      const std::string hierarchy = cgroup_root + mount;
+      if (!IsDirectory(hierarchy)) continue;
+      take(SmallestLimitUpTo(hierarchy, IsDirectory(hierarchy + path) ? path : "/",
+                             &CgroupV1Limit));
+      break;
+    }
+  }
+  return smallest;
+}
+
+std::size_t CgroupCpuQuota() {
+  std::ifstream in("/proc/self/cgroup");
+  std::stringstream text;
+  text << in.rdbuf();
+  return CgroupCpuQuota("/sys/fs/cgroup", text.str());
+}
 
 RuntimeOptions RuntimeOptionsFromFlags() {
   RuntimeOptions options;

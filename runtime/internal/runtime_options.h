@@ -88,8 +88,16 @@ std::string ValidateRuntimeOptions(const RuntimeOptions& options);
 std::string ComputeRuntimeLayout(const RuntimeOptions& options, RuntimeLayout* layout);
 
 // CPUs this process may use: the affinity mask, capped by the cgroup CPU quota
-// (cpu.max, rounded up) when one is set. At least 1.
+// (CgroupCpuQuota()) when one is set. At least 1.
 std::size_t DefaultConcurrency();
+
+// The CPU limit of this process's cgroup in whole CPUs (rounded up), or 0 if none: the
+// smallest quota over its cgroup and their ancestors, from cgroup v2's cpu.max or cgroup
+// v1's cpu.cfs_quota_us / cpu.cfs_period_us (hybrid systems: both, the smaller wins).
+std::size_t CgroupCpuQuota();
+// The same, for cgroup file systems mounted at `cgroup_root` (/sys/fs/cgroup) and
+// `proc_self_cgroup`, the text of /proc/self/cgroup. For tests.
+std::size_t CgroupCpuQuota(const std::string& cgroup_root, const std::string& proc_self_cgroup);
 
 }  // namespace spindle::internal
 

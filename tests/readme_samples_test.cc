@@ -1,0 +1,29 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Every C++ sample in the README compiles under the project's warnings (the generated
+// readme_samples.cc, see readme_samples.sh), and every complete program among them runs
+// and exits with 0.
+
+#include "gtest/gtest.h"
+
+struct ReadmeProgram {
+  int line;
+  int (*main)(int, char**);
+};
+extern const ReadmeProgram kReadmePrograms[];
+extern const int kReadmeProgramCount;
+
+namespace {
+
+TEST(ReadmeSamplesTest, EveryCompleteProgramRunsAndExitsWithZero) {
+  ASSERT_GT(kReadmeProgramCount, 0) << "the README's first sample is a complete program";
+  for (int i = 0; i < kReadmeProgramCount; ++i) {
+    char name[] = "readme_sample";
+    char* argv[] = {name, nullptr};
+    int argc = 1;
+    EXPECT_EQ(kReadmePrograms[i].main(argc, argv), 0)
+        << "the README's sample at line " << kReadmePrograms[i].line;
+  }
+}
+
+}  // namespace
