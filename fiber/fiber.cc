@@ -222,6 +222,21 @@ Fiber& Fiber::operator=(Fiber&& other) noexcept {
   return *this;
 }
 
+// Runs a joinable fiber's function inline on the joiner (see join()), then destroys the
+// fiber-locals it made. `self` is still the joiner's entity, wherever it runs by then.
+void Fiber::RunInline(absl::AnyInvocable<void()>& proc) {
+  try {
+    proc();
+  } catch (const std::exception& e) {
+    LOG(FATAL) << "exception escaped fiber " << id_ << " (run inline by join()): "
+               << e.what();
+  } catch (...) {
+    LOG(FATAL) << "exception of unknown type escaped fiber " << id_
+               << " (run inline by join())";
+  }
+  internal::GetCurrentFiberEntity()->locals.DestroyValues(id_);
+}
+
 void Fiber::join() {
   CHECK(joinable()) << "join() on a Fiber that is not joinable";
   internal::JoinState* state = join_state_;
@@ -236,23 +251,16 @@ void Fiber::join() {
       // acq_rel: pairs with the worker's claim in AcquireFiber(); the winner runs it.
       !state->claimed.exchange(true, std::memory_order_acq_rel)) {
     auto proc = std::move(state->start_proc);
-    // The child gets fiber-locals of its own: the joiner's step aside meanwhile (for
-    // free when it has none).
-    internal::FiberLocalStorage joiner_locals;
-    const bool joiner_has_locals = !self->locals.empty();
-    if (joiner_has_locals) self->locals.MoveTo(&joiner_locals);
-    try {
-      proc();
-    } catch (const std::exception& e) {
-      LOG(FATAL) << "exception escaped fiber " << id_ << " (run inline by join()): "
-                 << e.what();
-    } catch (...) {
-      LOG(FATAL) << "exception of unknown type escaped fiber " << id_
-                 << " (run inline by join())";
+    // The child gets fiber-locals of its own: the joiner's step aside meanwhile (only
+    // when it has some: the common case pays one test).
+    if (self->locals.empty()) {
+      RunInline(proc);
+    } else {
+      internal::FiberLocalStorage joiner_locals;
+      self->locals.MoveTo(&joiner_locals);
+      RunInline(proc);
+      joiner_locals.MoveTo(&self->locals);
     }
-    // `self` is still this fiber's entity, though maybe on another worker now.
-    self->locals.DestroyValues(id_);
-    if (joiner_has_locals) joiner_locals.MoveTo(&self->locals);
     internal::CountFiberFinished();
     // The descriptor is still queued somewhere; take it back (this hands over our
     // reference to it). `self` may be on another worker by now: the group reads

@@ -40,7 +40,7 @@ FiberLocalStorage& CurrentFiberLocalStorage();
 //
 // Lifetime: destroying a FiberLocal leaves the values that live fibers hold; each is
 // destroyed when its fiber ends. A FiberLocal costs every fiber that reads it a pointer
-// slot (eight are inline in the fiber's control block), so make them statics or members
+// slot (five are inline in the fiber's control block), so make them statics or members
 // of long-lived objects, not per-request objects.
 //
 // Reading costs a call, three loads and a compare once the value exists (see

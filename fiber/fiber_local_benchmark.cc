@@ -7,7 +7,7 @@
 //   BM_ThreadLocalRead      baseline: a thread_local read through an out-of-line
 //                           accessor (what a fiber-safe thread_local costs)
 //   BM_FiberLocalRead       a FiberLocal<int> read in a fiber (an inline slot)
-//   BM_FiberLocalReadOverflow  the same for a key past the eight inline slots
+//   BM_FiberLocalReadOverflow  the same for a key past the five inline slots
 //   BM_ExecutionLocalRead   an ExecutionLocal<int> read in an execution context
 //   BM_Fib30 / BM_Fib30WithFiberLocal  fib(30) with a fiber per call, without and with
 //                           a FiberLocal read per call: the cost on join()'s inline path
@@ -84,7 +84,7 @@ BENCHMARK(BM_FiberLocalRead)->Unit(benchmark::kMillisecond)->UseRealTime();
 void BM_FiberLocalReadOverflow(benchmark::State& state) {
   BenchRuntime runtime(1);
   std::vector<std::unique_ptr<FiberLocal<int>>> fillers;
-  for (int i = 0; i < 8; ++i) fillers.push_back(std::make_unique<FiberLocal<int>>());
+  for (int i = 0; i < 5; ++i) fillers.push_back(std::make_unique<FiberLocal<int>>());
   FiberLocal<int> local;  // index 8 or more
   for (auto _ : state) RunAsFiber([&] { ReadLoop(local); });
   ReportPerRead(state);

@@ -157,7 +157,7 @@ TEST_P(FiberLocalTest, AFiberThatNeverReadsItConstructsNothing) {
   EXPECT_EQ(Counted::constructed.load(), 0);
 }
 
-// Beyond the eight inline slots, and with destructors that create values of other
+// Beyond the five inline slots, and with destructors that create values of other
 // fiber-locals (destroyed in a later pass).
 TEST_P(FiberLocalTest, ManyLocalsAndDestructorsThatCreateValues) {
   ScopedRuntime runtime(workers());
