@@ -12,9 +12,9 @@ Go, oneTBB). The title names the machine and the date from the file's "machine" 
 A workload that sets its own worker shape (yield: one worker) says so in its panel.
 
 Uses Debian's python3-matplotlib (hence /usr/bin/python3), Agg backend, no display.
-Exit status: 0 with a line on stdout naming what was drawn; 1 with a message on stderr
-that names the file and the value (a missing file, malformed JSON, no rows, a bad row,
-an output that cannot be written); 2 for a wrong number of arguments.
+Exit status: 0 with two lines on stdout, what was drawn and the title; 1 with a message
+on stderr that names the file and the value (a missing file, malformed JSON, no rows, a
+bad row, an output that cannot be written); 2 for a wrong number of arguments.
 """
 
 import importlib.util
@@ -147,6 +147,10 @@ def caption(document):
              for name, version in versions.items() if version]
     if named:
         parts.append(", ".join(named))
+    load = document.get("load_average") or {}
+    if load.get("start") and load.get("end"):
+        parts.append("load average (1 min) %s at start, %s at end"
+                     % (load["start"][0], load["end"][0]))
     lines = ["; ".join(parts)] if parts else []
     return "\n".join(lines + [str(note) for note in document.get("notes") or []])
 
@@ -248,8 +252,9 @@ def main(argv):
         print("scaling_chart: cannot write %s: %s" % (out_path, error.strerror or error),
               file=sys.stderr)
         return 1
-    print("scaling_chart: wrote %s: %d workloads (%s), lines: %s"
-          % (out_path, len(workloads), ", ".join(workloads), ", ".join(series)))
+    print("scaling_chart: wrote %s: %d workloads (%s), lines: %s\ntitle: %s"
+          % (out_path, len(workloads), ", ".join(workloads), ", ".join(series),
+             title(document)))
     return 0
 
 

@@ -39,6 +39,8 @@ fi
 echo "$out"
 want="wrote $png: 3 workloads (spawn_join, yield, sleep), lines: Spindle v1, Spindle v2, Go, oneTBB"
 grep -qF -- "$want" <<<"$out" || fail "stdout lacks '$want'"
+want="title: Spindle scaling: test fixture, no CPU (invented numbers), 2026-01-02"
+grep -qxF -- "$want" <<<"$out" || fail "stdout lacks '$want'"
 if [ ! -s "$png" ]; then
   fail "no PNG at $png"
 else

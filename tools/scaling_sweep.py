@@ -28,6 +28,8 @@ Output: one JSON object (not JSON lines), indented:
               "repetitions": 3, "scale": 1.0, "spindle_args": [extra flags]}
   "versions": {"spindle": git commit (+"-dirty"), "go": the Go that built gobench,
               "onetbb": Debian's libtbb12 version}; a version not found is null
+  "load_average": {"start": [1, 5, 15 min], "end": [...]}: the machine's load average
+              before the first run and after the last (other work competes for the CPUs)
   "notes":    [free text for the chart's caption: --note, peers left out, failures]
   "rows":     one object per (runtime, strategy, workload, metric, workers):
     "runtime":   "spindle", "go" or "onetbb"
@@ -340,6 +342,7 @@ def main(argv):
         log("--spindle_bench=%s: not an executable file" % bench)
         return 2
     peers = find_peers(args, notes)
+    load_start = [round(load, 2) for load in os.getloadavg()]
     rows = []
     for workers in args.workers:
         rows += run_spindle(args, bench, workers)
@@ -358,6 +361,8 @@ def main(argv):
                   "workloads": args.workloads, "repetitions": args.repetitions,
                   "scale": args.scale, "spindle_args": args.spindle_args},
         "versions": versions,
+        "load_average": {"start": load_start,
+                         "end": [round(load, 2) for load in os.getloadavg()]},
         "notes": notes,
         "rows": rows,
     }

@@ -48,6 +48,7 @@ assert doc["schema"] == "spindle-scaling/1", doc["schema"]
 assert doc["date"].endswith("Z"), doc["date"]
 assert doc["machine"]["cpus"] >= 1 and doc["machine"]["description"], doc["machine"]
 assert doc["sweep"]["workers"] == [1, 2] and doc["sweep"]["scale"] == 0.001, doc["sweep"]
+assert len(doc["load_average"]["start"]) == 3 and len(doc["load_average"]["end"]) == 3, doc
 assert any("peers left out" in note for note in doc["notes"]), doc["notes"]
 keys = {(s, w, n) for (r, s, w, m, n) in rows if r == "spindle"}
 want = {(s, w, n) for s in ("v1", "v2") for w in ("spawn_join", "yield") for n in (1, 2)}
