@@ -6,12 +6,14 @@
       [--spindle_bench=PATH] [--peers_build=DIR | --no_peers] [--machine=TEXT]
       [--note=TEXT ...] [-- extra spindle_bench flags]
 
-For each worker count in turn: spindle_bench's sweep at that count under every strategy
+One workload at a time, so that each of the chart's panels comes from one stretch of
+time on a machine whose speed drifts: spindle_bench's sweep over every count and strategy
 (--flagfile=configs/default.flags --format=json, each count as --fiber_concurrency), then
-each peer (Go 1.19 goroutines, oneTBB task_group) on the workloads it has, each repetition
-in a fresh process, GOMAXPROCS or PEERS_THREADS set to the count. Without --spindle_bench
-it builds spindle_bench with `./bazelw build -c opt` first. tools/scaling_chart.py draws
-the file. Only stdlib Python; nothing here uses the network.
+each peer (Go 1.19 goroutines, oneTBB task_group) that has the workload, each repetition
+in a fresh process, GOMAXPROCS or PEERS_THREADS set to the count, the counts taking turns
+within each repetition. Without --spindle_bench it builds spindle_bench with
+`./bazelw build -c opt` first. tools/scaling_chart.py draws the file. Only stdlib Python;
+nothing here uses the network.
 
 The peers are ../shared/peers' programs, built by ../shared/peers/run_peers.sh into
 /tmp/peers-build (--peers_build or $PEERS_BUILD elsewhere). A missing peer is reported on
@@ -212,15 +214,15 @@ def build_spindle_bench():
     return os.path.join(bin_dir, "benchmarks", "spindle_bench")
 
 
-def run_spindle(args, bench, workers):
-    """spindle_bench's rows at `workers` under every strategy."""
+def run_spindle(args, bench, workload):
+    """spindle_bench's rows for `workload` at every count under every strategy."""
     command = [bench, "--flagfile=" + os.path.join(REPO, "configs", "default.flags"),
-               "--format=json", "--sweep_workers=%d" % workers,
+               "--format=json", "--sweep_workers=" + ",".join(map(str, args.workers)),
                "--fiber_scheduling_strategy=" + ",".join(args.strategies),
-               "--workloads=" + ",".join(args.workloads),
+               "--workloads=" + workload,
                "--repetitions=%d" % args.repetitions, "--scale=%g" % args.scale]
     command += args.spindle_args
-    log("%d workers: %s" % (workers, " ".join(command)))
+    log("%s: %s" % (workload, " ".join(command)))
     result = subprocess.run(command, stdout=subprocess.PIPE, text=True)
     if result.returncode != 0:
         sys.exit("scaling_sweep: spindle_bench exited with status %d: %s"
@@ -264,31 +266,35 @@ def run_peer_once(peer, benchmark, workers):
     return values, None
 
 
-def run_peer(peer, workload, workers, repetitions, notes):
-    """The peer's rows for `workload` at `workers`; failures go to `notes`."""
+def run_peer(peer, workload, counts, repetitions, notes):
+    """The peer's rows for `workload` at each of `counts`. A count whose run fails is left
+    out, with a line in `notes`."""
     benchmark, metrics = peer.workloads[workload]
     own_workers = OWN_SHAPE_WORKERS.get(workload)
-    runs = []
+    runs = {workers: [] for workers in counts}
     for _ in range(repetitions):
-        values, error = run_peer_once(peer, benchmark, own_workers or workers)
-        if error is None and not set(metrics) <= set(values):
-            error = "no %s line in its output (%s)" % (
-                ", ".join("%s %s" % key for key in sorted(set(metrics) - set(values))),
-                ", ".join("%s %s" % key for key in sorted(values)) or "nothing")
-        if error is not None:
-            message = "%s %s at %d workers failed: %s" % (peer.runtime, benchmark, workers, error)
-            log(message)
-            notes.append(message)
-            return []
-        runs.append(values)
+        for workers in [count for count in counts if count in runs]:
+            values, error = run_peer_once(peer, benchmark, own_workers or workers)
+            if error is None and not set(metrics) <= set(values):
+                error = "no %s line in its output (%s)" % (
+                    ", ".join("%s %s" % key for key in sorted(set(metrics) - set(values))),
+                    ", ".join("%s %s" % key for key in sorted(values)) or "nothing")
+            if error is not None:
+                notes.append("%s %s at %d workers failed: %s"
+                             % (peer.runtime, benchmark, workers, error))
+                log(notes[-1])
+                del runs[workers]
+                continue
+            runs[workers].append(values)
     rows = []
-    for key, (metric, unit) in metrics.items():
-        values = [run[key] for run in runs]
-        rows.append({"runtime": peer.runtime, "strategy": None, "workload": workload,
-                     "metric": metric, "unit": unit, "workers": workers,
-                     "value": statistics.median(values), "min": min(values),
-                     "max": max(values), "reps": len(values),
-                     "own_shape": own_workers is not None})
+    for workers, done in runs.items():
+        for key, (metric, unit) in metrics.items():
+            values = [run[key] for run in done]
+            rows.append({"runtime": peer.runtime, "strategy": None, "workload": workload,
+                         "metric": metric, "unit": unit, "workers": workers,
+                         "value": statistics.median(values), "min": min(values),
+                         "max": max(values), "reps": len(values),
+                         "own_shape": own_workers is not None})
     return rows
 
 
@@ -344,13 +350,12 @@ def main(argv):
     peers = find_peers(args, notes)
     load_start = [round(load, 2) for load in os.getloadavg()]
     rows = []
-    for workers in args.workers:
-        rows += run_spindle(args, bench, workers)
-        for peer in peers:
-            for workload in args.workloads:
-                if workload in peer.workloads:
-                    log("%d workers: %s %s" % (workers, peer.runtime, workload))
-                    rows += run_peer(peer, workload, workers, args.repetitions, notes)
+    for workload in args.workloads:
+        rows += run_spindle(args, bench, workload)
+        for peer in [peer for peer in peers if workload in peer.workloads]:
+            log("%s: %s at %s workers" % (workload, peer.runtime,
+                                           ",".join(map(str, args.workers))))
+            rows += run_peer(peer, workload, args.workers, args.repetitions, notes)
     versions = {"spindle": spindle_version()}
     versions.update(peer_versions(peers))
     document = {

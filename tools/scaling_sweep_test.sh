@@ -61,23 +61,27 @@ print("real sweep: %d rows" % len(rows))
 ' || fail "the real sweep's JSON does not check out"
 "$chart" "$real" "$tmp/real.png" || fail "the real sweep's JSON was not drawn"
 
-# 2. Stand-ins at --scale=1: spindle_bench prints a spawn_join row per strategy; gobench
-# prints GOMAXPROCS * 100 plus its call count for spawn_join, GOMAXPROCS * 10 for yield,
-# and fails fib's check; there is no tbb_bench.
+# 2. Stand-ins at --scale=1: spindle_bench prints a spawn_join row per strategy and count;
+# gobench prints GOMAXPROCS * 100 plus its call count for spawn_join, GOMAXPROCS * 10 for
+# yield, and fails fib's check; there is no tbb_bench.
 fakes=$tmp/fakes
 mkdir -p "$fakes"
 cat >"$fakes/spindle_bench" <<'FAKE'
 #!/usr/bin/env bash
 for arg; do
   case $arg in
-    --sweep_workers=*) workers=${arg#*=} ;;
+    --sweep_workers=*) counts=${arg#*=} ;;
     --fiber_scheduling_strategy=*) strategies=${arg#*=} ;;
+    --workloads=*) workload=${arg#*=} ;;
   esac
 done
+[ "$workload" = spawn_join ] || exit 0
 for s in ${strategies//,/ }; do
-  printf '{"workload": "spawn_join", "metric": "per_fiber", "value": 7, "unit": "ns", '
-  printf '"reps": 2, "min": 6, "max": 8, "strategy": "%s", "workers": %s, ' "$s" "$workers"
-  printf '"own_shape": false}\n'
+  for w in ${counts//,/ }; do
+    printf '{"workload": "spawn_join", "metric": "per_fiber", "value": 7, "unit": "ns", '
+    printf '"reps": 2, "min": 6, "max": 8, "strategy": "%s", "workers": %s, ' "$s" "$w"
+    printf '"own_shape": false}\n'
+  done
 done
 FAKE
 cat >"$fakes/gobench" <<'FAKE'
@@ -104,8 +108,9 @@ check_json "$faked" '
 go = {(w, n): r for (r, s, w, m, n), r in rows.items() if r["runtime"] == "go"}
 assert sorted(go) == [("spawn_join", 1), ("spawn_join", 3), ("yield", 1), ("yield", 3)], sorted(go)
 one, three = go[("spawn_join", 1)], go[("spawn_join", 3)]
-assert (one["value"], one["min"], one["max"], one["reps"]) == (100.5, 100, 101, 2), one
-assert (three["value"], three["min"], three["max"]) == (302.5, 302, 303), three
+# The counts take turns within a repetition: calls 0 and 2 at 1 worker, 1 and 3 at 3.
+assert (one["value"], one["min"], one["max"], one["reps"]) == (101, 100, 102, 2), one
+assert (three["value"], three["min"], three["max"]) == (302, 301, 303), three
 assert one["metric"] == "per_fiber" and one["unit"] == "ns" and one["strategy"] is None, one
 assert not one["own_shape"], one
 for n in (1, 3):
