@@ -147,11 +147,18 @@ def caption(document):
              for name, version in versions.items() if version]
     if named:
         parts.append(", ".join(named))
-    load = document.get("load_average") or {}
-    if load.get("start") and load.get("end"):
-        parts.append("load average (1 min) %s at start, %s at end"
-                     % (load["start"][0], load["end"][0]))
     lines = ["; ".join(parts)] if parts else []
+    load = document.get("load_average") or {}
+    use = document.get("cpu_use") or {}
+    others = []
+    if "other_cpus" in use:
+        others.append("other processes used %s CPUs on average over the run's %s s"
+                      % (use["other_cpus"], use.get("wall_s")))
+    if load.get("start") and load.get("end"):
+        others.append("load average (1 min) %s at start, %s at end"
+                      % (load["start"][0], load["end"][0]))
+    if others:
+        lines.append("; ".join(others))
     return "\n".join(lines + [str(note) for note in document.get("notes") or []])
 
 

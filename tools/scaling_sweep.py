@@ -32,6 +32,10 @@ Output: one JSON object (not JSON lines), indented:
               "onetbb": Debian's libtbb12 version}; a version not found is null
   "load_average": {"start": [1, 5, 15 min], "end": [...]}: the machine's load average
               before the first run and after the last (other work competes for the CPUs)
+  "cpu_use":  {"wall_s": the sweep's seconds, "sweep_cpus": CPUs the sweep's processes
+              used on average, "other_cpus": CPUs everything else used on average (from
+              /proc/stat's busy time less the sweep's), "steal_cpus": CPUs the hypervisor
+              took}; null where /proc/stat cannot be read
   "notes":    [free text for the chart's caption: --note, peers left out, failures]
   "rows":     one object per (runtime, strategy, workload, metric, workers):
     "runtime":   "spindle", "go" or "onetbb"
@@ -54,6 +58,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -331,6 +336,38 @@ def peer_versions(peers):
     return versions
 
 
+def cpu_use_now():
+    """(time, machine busy seconds, steal seconds, this process's and its children's CPU
+    seconds); busy and steal are None without /proc/stat."""
+    busy = steal = None
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(field) for field in stat.readline().split()[1:]]
+        ticks = os.sysconf("SC_CLK_TCK")
+        # user nice system idle iowait irq softirq steal (guest time is inside user).
+        busy = (fields[0] + fields[1] + fields[2] + fields[5] + fields[6]) / ticks
+        steal = fields[7] / ticks
+    except (OSError, ValueError, IndexError):
+        pass
+    own = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        own += usage.ru_utime + usage.ru_stime
+    return datetime.datetime.now().timestamp(), busy, steal, own
+
+
+def cpu_use_since(start):
+    """The "cpu_use" object from `start` (cpu_use_now()) until now, or None."""
+    end = cpu_use_now()
+    wall = end[0] - start[0]
+    if start[1] is None or end[1] is None or wall <= 0:
+        return None
+    sweep = end[3] - start[3]
+    return {"wall_s": round(wall, 1), "sweep_cpus": round(sweep / wall, 2),
+            "other_cpus": round(max(0.0, end[1] - start[1] - sweep) / wall, 2),
+            "steal_cpus": round((end[2] - start[2]) / wall, 2)}
+
+
 def to_json(document):
     """`document` as JSON text: a line per metadata key and a line per row."""
     fields = ['  %s: %s' % (json.dumps(key), json.dumps(value))
@@ -349,6 +386,7 @@ def main(argv):
         return 2
     peers = find_peers(args, notes)
     load_start = [round(load, 2) for load in os.getloadavg()]
+    use_start = cpu_use_now()
     rows = []
     for workload in args.workloads:
         rows += run_spindle(args, bench, workload)
@@ -368,6 +406,7 @@ def main(argv):
         "versions": versions,
         "load_average": {"start": load_start,
                          "end": [round(load, 2) for load in os.getloadavg()]},
+        "cpu_use": cpu_use_since(use_start),
         "notes": notes,
         "rows": rows,
     }

@@ -49,6 +49,8 @@ assert doc["date"].endswith("Z"), doc["date"]
 assert doc["machine"]["cpus"] >= 1 and doc["machine"]["description"], doc["machine"]
 assert doc["sweep"]["workers"] == [1, 2] and doc["sweep"]["scale"] == 0.001, doc["sweep"]
 assert len(doc["load_average"]["start"]) == 3 and len(doc["load_average"]["end"]) == 3, doc
+use = doc["cpu_use"]
+assert use["wall_s"] > 0 and use["sweep_cpus"] > 0 and use["other_cpus"] >= 0, use
 assert any("peers left out" in note for note in doc["notes"]), doc["notes"]
 keys = {(s, w, n) for (r, s, w, m, n) in rows if r == "spindle"}
 want = {(s, w, n) for s in ("v1", "v2") for w in ("spawn_join", "yield") for n in (1, 2)}
