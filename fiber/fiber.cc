@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -146,14 +147,14 @@ std::uint8_t StackClassOf(const Fiber::Attributes& attributes) {
   return internal::StackClassFor(attributes.stack_size);
 }
 
-// `start_proc`, run in the caller's execution context if the attributes ask for it and
-// there is one.
-absl::AnyInvocable<void()> InheritContextIfAsked(const Fiber::Attributes& attributes,
-                                                 absl::AnyInvocable<void()> start_proc) {
-  if (!attributes.inherit_execution_context || ExecutionContext::Current() == nullptr) {
-    return start_proc;
-  }
-  return CaptureExecutionContext(std::move(start_proc));
+// Wraps `*start_proc` to run in the caller's execution context if the attributes ask
+// for it and there is one. In place: the common case costs a test, not two moves of the
+// function (those cost fib 8%).
+void InheritContextIfAsked(const Fiber::Attributes& attributes,
+                           absl::AnyInvocable<void()>* start_proc) {
+  if (__builtin_expect(!attributes.inherit_execution_context, 1)) return;
+  if (ExecutionContext::Current() == nullptr) return;
+  *start_proc = CaptureExecutionContext(std::move(*start_proc));
 }
 
 // Queues or dispatches `desc` as the attributes say (its stack class already set, see
@@ -181,7 +182,8 @@ Fiber::Fiber(absl::AnyInvocable<void()> start_proc)
 Fiber::Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc) {
   internal::JoinState* state = internal::JoinState::New();
   join_state_ = state;
-  state->start_proc = InheritContextIfAsked(attributes, std::move(start_proc));
+  InheritContextIfAsked(attributes, &start_proc);
+  state->start_proc = std::move(start_proc);
   // The queued descriptor runs the function only if its worker wins the claim (it
   // checks before taking a stack); otherwise the joiner has run it inline.
   internal::FiberDesc* desc = internal::NewFiberDesc([state] {
@@ -222,21 +224,6 @@ Fiber& Fiber::operator=(Fiber&& other) noexcept {
   return *this;
 }
 
-// Runs a joinable fiber's function inline on the joiner (see join()), then destroys the
-// fiber-locals it made. `self` is still the joiner's entity, wherever it runs by then.
-void Fiber::RunInline(absl::AnyInvocable<void()>& proc) {
-  try {
-    proc();
-  } catch (const std::exception& e) {
-    LOG(FATAL) << "exception escaped fiber " << id_ << " (run inline by join()): "
-               << e.what();
-  } catch (...) {
-    LOG(FATAL) << "exception of unknown type escaped fiber " << id_
-               << " (run inline by join())";
-  }
-  internal::GetCurrentFiberEntity()->locals.DestroyValues(id_);
-}
-
 void Fiber::join() {
   CHECK(joinable()) << "join() on a Fiber that is not joinable";
   internal::JoinState* state = join_state_;
@@ -252,15 +239,23 @@ void Fiber::join() {
       !state->claimed.exchange(true, std::memory_order_acq_rel)) {
     auto proc = std::move(state->start_proc);
     // The child gets fiber-locals of its own: the joiner's step aside meanwhile (only
-    // when it has some: the common case pays one test).
-    if (self->locals.empty()) {
-      RunInline(proc);
-    } else {
-      internal::FiberLocalStorage joiner_locals;
-      self->locals.MoveTo(&joiner_locals);
-      RunInline(proc);
-      joiner_locals.MoveTo(&self->locals);
+    // when it has some: the common case pays a test).
+    std::optional<internal::FiberLocalStorage> joiner_locals;
+    if (__builtin_expect(!self->locals.empty(), 0)) {
+      self->locals.MoveTo(&joiner_locals.emplace());
     }
+    try {
+      proc();
+    } catch (const std::exception& e) {
+      LOG(FATAL) << "exception escaped fiber " << id_ << " (run inline by join()): "
+                 << e.what();
+    } catch (...) {
+      LOG(FATAL) << "exception of unknown type escaped fiber " << id_
+                 << " (run inline by join())";
+    }
+    // `self` is still this fiber's entity, though maybe on another worker now.
+    self->locals.DestroyValues(id_);
+    if (joiner_locals.has_value()) joiner_locals->MoveTo(&self->locals);
     internal::CountFiberFinished();
     // The descriptor is still queued somewhere; take it back (this hands over our
     // reference to it). `self` may be on another worker by now: the group reads
@@ -287,8 +282,8 @@ void StartFiberDetached(absl::AnyInvocable<void()> start_proc) {
 
 void StartFiberDetached(const Fiber::Attributes& attributes,
                         absl::AnyInvocable<void()> start_proc) {
-  internal::FiberDesc* desc =
-      internal::NewFiberDesc(InheritContextIfAsked(attributes, std::move(start_proc)));
+  InheritContextIfAsked(attributes, &start_proc);
+  internal::FiberDesc* desc = internal::NewFiberDesc(std::move(start_proc));
   desc->stack_class = StackClassOf(attributes);
   LaunchFiber(attributes, desc);
 }
