@@ -20,11 +20,6 @@
 
 namespace spindle {
 
-namespace internal {
-// fiber/internal/fiber_entity.h, declared here so that users include no engine header.
-FiberLocalStorage& CurrentFiberLocalStorage();
-}  // namespace internal
-
 // One T per fiber. A fiber's value is constructed (value-initialized, T()) the first
 // time that fiber reads it, and destroyed on that fiber when its function returns,
 // before join() returns. On a plain thread (not a fiber) the value is per thread,

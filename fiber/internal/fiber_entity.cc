@@ -317,10 +317,9 @@ FiberEntity* GetMasterFiberEntity() {
   struct MasterHolder {
     std::unique_ptr<FiberEntity> master;
     ~MasterHolder() {
-      if (master != nullptr) master->locals.DestroyValues(master->id);
-      if (master != nullptr && *CurrentFiberSlot() == master.get()) {
-        *CurrentFiberSlot() = nullptr;
-      }
+      if (master == nullptr) return;
+      master->locals.DestroyValues(master->id);
+      if (*CurrentFiberSlot() == master.get()) *CurrentFiberSlot() = nullptr;
     }
   };
   thread_local MasterHolder holder;

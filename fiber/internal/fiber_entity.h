@@ -234,12 +234,6 @@ FiberEntity* GetMasterFiberEntity();
 // thread's slot (brpc #1776, #3380).
 FiberEntity* GetCurrentFiberEntity();
 
-// The fiber-local storage of the fiber running on the calling thread; on a plain thread,
-// that of its master fiber (created on first use), so fiber-locals are thread-locals
-// there. Out of line, like GetCurrentFiberEntity(), and never to be cached across a
-// switch.
-FiberLocalStorage& CurrentFiberLocalStorage();
-
 // A process-wide unique fiber id, never 0. Cheap: ids are handed to threads in blocks.
 std::uint64_t NewFiberId();
 

@@ -110,6 +110,12 @@ class FiberLocalStorage {
   void* execution_context_ = nullptr;
 };
 
+// The fiber-local storage of the fiber running on the calling thread; on a plain thread,
+// that of its master fiber (created on first use), so fiber-locals are thread-locals
+// there. Defined with the entities (fiber_entity.cc), which own the current-fiber slot;
+// out of line like GetCurrentFiberEntity(), and never to be cached across a switch.
+FiberLocalStorage& CurrentFiberLocalStorage();
+
 }  // namespace spindle::internal
 
 #endif  // SPINDLE_FIBER_INTERNAL_LOCAL_STORAGE_H_

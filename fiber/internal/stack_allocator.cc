@@ -317,17 +317,6 @@ std::atomic<StackAllocator*>* DefaultAllocators() {
   return instances;
 }
 
-// Names a flag whose value differs between what the stacks were built with and what is
-// asked now, in the same terms as ValidateStackAllocatorOptions().
-template <class T>
-std::string Changed(const char* flag, T was, T now) {
-  if (was == now) return "";
-  return std::string("--") + flag + "=" + std::to_string(now) +
-         " cannot take effect: this process's fiber stacks were set up with " +
-         std::to_string(was) +
-         " by an earlier StartRuntime(), and the --fiber_stack_* flags are read once per "
-         "process; set them before the first StartRuntime() (or put them back)";
-}
 }  // namespace
 
 std::string CheckStackOptionsUnchanged(const StackAllocatorOptions& wanted) {
@@ -337,24 +326,27 @@ std::string CheckStackOptionsUnchanged(const StackAllocatorOptions& wanted) {
         DefaultAllocators()[stack_class].load(std::memory_order_acquire);
     if (built == nullptr) continue;
     const StackAllocatorOptions& was = built->options();
-    std::string error;
-    if (stack_class == 0) error = Changed("fiber_stack_size", was.stack_size, wanted.stack_size);
-    if (error.empty()) {
-      error = Changed("fiber_stack_enable_guard_page", int{was.guard_page}, int{wanted.guard_page});
+    // Only class 0 is built with --fiber_stack_size; the others have their own sizes.
+    const struct {
+      const char* flag;
+      std::size_t was, now;
+    } fields[] = {
+        {"fiber_stack_size", stack_class == 0 ? was.stack_size : 0,
+         stack_class == 0 ? wanted.stack_size : 0},
+        {"fiber_stack_enable_guard_page", was.guard_page, wanted.guard_page},
+        {"fiber_stack_guard_regions", was.guard_regions, wanted.guard_regions},
+        {"fiber_stack_mmap_limit", was.mmap_limit, wanted.mmap_limit},
+        {"fiber_stack_thread_cache_size", was.thread_cache_size, wanted.thread_cache_size},
+        {"fiber_stack_pool_idle_max", was.pool_idle_max, wanted.pool_idle_max},
+    };
+    for (const auto& field : fields) {
+      if (field.was == field.now) continue;
+      return std::string("--") + field.flag + "=" + std::to_string(field.now) +
+             " cannot take effect: this process's fiber stacks were set up with " +
+             std::to_string(field.was) +
+             " by an earlier StartRuntime(), and the --fiber_stack_* flags are read once "
+             "per process; set them before the first StartRuntime() (or put them back)";
     }
-    if (error.empty()) {
-      error = Changed("fiber_stack_guard_regions", int{was.guard_regions},
-                      int{wanted.guard_regions});
-    }
-    if (error.empty()) error = Changed("fiber_stack_mmap_limit", was.mmap_limit, wanted.mmap_limit);
-    if (error.empty()) {
-      error = Changed("fiber_stack_thread_cache_size", was.thread_cache_size,
-                      wanted.thread_cache_size);
-    }
-    if (error.empty()) {
-      error = Changed("fiber_stack_pool_idle_max", was.pool_idle_max, wanted.pool_idle_max);
-    }
-    if (!error.empty()) return error;
   }
   return "";
 }

@@ -141,14 +141,18 @@ std::size_t WholeCpus(long long quota, long long period) {
   return static_cast<std::size_t>((quota + period - 1) / period);
 }
 
-// The smallest non-zero `limit(dir)` over `dir` and its ancestors up to `root` (a limit
-// on a parent cgroup binds its children); 0 if none has one.
+// The tighter of two CPU limits, where 0 is none.
+std::size_t TighterLimit(std::size_t a, std::size_t b) {
+  return a == 0 ? b : b == 0 ? a : std::min(a, b);
+}
+
+// The tightest `limit(dir)` over `dir` and its ancestors up to `root` (a limit on a
+// parent cgroup binds its children); 0 if none has one.
 template <class Limit>
 std::size_t SmallestLimitUpTo(const std::string& root, std::string relative, Limit limit) {
   std::size_t smallest = 0;
   for (;;) {
-    const std::size_t cpus = limit(root + relative);
-    if (cpus != 0 && (smallest == 0 || cpus < smallest)) smallest = cpus;
+    smallest = TighterLimit(smallest, limit(root + relative));
     if (relative.empty() || relative == "/") break;
     const std::size_t slash = relative.find_last_of('/');
     relative = slash == std::string::npos || slash == 0 ? "/" : relative.substr(0, slash);
@@ -179,9 +183,6 @@ std::size_t CgroupCpuQuota(const std::string& cgroup_root, const std::string& pr
   std::istringstream lines(proc_self_cgroup);
   std::string line;
   std::size_t smallest = 0;
-  auto take = [&smallest](std::size_t cpus) {
-    if (cpus != 0 && (smallest == 0 || cpus < smallest)) smallest = cpus;
-  };
   // Lines are ID:CONTROLLERS:PATH; v2's is 0::PATH, v1's name their controllers.
   while (std::getline(lines, line)) {
     const std::size_t first = line.find(':');
@@ -193,7 +194,7 @@ std::size_t CgroupCpuQuota(const std::string& cgroup_root, const std::string& pr
       // v2. Inside a cgroup namespace the path is "/" and the root is our own cgroup;
       // outside one it names our cgroup under the root. Either way look up the tree.
       if (!IsDirectory(cgroup_root + path)) path = "/";
-      take(SmallestLimitUpTo(cgroup_root, path, &CgroupV2Limit));
+      smallest = TighterLimit(smallest, SmallestLimitUpTo(cgroup_root, path, &CgroupV2Limit));
       continue;
     }
     bool has_cpu = false;
@@ -206,8 +207,9 @@ std::size_t CgroupCpuQuota(const std::string& cgroup_root, const std::string& pr
     for (const char* mount : {"/cpu,cpuacct", "/cpu", "/cpuacct,cpu"}) {
       const std::string hierarchy = cgroup_root + mount;
       if (!IsDirectory(hierarchy)) continue;
-      take(SmallestLimitUpTo(hierarchy, IsDirectory(hierarchy + path) ? path : "/",
-                             &CgroupV1Limit));
+      smallest = TighterLimit(
+          smallest, SmallestLimitUpTo(hierarchy, IsDirectory(hierarchy + path) ? path : "/",
+                                      &CgroupV1Limit));
       break;
     }
   }
