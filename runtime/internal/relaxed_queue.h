@@ -1,0 +1,106 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_RELAXED_QUEUE_H_
+#define SPINDLE_RUNTIME_INTERNAL_RELAXED_QUEUE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/functional/function_ref.h"
+#include "fiber/internal/spinlock.h"
+
+namespace spindle::internal {
+
+// One caller's pair of pseudo-random generators over a RelaxedQueue's lists (seed 001's
+// "dynamic entropy": F and B). Push() steps `forward` once per list it tries and, on
+// success, copies it into `backward`; Pop() steps `backward` back once per list it
+// looks at, so a caller's first pick after a push is the list it pushed to, then the
+// one before that, and so on. Owned by one thread (a worker, or a plain thread's
+// thread_local); never shared.
+struct RelaxedCursor {
+  static constexpr std::size_t kNoList = ~std::size_t{0};
+  explicit RelaxedCursor(std::uint64_t seed = 0x9E3779B97F4A7C15ULL)
+      : forward(seed), backward(seed) {}
+  std::uint64_t forward;
+  std::uint64_t backward;
+  std::size_t last_push = kNoList;  // the list of the last successful Push()
+};
+
+// A relaxed-FIFO queue of non-zero words (seed 001, "Scheduling Core": an array of
+// small strictly-FIFO lists, each with a lock and the timestamp of its oldest item).
+// Push() appends to a random list whose lock is free; Pop() looks at the heads of two
+// random lists and takes the older. The design, and where it departs from the thesis,
+// are at the top of relaxed_queue.cc.
+//
+// Lists grow as needed: nothing is ever refused or dropped. Each value carries a
+// `stealable` bit for Steal().
+//
+// Thread-safety: every method from any thread. Values are only stored and compared,
+// never dereferenced. The queue must be empty of anything the caller cares about when
+// destroyed (it frees its buffers, not what the values refer to).
+class RelaxedQueue {
+ public:
+  static constexpr std::size_t kMaxLists = 4096;
+  // Pairs of lists Pop() tries (two-choice) before it sweeps every list.
+  static constexpr int kPopTries = 2;
+  // Lists Push() tries with try_lock before it waits for the last one's lock.
+  static constexpr int kPushTries = 4;
+  // How far Steal() looks past a list's head for a stealable value.
+  static constexpr std::size_t kStealLookahead = 4;
+
+  // `lists` in [1, kMaxLists]; the list headers are allocated on `numa_node` (or
+  // anywhere with kNoNumaNode).
+  RelaxedQueue(std::size_t lists, int numa_node);
+  ~RelaxedQueue();
+  RelaxedQueue(const RelaxedQueue&) = delete;
+  RelaxedQueue& operator=(const RelaxedQueue&) = delete;
+
+  // Appends `value` (non-zero) to one list, stamped with the cycle clock. Never fails;
+  // may allocate (a list that is full doubles). On return the value is visible to any
+  // Pop()/UnsafeEmpty() that is ordered after the return.
+  void Push(RelaxedCursor& cursor, std::uintptr_t value, bool stealable);
+
+  // Takes a value, or returns 0. Two-choice picks first (kPopTries pairs, through the
+  // cursor's backward generator), then one sweep over every list from a random one:
+  // 0 means every list was seen empty during the sweep (each head read after the call
+  // began). Never blocks for longer than other callers' critical sections.
+  std::uintptr_t Pop(RelaxedCursor& cursor);
+
+  // For a thief (another group's worker): the first stealable value among the first
+  // kStealLookahead values of a list, trying lists from `start` on (mod the count)
+  // with try_lock; values before it keep their order. 0 if none was found.
+  std::uintptr_t Steal(std::size_t start);
+
+  // While the newest value of the cursor's last-push list, then its oldest, is one
+  // that `wanted` accepts, removes it and passes it to `taken` (which returns whether
+  // more are wanted). For a joiner taking back the children it ran inline.
+  void TakeBack(const RelaxedCursor& cursor, absl::FunctionRef<bool(std::uintptr_t)> wanted,
+                absl::FunctionRef<bool(std::uintptr_t)> taken);
+
+  // Relaxed snapshots: whether every list looked empty; the values queued. A caller
+  // that needs them to include a push orders its read after that push with a fence.
+  bool UnsafeEmpty() const;
+  std::size_t UnsafeSize() const;
+  std::size_t lists() const { return count_; }
+
+ private:
+  struct Item;
+  struct List;
+
+  std::size_t Lane(std::uint64_t random) const;
+  // Under the list's lock: removes and returns its oldest value (the list is not empty).
+  static std::uintptr_t PopLocked(List& list);
+  // try_lock, and the oldest value if the list holds one; 0 otherwise.
+  static std::uintptr_t TryPopFrom(List& list);
+  std::uintptr_t Sweep(std::size_t start);
+  static void AppendLocked(List& list, std::uintptr_t value, std::uint64_t stamp_word);
+
+  const std::size_t count_;
+  const int numa_node_;
+  List* lists_;  // count_ of them, each on its own cache line
+};
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_RELAXED_QUEUE_H_
