@@ -1,5 +1,8 @@
-"""Test macros: every scheduler-facing test runs under both scheduling strategies, and
+"""Test macros: every scheduler-facing test runs under every scheduling strategy, and
 under chaos scheduling (runtime/internal/chaos.h) with a seed of its own."""
+
+# The strategies other than v1 (the plain cc_test's), each with its twins' suffix.
+_OTHER_STRATEGIES = [("v2", "_v2"), ("relaxed", "_relaxed")]
 
 def _chaos_seed(name, strategy):
     # A stable seed per target and strategy, so a failure names a seed that reproduces
@@ -8,27 +11,29 @@ def _chaos_seed(name, strategy):
 
 def spindle_cc_test(name, size = None, timeout = None, tags = [], chaos = True, **kwargs):
     """A cc_test `name` (strategy v1: runtime_testing.h's TestStrategy() without the
-    variable) and an sh_test `name_v2` that runs the same binary with
-    SPINDLE_TEST_STRATEGY=v2 (the flag's default), so both strategies are tested.
+    variable) and sh_tests `name_v2` and `name_relaxed` that run the same binary with
+    SPINDLE_TEST_STRATEGY=v2 (the flag's default) and =relaxed, so every strategy is
+    tested.
 
-    With `chaos`, also `name_chaos` and `name_chaos_v2`: the binary under chaos
-    scheduling (bazel/run_under_chaos.sh) with strategy v1 and v2, each with its own
-    seed (printed by the test: rerun with SPINDLE_TEST_CHAOS_SEED=<seed>)."""
+    With `chaos`, also `name_chaos`, `name_chaos_v2` and `name_chaos_relaxed`: the binary
+    under chaos scheduling (bazel/run_under_chaos.sh) with each strategy, each with its
+    own seed (printed by the test: rerun with SPINDLE_TEST_CHAOS_SEED=<seed>)."""
     native.cc_test(name = name, size = size, timeout = timeout, tags = tags, **kwargs)
-    native.sh_test(
-        name = name + "_v2",
-        srcs = ["//bazel:run_under_v2.sh"],
-        args = ["$(rootpath :%s)" % name],
-        data = [":" + name],
-        size = size,
-        timeout = timeout,
-        tags = tags,
-    )
-    if not chaos:
-        return
-    for strategy, suffix in [("v1", "_chaos"), ("v2", "_chaos_v2")]:
+    for strategy, suffix in _OTHER_STRATEGIES:
         native.sh_test(
             name = name + suffix,
+            srcs = ["//bazel:run_under_strategy.sh"],
+            args = [strategy, "$(rootpath :%s)" % name],
+            data = [":" + name],
+            size = size,
+            timeout = timeout,
+            tags = tags,
+        )
+    if not chaos:
+        return
+    for strategy, suffix in [("v1", "")] + _OTHER_STRATEGIES:
+        native.sh_test(
+            name = name + "_chaos" + suffix,
             srcs = ["//bazel:run_under_chaos.sh"],
             args = [strategy, str(_chaos_seed(name, strategy)), "$(rootpath :%s)" % name],
             data = [":" + name],

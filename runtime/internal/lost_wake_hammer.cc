@@ -13,6 +13,7 @@
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/strategy_relaxed.h"
 #include "runtime/internal/strategy_v2.h"
 
 namespace spindle::internal {
@@ -50,10 +51,13 @@ void LostWakeUpHammer(std::size_t workers, int spin_us, int rounds,
   FLAGS_fiber_worker_spin_time_us = static_cast<std::uint64_t>(spin_us);
   ScopedRuntime runtime(workers, group_size);
   SetSchedulerTestHook(&PauseBeforeSleep);
-  // SPINDLE_V2_NO_RECHECK=1 removes strategy v2's re-check before sleeping (W3), to show
-  // that this hammer catches its absence: run under v2 it then fails within 10,000
-  // rounds ("did not run: lost wake-up"), and the stuck runtime hangs at teardown.
+  // SPINDLE_V2_NO_RECHECK=1 removes strategy v2's re-check before sleeping (W3), and
+  // SPINDLE_RELAXED_NO_RECHECK=1 strategy relaxed's (R-W3), to show that this hammer
+  // catches its absence: run under that strategy it then fails within 10,000 rounds
+  // ("did not run: lost wake-up"), and the stuck runtime hangs at teardown.
   StrategyV2::DisableRecheckForTesting(std::getenv("SPINDLE_V2_NO_RECHECK") != nullptr);
+  StrategyRelaxed::DisableRecheckForTesting(std::getenv("SPINDLE_RELAXED_NO_RECHECK") !=
+                                            nullptr);
   std::mt19937 random(12345);
   std::atomic<int> ran{0};
   for (int round = 1; round <= rounds; ++round) {

@@ -42,9 +42,14 @@
 //   - The bitmask, tree and per-worker emptiness hints the thesis tried and dropped are
 //     not built (it found that their cache traffic cost more than the misses they
 //     save); the sweep is only reached after kPopTries pairs missed.
-//   - Steal() and TakeBack() are ours: a fiber runtime's stealing between groups must
-//     leave scheduling_group_local fibers in their group, and a joiner takes back the
-//     children it ran inline.
+//   - Steal() and TakeBack() are ours. Stealing between groups must leave
+//     scheduling_group_local fibers in their group without letting them hide the
+//     stealable ones behind them: a thief looks up to kStealLookahead items deep into
+//     lists whose count of stealable items is not 0, and takes one out of the middle.
+//     A joiner takes back the children it ran inline: each cursor remembers its last
+//     kRecentPushes pushes and their lists, and TakeBack() looks for the value near
+//     both ends of its list (without it, a fiber that starts and joins children in a
+//     loop on a worker nobody else pops from queued dead entries without bound).
 //
 // Invariant: a list's head_stamp is kEmpty exactly when the list held no item at the
 // end of its last critical section; it is written before the unlock. So a reader whose
@@ -109,6 +114,8 @@ struct alignas(64) RelaxedQueue::List {
   // the read with a fence, see the invariant at the top).
   std::atomic<std::uint64_t> head_stamp{kEmpty};
   std::atomic<std::size_t> size{0};  // `count`, for UnsafeSize() (relaxed: a snapshot)
+  // Items with the stealable bit (relaxed: thieves skip lists without any, a hint).
+  std::atomic<std::size_t> stealable{0};
   // Guarded by `lock`.
   Item* items = nullptr;
   std::size_t capacity = 0;  // 0 or a power of two
@@ -116,8 +123,8 @@ struct alignas(64) RelaxedQueue::List {
   std::size_t count = 0;
 };
 
-RelaxedQueue::RelaxedQueue(std::size_t lists, int numa_node)
-    : count_(lists), numa_node_(numa_node) {
+RelaxedQueue::RelaxedQueue(std::size_t lists, int numa_node, DeadCheck is_dead)
+    : count_(lists), numa_node_(numa_node), is_dead_(is_dead) {
   CHECK(lists >= 1 && lists <= kMaxLists)
       << "a relaxed queue has 1 to " << kMaxLists << " lists, not " << lists;
   void* memory = AllocateOnNode(sizeof(List) * count_, numa_node_);
@@ -138,7 +145,30 @@ std::size_t RelaxedQueue::Lane(std::uint64_t random) const {
   return static_cast<std::size_t>(((random >> 32) * count_) >> 32);
 }
 
+void RelaxedQueue::CompactLocked(List& list) {
+  const std::size_t mask = list.capacity - 1;
+  std::size_t kept = 0, stealable = 0;
+  for (std::size_t i = 0; i < list.count; ++i) {
+    const Item item = list.items[(list.head + i) & mask];
+    if (is_dead_(item.value)) continue;
+    list.items[(list.head + kept++) & mask] = item;
+    stealable += item.stamp_word & 1;
+  }
+  list.count = kept;
+  // relaxed: see List::head_stamp and AppendLocked().
+  list.head_stamp.store(kept == 0 ? kEmpty : list.items[list.head].stamp_word >> 1,
+                        std::memory_order_relaxed);
+  list.size.store(kept, std::memory_order_relaxed);
+  list.stealable.store(stealable, std::memory_order_relaxed);
+}
+
 void RelaxedQueue::AppendLocked(List& list, std::uintptr_t value, std::uint64_t stamp_word) {
+  // relaxed: see NoteDeadEntries(). Compacting only when the list would grow keeps its
+  // cost at a constant per push, and the dead values at most about one list's worth.
+  if (list.count == list.capacity && list.count != 0 && is_dead_ != nullptr &&
+      dead_entries_.load(std::memory_order_relaxed)) {
+    CompactLocked(list);
+  }
   if (list.count == list.capacity) {
     const std::size_t capacity = list.capacity == 0 ? kInitialCapacity : list.capacity * 2;
     Item* items = new Item[capacity];
@@ -155,6 +185,16 @@ void RelaxedQueue::AppendLocked(List& list, std::uintptr_t value, std::uint64_t 
   // relaxed: see List::head_stamp; published before the unlock.
   if (list.count == 1) list.head_stamp.store(stamp_word >> 1, std::memory_order_relaxed);
   list.size.store(list.count, std::memory_order_relaxed);
+  if ((stamp_word & 1) != 0) {
+    // relaxed: a hint (List::stealable); only changed under the lock.
+    list.stealable.store(list.stealable.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
+  }
+}
+
+void RelaxedQueue::Record(RelaxedCursor& cursor, std::uintptr_t value, std::size_t list) {
+  cursor.recent[cursor.pushes & (RelaxedCursor::kRecentPushes - 1)] = {value, list};
+  ++cursor.pushes;
 }
 
 void RelaxedQueue::Push(RelaxedCursor& cursor, std::uintptr_t value, bool stealable) {
@@ -167,18 +207,25 @@ void RelaxedQueue::Push(RelaxedCursor& cursor, std::uintptr_t value, bool steala
       AppendLocked(lists_[lane], value, stamp_word);
       lists_[lane].lock.unlock();
       cursor.backward = cursor.forward;
-      cursor.last_push = lane;
+      Record(cursor, value, lane);
       return;
     }
   }
-  std::lock_guard<Spinlock> hold(lists_[lane].lock);
-  AppendLocked(lists_[lane], value, stamp_word);
+  {
+    std::lock_guard<Spinlock> hold(lists_[lane].lock);
+    AppendLocked(lists_[lane], value, stamp_word);
+  }
   cursor.backward = cursor.forward;
-  cursor.last_push = lane;
+  Record(cursor, value, lane);
 }
 
 std::uintptr_t RelaxedQueue::PopLocked(List& list) {
   const std::uintptr_t value = list.items[list.head].value;
+  if ((list.items[list.head].stamp_word & 1) != 0) {
+    // relaxed: see AppendLocked().
+    list.stealable.store(list.stealable.load(std::memory_order_relaxed) - 1,
+                         std::memory_order_relaxed);
+  }
   list.head = (list.head + 1) & (list.capacity - 1);
   --list.count;
   // relaxed: see List::head_stamp.
@@ -195,6 +242,32 @@ std::uintptr_t RelaxedQueue::PopLocked(List& list) {
   return value;
 }
 
+std::uintptr_t RelaxedQueue::RemoveLocked(List& list, std::size_t k) {
+  const std::size_t mask = list.capacity - 1;
+  if (k < list.count / 2 + 1) {
+    // Nearer the head: the k older items move one place towards the tail.
+    const Item item = list.items[(list.head + k) & mask];
+    for (std::size_t m = k; m > 0; --m) {
+      list.items[(list.head + m) & mask] = list.items[(list.head + m - 1) & mask];
+    }
+    list.items[list.head] = item;
+    return PopLocked(list);
+  }
+  // Nearer the tail: the newer items move one place towards the head.
+  const Item item = list.items[(list.head + k) & mask];
+  for (std::size_t m = k; m + 1 < list.count; ++m) {
+    list.items[(list.head + m) & mask] = list.items[(list.head + m + 1) & mask];
+  }
+  --list.count;  // the head stays, so head_stamp does too (k > 0 here)
+  // relaxed: see AppendLocked() and List::head_stamp.
+  list.size.store(list.count, std::memory_order_relaxed);
+  if ((item.stamp_word & 1) != 0) {
+    list.stealable.store(list.stealable.load(std::memory_order_relaxed) - 1,
+                         std::memory_order_relaxed);
+  }
+  return item.value;
+}
+
 std::uintptr_t RelaxedQueue::TryPopFrom(List& list) {
   if (!list.lock.try_lock()) return 0;
   const std::uintptr_t value = list.count == 0 ? 0 : PopLocked(list);
@@ -205,7 +278,10 @@ std::uintptr_t RelaxedQueue::TryPopFrom(List& list) {
 std::uintptr_t RelaxedQueue::Pop(RelaxedCursor& cursor) {
   for (int attempt = 0; attempt < kPopTries; ++attempt) {
     const std::size_t a = Lane(StepBackward(cursor.backward));
-    const std::size_t b = Lane(StepBackward(cursor.backward));
+    std::size_t b = Lane(StepBackward(cursor.backward));
+    // Two different lists: with two lists in all (one worker) every pop then compares
+    // both heads, and the oldest ready fiber always runs first.
+    if (b == a && count_ > 1) b = a + 1 == count_ ? 0 : a + 1;
     // relaxed: hints, re-checked under the lock.
     const std::uint64_t stamp_a = lists_[a].head_stamp.load(std::memory_order_relaxed);
     const std::uint64_t stamp_b = lists_[b].head_stamp.load(std::memory_order_relaxed);
@@ -239,19 +315,13 @@ std::uintptr_t RelaxedQueue::Steal(std::size_t start) {
   for (std::size_t i = 0; i < count_; ++i) {
     List& list = lists_[(start + i) % count_];
     // relaxed: a hint; a thief that misses a push only steals less.
-    if (list.head_stamp.load(std::memory_order_relaxed) == kEmpty) continue;
+    if (list.stealable.load(std::memory_order_relaxed) == 0) continue;
     if (!list.lock.try_lock()) continue;
     const std::size_t look = std::min(list.count, kStealLookahead);
-    const std::size_t mask = list.capacity - 1;
     for (std::size_t k = 0; k < look; ++k) {
-      const Item item = list.items[(list.head + k) & mask];
-      if ((item.stamp_word & 1) == 0) continue;  // scheduling_group_local: stays
-      // Close the gap: the k items before it move one place towards the tail.
-      for (std::size_t m = k; m > 0; --m) {
-        list.items[(list.head + m) & mask] = list.items[(list.head + m - 1) & mask];
-      }
-      list.items[list.head & mask] = item;
-      const std::uintptr_t value = PopLocked(list);
+      // Skip scheduling_group_local values: they stay, in their order.
+      if ((list.items[(list.head + k) & (list.capacity - 1)].stamp_word & 1) == 0) continue;
+      const std::uintptr_t value = RemoveLocked(list, k);
       list.lock.unlock();
       return value;
     }
@@ -260,30 +330,38 @@ std::uintptr_t RelaxedQueue::Steal(std::size_t start) {
   return 0;
 }
 
-void RelaxedQueue::TakeBack(const RelaxedCursor& cursor,
+void RelaxedQueue::TakeBack(RelaxedCursor& cursor,
                             absl::FunctionRef<bool(std::uintptr_t)> wanted,
                             absl::FunctionRef<bool(std::uintptr_t)> taken) {
-  if (cursor.last_push == RelaxedCursor::kNoList) return;
-  List& list = lists_[cursor.last_push];
-  std::unique_lock<Spinlock> hold(list.lock);
-  // The newest first: a child started and then joined at once is the last push.
-  while (list.count != 0) {
-    const std::size_t tail = (list.head + list.count - 1) & (list.capacity - 1);
-    const std::uintptr_t value = list.items[tail].value;
-    if (!wanted(value)) break;
-    --list.count;
-    // relaxed: see List::head_stamp.
-    if (list.count == 0) list.head_stamp.store(kEmpty, std::memory_order_relaxed);
-    list.size.store(list.count, std::memory_order_relaxed);
-    hold.unlock();
-    if (!taken(value)) return;
-    hold.lock();
-  }
-  while (list.count != 0 && wanted(list.items[list.head].value)) {
-    const std::uintptr_t value = PopLocked(list);
-    hold.unlock();
-    if (!taken(value)) return;
-    hold.lock();
+  const std::size_t recorded = std::min(cursor.pushes, RelaxedCursor::kRecentPushes);
+  for (std::size_t n = 1; n <= recorded; ++n) {
+    RelaxedCursor::Push& push =
+        cursor.recent[(cursor.pushes - n) & (RelaxedCursor::kRecentPushes - 1)];
+    // A plain thread's cursor serves every group: its list may be another queue's.
+    if (push.value == 0 || push.list >= count_ || !wanted(push.value)) continue;
+    const std::uintptr_t value = push.value;
+    push.value = 0;
+    List& list = lists_[push.list];
+    bool found = false;
+    {
+      std::lock_guard<Spinlock> hold(list.lock);
+      const std::size_t mask = list.capacity - 1;
+      for (std::size_t k = 0; k < list.count; ++k) {
+        // The ends only: the newest end (a child joined right after it was started),
+        // then the oldest (children joined in start order).
+        const std::size_t from_tail = list.count - 1 - k;
+        if (k >= kTakeBackWindow && from_tail >= kTakeBackWindow) {
+          k = list.count - kTakeBackWindow - 1;  // jump to the window at the tail
+          continue;
+        }
+        if (list.items[(list.head + k) & mask].value == value) {
+          RemoveLocked(list, k);
+          found = true;
+          break;
+        }
+      }
+    }
+    if (found && !taken(value)) return;
   }
 }
 
@@ -293,6 +371,14 @@ bool RelaxedQueue::UnsafeEmpty() const {
     if (lists_[i].head_stamp.load(std::memory_order_relaxed) != kEmpty) return false;
   }
   return true;
+}
+
+bool RelaxedQueue::UnsafeHasStealable() const {
+  for (std::size_t i = 0; i < count_; ++i) {
+    // relaxed: a snapshot.
+    if (lists_[i].stealable.load(std::memory_order_relaxed) != 0) return true;
+  }
+  return false;
 }
 
 std::size_t RelaxedQueue::UnsafeSize() const {

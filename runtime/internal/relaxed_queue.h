@@ -18,13 +18,21 @@ namespace spindle::internal {
 // looks at, so a caller's first pick after a push is the list it pushed to, then the
 // one before that, and so on. Owned by one thread (a worker, or a plain thread's
 // thread_local); never shared.
+//
+// It also remembers its last kRecentPushes pushes (value and list), so that a joiner
+// can take back a child it ran inline from wherever it was queued (TakeBack()).
 struct RelaxedCursor {
-  static constexpr std::size_t kNoList = ~std::size_t{0};
+  static constexpr std::size_t kRecentPushes = 64;  // a power of two
   explicit RelaxedCursor(std::uint64_t seed = 0x9E3779B97F4A7C15ULL)
       : forward(seed), backward(seed) {}
   std::uint64_t forward;
   std::uint64_t backward;
-  std::size_t last_push = kNoList;  // the list of the last successful Push()
+  struct Push {
+    std::uintptr_t value = 0;  // 0: none (or taken back)
+    std::size_t list = 0;
+  };
+  Push recent[kRecentPushes];
+  std::size_t pushes = 0;  // how many were recorded; the newest is at pushes - 1
 };
 
 // A relaxed-FIFO queue of non-zero words (seed 001, "Scheduling Core": an array of
@@ -33,8 +41,9 @@ struct RelaxedCursor {
 // random lists and takes the older. The design, and where it departs from the thesis,
 // are at the top of relaxed_queue.cc.
 //
-// Lists grow as needed: nothing is ever refused or dropped. Each value carries a
-// `stealable` bit for Steal().
+// Lists grow as needed: nothing is ever refused, and nothing is dropped except values
+// that `is_dead` (if given) reports as dead once NoteDeadEntries() was called: a list
+// about to grow drops those first. Each value carries a `stealable` bit for Steal().
 //
 // Thread-safety: every method from any thread. Values are only stored and compared,
 // never dereferenced. The queue must be empty of anything the caller cares about when
@@ -47,11 +56,17 @@ class RelaxedQueue {
   // Lists Push() tries with try_lock before it waits for the last one's lock.
   static constexpr int kPushTries = 4;
   // How far Steal() looks past a list's head for a stealable value.
-  static constexpr std::size_t kStealLookahead = 4;
+  static constexpr std::size_t kStealLookahead = 256;
+  // How far TakeBack() looks from either end of a list for a value.
+  static constexpr std::size_t kTakeBackWindow = 8;
+
+  // For a queued value: true if it is dead, after releasing whatever the queue held of
+  // it (the value is then gone). Called under a list's lock; must not block.
+  using DeadCheck = bool (*)(std::uintptr_t value);
 
   // `lists` in [1, kMaxLists]; the list headers are allocated on `numa_node` (or
   // anywhere with kNoNumaNode).
-  RelaxedQueue(std::size_t lists, int numa_node);
+  RelaxedQueue(std::size_t lists, int numa_node, DeadCheck is_dead = nullptr);
   ~RelaxedQueue();
   RelaxedQueue(const RelaxedQueue&) = delete;
   RelaxedQueue& operator=(const RelaxedQueue&) = delete;
@@ -68,20 +83,35 @@ class RelaxedQueue {
   std::uintptr_t Pop(RelaxedCursor& cursor);
 
   // For a thief (another group's worker): the first stealable value among the first
-  // kStealLookahead values of a list, trying lists from `start` on (mod the count)
-  // with try_lock; values before it keep their order. 0 if none was found.
+  // kStealLookahead values of a list, trying lists that hold a stealable value from
+  // `start` on (mod the count) with try_lock; the others keep their order. 0 if none
+  // was found.
   std::uintptr_t Steal(std::size_t start);
 
-  // While the newest value of the cursor's last-push list, then its oldest, is one
-  // that `wanted` accepts, removes it and passes it to `taken` (which returns whether
-  // more are wanted). For a joiner taking back the children it ran inline.
-  void TakeBack(const RelaxedCursor& cursor, absl::FunctionRef<bool(std::uintptr_t)> wanted,
+  // For a joiner taking back the children it ran inline: for each of the cursor's
+  // recent pushes, newest first, whose value `wanted` accepts, looks for the value
+  // within kTakeBackWindow of either end of the list it went to; if it is there,
+  // removes it (the others keep their order) and passes it to `taken`, which returns
+  // whether more are wanted. A value already popped is not found: nothing happens.
+  void TakeBack(RelaxedCursor& cursor, absl::FunctionRef<bool(std::uintptr_t)> wanted,
                 absl::FunctionRef<bool(std::uintptr_t)> taken);
 
-  // Relaxed snapshots: whether every list looked empty; the values queued. A caller
-  // that needs them to include a push orders its read after that push with a fence.
+  // Some queued value may be dead (a joiner ran its fiber inline and could not take it
+  // back): from now on a list that is full drops its dead values before it grows.
+  void NoteDeadEntries() {
+    // relaxed load first: usually set already. relaxed store: a hint; a growth that
+    // misses it only grows.
+    if (!dead_entries_.load(std::memory_order_relaxed)) {
+      dead_entries_.store(true, std::memory_order_relaxed);
+    }
+  }
+
+  // Relaxed snapshots: whether every list looked empty; the values queued; whether a
+  // stealable value is queued. A caller that needs them to include a push orders its
+  // read after that push with a fence.
   bool UnsafeEmpty() const;
   std::size_t UnsafeSize() const;
+  bool UnsafeHasStealable() const;
   std::size_t lists() const { return count_; }
 
  private:
@@ -91,14 +121,22 @@ class RelaxedQueue {
   std::size_t Lane(std::uint64_t random) const;
   // Under the list's lock: removes and returns its oldest value (the list is not empty).
   static std::uintptr_t PopLocked(List& list);
+  // Under the list's lock: removes and returns its k-th oldest value (k < count),
+  // moving the values on the nearer side of it by one.
+  static std::uintptr_t RemoveLocked(List& list, std::size_t k);
+  static void Record(RelaxedCursor& cursor, std::uintptr_t value, std::size_t list);
   // try_lock, and the oldest value if the list holds one; 0 otherwise.
   static std::uintptr_t TryPopFrom(List& list);
   std::uintptr_t Sweep(std::size_t start);
-  static void AppendLocked(List& list, std::uintptr_t value, std::uint64_t stamp_word);
+  void AppendLocked(List& list, std::uintptr_t value, std::uint64_t stamp_word);
+  // Under the list's lock: drops its dead values, keeping the order of the others.
+  void CompactLocked(List& list);
 
   const std::size_t count_;
   const int numa_node_;
+  const DeadCheck is_dead_;
   List* lists_;  // count_ of them, each on its own cache line
+  std::atomic<bool> dead_entries_{false};  // see NoteDeadEntries()
 };
 
 }  // namespace spindle::internal

@@ -134,34 +134,87 @@ TEST(RelaxedQueueTest, StealSkipsValuesThatMustStayAndKeepsTheirOrder) {
   EXPECT_EQ(queue.Steal(0), V(99));
 }
 
-TEST(RelaxedQueueTest, TakeBackRemovesTheNewestThenTheOldestOfTheLastPushList) {
-  RelaxedQueue queue(1, kNoNumaNode);
+TEST(RelaxedQueueTest, TakeBackFindsRecentPushesNearEitherEndOfTheirList) {
+  RelaxedQueue queue(3, kNoNumaNode);
   RelaxedCursor cursor;
-  for (std::size_t i = 0; i < 5; ++i) queue.Push(cursor, V(i), true);
+  constexpr std::size_t kCount = 40;
+  for (std::size_t i = 0; i < kCount; ++i) queue.Push(cursor, V(i), true);
   std::vector<std::uintptr_t> taken;
   auto take = [&](std::uintptr_t value) {
     taken.push_back(value);
     return true;
   };
-  // V(4) (newest) and V(3), then the oldest V(0); V(2) stops the scan from the head.
-  queue.TakeBack(cursor, [](std::uintptr_t v) { return v != V(2) && v != V(1); }, take);
-  EXPECT_EQ(taken, (std::vector<std::uintptr_t>{V(4), V(3), V(0)}));
-  EXPECT_EQ(queue.UnsafeSize(), 2u);
-  EXPECT_EQ(queue.Pop(cursor), V(1));
-  EXPECT_EQ(queue.Pop(cursor), V(2));
-  // `taken` returning false stops it.
-  for (std::size_t i = 0; i < 3; ++i) queue.Push(cursor, V(i), true);
+  // In start order (each at the head of its list once the earlier ones are gone).
+  for (std::size_t i = 0; i < 10; ++i) {
+    queue.TakeBack(cursor, [i](std::uintptr_t v) { return v == V(i); }, take);
+  }
+  // The newest, reversed.
+  for (std::size_t i = kCount; i-- > kCount - 10;) {
+    queue.TakeBack(cursor, [i](std::uintptr_t v) { return v == V(i); }, take);
+  }
+  EXPECT_EQ(taken.size(), 20u);
+  EXPECT_EQ(queue.UnsafeSize(), kCount - 20);
+  // Those left come out, each once, and none of those taken back.
+  std::vector<char> seen(kCount, 0);
+  while (std::uintptr_t value = queue.Pop(cursor)) {
+    ASSERT_EQ(seen[value - 1], 0);
+    seen[value - 1] = 1;
+  }
+  for (std::size_t i = 0; i < kCount; ++i) EXPECT_EQ(seen[i], (i >= 10 && i < 30) ? 1 : 0) << i;
+  // A value already popped is not found; `taken` returning false stops it.
+  queue.TakeBack(cursor, [](std::uintptr_t v) { return v == V(15); }, take);
+  EXPECT_EQ(taken.size(), 20u);
+  for (std::size_t i = 0; i < 3; ++i) queue.Push(cursor, V(100 + i), true);
   taken.clear();
   queue.TakeBack(cursor, [](std::uintptr_t) { return true; },
                  [&](std::uintptr_t value) {
                    taken.push_back(value);
                    return false;
                  });
-  EXPECT_EQ(taken, (std::vector<std::uintptr_t>{V(2)}));
+  EXPECT_EQ(taken, (std::vector<std::uintptr_t>{V(102)}));
   EXPECT_EQ(queue.UnsafeSize(), 2u);
   RelaxedCursor fresh;  // never pushed: nothing to take back
   queue.TakeBack(fresh, [](std::uintptr_t) { return true; }, take);
   EXPECT_EQ(queue.UnsafeSize(), 2u);
+}
+
+TEST(RelaxedQueueTest, TakeBackLooksOnlyNearTheEnds) {
+  RelaxedQueue queue(1, kNoNumaNode);
+  RelaxedCursor cursor;
+  constexpr std::size_t kCount = 3 * RelaxedQueue::kTakeBackWindow;
+  for (std::size_t i = 0; i < kCount; ++i) queue.Push(cursor, V(i), true);
+  std::size_t taken = 0;
+  const std::uintptr_t middle = V(kCount / 2);
+  queue.TakeBack(cursor, [&](std::uintptr_t v) { return v == middle; },
+                 [&](std::uintptr_t) { return ++taken, true; });
+  EXPECT_EQ(taken, 0u);
+  EXPECT_EQ(queue.UnsafeSize(), kCount);
+}
+
+// Values above kDeadFrom are dead for CompactsDeadValuesBeforeGrowing.
+constexpr std::uintptr_t kDeadFrom = 1000;
+bool IsDeadForTest(std::uintptr_t value) { return value >= kDeadFrom; }
+
+TEST(RelaxedQueueTest, AFullListDropsDeadValuesBeforeGrowingOnceTold) {
+  RelaxedQueue queue(1, kNoNumaNode, &IsDeadForTest);
+  RelaxedCursor cursor;
+  // Fill the first ring (16) with live and dead values in turn: without the note the
+  // list grows and keeps them all.
+  for (std::size_t i = 0; i < 16; ++i) queue.Push(cursor, i % 2 ? kDeadFrom + i : V(i), true);
+  queue.Push(cursor, V(16), true);
+  EXPECT_EQ(queue.UnsafeSize(), 17u);
+  for (std::size_t i = 17; i < 32; ++i) queue.Push(cursor, i % 2 ? kDeadFrom + i : V(i), false);
+  queue.NoteDeadEntries();
+  queue.Push(cursor, V(32), true);  // the ring of 32 is full: the dead go first
+  EXPECT_EQ(queue.UnsafeSize(), 17u);
+  EXPECT_TRUE(queue.UnsafeHasStealable());
+  // The live ones, in order; the stealable count followed the compaction (V(16) and
+  // V(32) and the even ones below 16 are stealable).
+  std::size_t stolen = 0;
+  while (queue.Steal(0) != 0) ++stolen;
+  EXPECT_EQ(stolen, 8u + 1 + 1);
+  for (std::size_t i = 18; i < 32; i += 2) EXPECT_EQ(queue.Pop(cursor), V(i));
+  EXPECT_EQ(queue.Pop(cursor), 0u);
 }
 
 // Torture: pushers and poppers (and a thief) at once over a few wrap rounds of every

@@ -35,7 +35,8 @@ DEFINE_string(fiber_scheduling_strategy, "v2",
               "shared queue per group, at most two spinning workers), v2 (a local queue "
               "and a runnext slot per worker, a global queue per group, stealing half "
               "of a sibling's queue, a notifier that wakes a sleeper only when nobody "
-              "searches).");
+              "searches), relaxed (seed 001's relaxed-FIFO queue: small FIFO lists, "
+              "push to a random one, pop the older of two heads, the same notifier).");
 DEFINE_uint64(fiber_v2_local_queue_size, 256,
               "Strategy v2: capacity of each worker's local queue, in fibers (default "
               "256). A power of two in [2, 65536]. A full local queue moves half of "
@@ -51,6 +52,10 @@ DEFINE_uint64(fiber_v2_global_check_interval, 61,
               "Strategy v2: a worker looks at its group's global queue first once every "
               "this many scheduling rounds, even with local work (default 61, as Go). "
               "Range [1, 1000000].");
+DEFINE_uint64(fiber_relaxed_lists_per_worker, 2,
+              "Strategy relaxed: the group's queue has this many FIFO lists per worker "
+              "(default 2). Range [1, 64]. More lists contend less but leave more of "
+              "them empty, so pops miss more often.");
 DEFINE_uint64(fiber_worker_spin_time_us, 20,
               "Microseconds an idle worker polls its run queue before sleeping "
               "(default 20). Range [0, 10000]. Longer spins cut wake-up latency (a "
@@ -121,6 +126,8 @@ constexpr std::uint64_t kMaxReadySamplePeriod = 65536;
 constexpr std::size_t kMaxSpinTimeUs = 10000;
 constexpr std::size_t kMaxStealingRatio = std::size_t{1} << 20;
 constexpr std::uint64_t kMaxGlobalCheckInterval = 1000000;
+// RelaxedQueue::kMaxLists over kMaxWorkersPerGroup.
+constexpr std::uint64_t kMaxRelaxedListsPerWorker = 64;
 
 // The first line of `file`, or "" if it cannot be read.
 std::string ReadFirstLine(const std::string& file) {
@@ -234,6 +241,7 @@ RuntimeOptions RuntimeOptionsFromFlags() {
   options.v2_steal = FLAGS_fiber_v2_steal;
   options.v2_spawn = FLAGS_fiber_v2_spawn;
   options.v2_global_check_interval = FLAGS_fiber_v2_global_check_interval;
+  options.relaxed_lists_per_worker = FLAGS_fiber_relaxed_lists_per_worker;
   options.stacks = StackAllocatorOptionsFromFlags();
   options.numa_aware = FLAGS_fiber_numa_aware;
   options.accessible_cpus = FLAGS_fiber_worker_accessible_cpus;
@@ -279,6 +287,13 @@ std::string ValidateRuntimeOptions(const RuntimeOptions& options) {
            std::to_string(options.v2_global_check_interval) +
            " is invalid: expected rounds in [1, " + std::to_string(kMaxGlobalCheckInterval) +
            "]";
+  }
+  if (options.relaxed_lists_per_worker < 1 ||
+      options.relaxed_lists_per_worker > kMaxRelaxedListsPerWorker) {
+    return "--fiber_relaxed_lists_per_worker=" +
+           std::to_string(options.relaxed_lists_per_worker) +
+           " is invalid: expected lists per worker in [1, " +
+           std::to_string(kMaxRelaxedListsPerWorker) + "]";
   }
   if (static_cast<std::size_t>(options.spin_time.count()) > kMaxSpinTimeUs) {
     return "--fiber_worker_spin_time_us=" + std::to_string(options.spin_time.count()) +

@@ -54,6 +54,7 @@
 #include "runtime/internal/live_fibers.h"
 #include "runtime/internal/os_lock_check.h"
 #include "runtime/internal/ready_batch.h"
+#include "runtime/internal/strategy_relaxed.h"
 #include "runtime/internal/strategy_v1.h"
 #include "runtime/internal/strategy_v2.h"
 
@@ -117,6 +118,10 @@ std::unique_ptr<SchedulingStrategy> MakeStrategy(const SchedulingGroupOptions& o
   if (options.strategy == "v2") {
     return std::unique_ptr<SchedulingStrategy>(new (options.memory_node)
                                                    StrategyV2(options));
+  }
+  if (options.strategy == "relaxed") {
+    return std::unique_ptr<SchedulingStrategy>(new (options.memory_node)
+                                                   StrategyRelaxed(options));
   }
   return std::unique_ptr<SchedulingStrategy>(new (options.memory_node)
                                                  StrategyV1(options));

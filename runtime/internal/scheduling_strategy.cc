@@ -9,7 +9,7 @@ std::atomic<SchedulerTestHook> g_test_hook{nullptr};
 }  // namespace strategy_internal
 
 std::string ValidateSchedulingStrategy(const std::string& name) {
-  if (name == "v1" || name == "v2") return "";
+  if (name == "v1" || name == "v2" || name == "relaxed") return "";
   return "--fiber_scheduling_strategy=" + name +
          " is invalid: expected one of: " + kSchedulingStrategies;
 }

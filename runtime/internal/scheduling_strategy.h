@@ -20,7 +20,7 @@
 namespace spindle::internal {
 
 // The accepted values of --fiber_scheduling_strategy, for messages ("v1, v2").
-inline constexpr const char* kSchedulingStrategies = "v1, v2";
+inline constexpr const char* kSchedulingStrategies = "v1, v2, relaxed";
 // Reports what is wrong with `name` as a value of --fiber_scheduling_strategy (naming the
 // flag, the value and the accepted values); the empty string when it is valid.
 std::string ValidateSchedulingStrategy(const std::string& name);
@@ -39,6 +39,8 @@ struct SchedulingGroupOptions {
   bool steal_half = true;    // --fiber_v2_steal: half of a sibling's queue, or one fiber
   bool spawn_lifo = true;    // --fiber_v2_spawn: a fiber's new child runs next (runnext)
   std::uint64_t global_check_interval = 61;  // --fiber_v2_global_check_interval, >= 1
+  // relaxed (see strategy_relaxed.cc): the queue has workers x this many lists.
+  std::size_t relaxed_lists_per_worker = 2;  // --fiber_relaxed_lists_per_worker, >= 1
 };
 
 inline constexpr std::size_t kMaxWorkersPerGroup = 64;
