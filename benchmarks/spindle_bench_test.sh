@@ -47,6 +47,7 @@ python3 - "$json" "$names" <<'PYTHON' || fail "the JSON output does not check ou
 import json, sys
 path, names = sys.argv[1], [n.strip() for n in sys.argv[2].split(",")]
 seen = set()
+values = {}
 with open(path) as lines:
     for number, line in enumerate(lines, 1):
         row = json.loads(line)  # every line is one JSON object
@@ -55,8 +56,17 @@ with open(path) as lines:
         assert isinstance(row["value"], (int, float)), (number, row)
         assert row["min"] <= row["value"] <= row["max"], (number, row)
         seen.add(row["workload"])
+        values[(row["workload"], row["metric"])] = (row["value"], row["unit"])
 missing = set(names) - seen
 assert not missing, f"workloads without a result: {sorted(missing)}"
+# fairness: ordered percentiles from its own histogram, a spread of at least 1 and
+# shares in range (medians over the repetitions, each in order within its run).
+fair = {m: v for (w, m), v in values.items() if w == "fairness"}
+assert [fair[m][1] for m in ("wait_p50", "wait_p99", "wait_max")] == ["us"] * 3, fair
+assert 0 < fair["wait_p50"][0] <= fair["wait_p99"][0] <= fair["wait_max"][0], fair
+assert fair["progress_spread"] == (fair["progress_spread"][0], "x") and fair["progress_spread"][0] >= 1, fair
+assert 0 <= fair["progress_cv"][0] and 0 < fair["hog_cpu"][0] <= 110, fair
+assert values[("locality", "per_handoff")][0] > 0, values[("locality", "per_handoff")]
 print(f"JSON: {number} lines, {len(seen)} workloads")
 PYTHON
 

@@ -60,6 +60,16 @@ const std::vector<Workload>& AllWorkloads() {
        "seed 000: 10 spawner fibers at once, 10k short fibers each; ns per fiber",
        {},
        RunDifferentSpawners},
+      {"fairness",
+       "seed 000: 1000 fibers yielding in a loop beside 4 hogs computing 75 us slices, "
+       "300 ms; yield-to-run wait p50/p99/max us, spread of progress, hogs' CPU share",
+       {},
+       RunFairness},
+      {"locality",
+       "a pair of fibers per worker handing a ball back and forth through two "
+       "BinarySemaphores, 1M hand-offs in all; ns per hand-off and process CPU seconds",
+       {},
+       RunLocality},
       {"phone_factory",
        "seed 004: 10k phones, each waiting for 3 assemblies of 3 parts; us per phone",
        {},

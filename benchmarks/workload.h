@@ -73,8 +73,8 @@ double ProcessCpuSeconds();
 // The process's resident set size, in bytes (from /proc/self/statm; 0 if unreadable).
 std::int64_t ResidentBytes();
 
-// The run functions, one per workload (scheduler_workloads.cc, sync_workloads.cc,
-// app_workloads.cc).
+// The run functions, one per workload (scheduler_workloads.cc, fairness_workloads.cc,
+// sync_workloads.cc, app_workloads.cc).
 std::vector<Metric> RunSpawnJoin(double scale);
 std::vector<Metric> RunYield(double scale);
 std::vector<Metric> RunPingPong(double scale);
@@ -87,6 +87,8 @@ std::vector<Metric> RunMergeSort(double scale);
 std::vector<Metric> RunSingleSpawner(double scale);
 std::vector<Metric> RunSlowThread(double scale);
 std::vector<Metric> RunDifferentSpawners(double scale);
+std::vector<Metric> RunFairness(double scale);
+std::vector<Metric> RunLocality(double scale);
 std::vector<Metric> RunPhoneFactory(double scale);
 
 }  // namespace bench
