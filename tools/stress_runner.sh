@@ -20,6 +20,8 @@
 #                       gets its threads' stacks dumped (if gdb is there) and is killed
 #   --workers=LIST      the worker counts of scheduler-facing tests, as
 #                       SPINDLE_TEST_WORKER_COUNTS (default 1,2,4,8,16)
+#   --strategies=LIST   the scheduling strategies to run every binary under, as
+#                       SPINDLE_TEST_STRATEGY, from v1, v2, relaxed (default: all three)
 #   --only=REGEX        run only binaries whose name matches (grep -E)
 #   --shuffle           also pass --gtest_shuffle (a new order in every repetition)
 #   --log-dir=DIR       where each binary's full output goes (default: a new temp dir)
@@ -28,7 +30,7 @@
 #                       for the sanitizer options and the repeat count
 #   --print-binaries=C  build configuration C's test binaries and print their paths
 #
-# Output: one line per binary, `STATUS CONFIG NAME REPEATS SECONDS`, STATUS being PASS,
+# Output: one line per binary and strategy, `STATUS CONFIG STRATEGY NAME REPEATS SECONDS`, STATUS being PASS,
 # FAIL (with the failing tests named below it) or TIMEOUT (with the test that was
 # running); then a summary. Exit status 0 only if every binary passed. Needs bash,
 # coreutils and, to build, ./bazelw; nothing else from this machine.
@@ -39,6 +41,7 @@ repeat=20
 tsan_repeat=5
 timeout_s=1800
 workers="1,2,4,8,16"
+strategies="v1,v2,relaxed"
 only=""
 shuffle=0
 log_dir=""
@@ -57,6 +60,7 @@ for arg in "$@"; do
     --tsan-repeat=*) tsan_repeat=${arg#*=} ;;
     --timeout=*) timeout_s=${arg#*=} ;;
     --workers=*) workers=${arg#*=} ;;
+    --strategies=*) strategies=${arg#*=} ;;
     --only=*) only=${arg#*=} ;;
     --shuffle) shuffle=1 ;;
     --log-dir=*) log_dir=${arg#*=} ;;
@@ -75,6 +79,11 @@ is_count "$timeout_s" || die "--timeout=$timeout_s: expected a number of seconds
   die "--workers=$workers: expected a comma-separated list of worker counts in [1, 64]"
 for w in ${workers//,/ }; do
   ((w >= 1 && w <= 64)) || die "--workers=$workers: $w is outside [1, 64]"
+done
+IFS=, read -r -a strategy_list <<<"$strategies"
+((${#strategy_list[@]})) || die "--strategies is empty: expected v1, v2 and/or relaxed"
+for s in "${strategy_list[@]}"; do
+  case $s in v1|v2|relaxed) ;; *) die "--strategies=$strategies: '$s' is not one of v1, v2, relaxed" ;; esac
 done
 check_config() {
   case $1 in default|asan|tsan) ;; *) die "$2=$1: expected default, asan or tsan" ;; esac
@@ -115,8 +124,17 @@ passed=0
 failed=0
 runner_start=$(date +%s)
 
-# Runs one binary: run_one CONFIG NAME COMMAND...
+# Runs one binary under every strategy of --strategies: run_one CONFIG NAME COMMAND...
 run_one() {
+  local strategy
+  for strategy in "${strategy_list[@]}"; do
+    run_one_strategy "$strategy" "$@"
+  done
+}
+
+# Runs one binary once: run_one_strategy STRATEGY CONFIG NAME COMMAND...
+run_one_strategy() {
+  local strategy=$1; shift
   local config=$1 name=$2; shift 2
   local reps=$repeat sanitizer_env=()
   case $config in
@@ -126,12 +144,13 @@ run_one() {
       ;;
     asan) sanitizer_env=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=0) ;;
   esac
-  local log="$log_dir/$config.$(basename "${name//:/.}").log"
+  local log="$log_dir/$config.$strategy.$(basename "${name//:/.}").log"
   local args=("--gtest_repeat=$reps")
   if ((shuffle)); then args+=(--gtest_shuffle); fi
   local start end pid status=PASS
   start=$(date +%s%N)
-  env SPINDLE_TEST_WORKER_COUNTS="$workers" "${sanitizer_env[@]}" "$@" "${args[@]}" \
+  env SPINDLE_TEST_WORKER_COUNTS="$workers" SPINDLE_TEST_STRATEGY="$strategy" \
+    "${sanitizer_env[@]}" "$@" "${args[@]}" \
     >"$log" 2>&1 &
   pid=$!
   local deadline=$(($(date +%s) + timeout_s))
@@ -155,7 +174,7 @@ run_one() {
   end=$(date +%s%N)
   if [ "$status" = PASS ] && [ "$rc" -ne 0 ]; then status=FAIL; fi
   local tenths=$(((end - start) / 100000000))
-  printf '%-8s %-8s %-42s %3sx %6d.%d s\n' "$status" "$config" "$name" "$reps" \
+  printf '%-8s %-8s %-8s %-42s %3sx %6d.%d s\n' "$status" "$config" "$strategy" "$name" "$reps" \
     $((tenths / 10)) $((tenths % 10))
   if [ "$status" = PASS ]; then
     passed=$((passed + 1))
