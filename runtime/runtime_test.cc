@@ -42,11 +42,13 @@ TEST(RuntimeFlagsTest, EachOutOfRangeFlagIsRejectedByName) {
   ExpectRejected("fiber_scheduling_group_size", "65", "[0, 64]");
   ExpectRejected("fiber_run_queue_size", "1000", "power of two");
   ExpectRejected("fiber_run_queue_size", "1", "power of two");
-  ExpectRejected("fiber_scheduling_strategy", "v9", "expected one of: v1, v2");
+  ExpectRejected("fiber_scheduling_strategy", "v9", "expected one of: v1, v2, relaxed");
   ExpectRejected("fiber_v2_local_queue_size", "100", "power of two in [2, 65536]");
   ExpectRejected("fiber_v2_steal", "all", "expected one of: half, one");
   ExpectRejected("fiber_v2_spawn", "stack", "expected one of: lifo, fifo");
   ExpectRejected("fiber_v2_global_check_interval", "0", "[1, 1000000]");
+  ExpectRejected("fiber_relaxed_lists_per_worker", "0", "lists per worker in [1, 64]");
+  ExpectRejected("fiber_relaxed_lists_per_worker", "65", "lists per worker in [1, 64]");
   ExpectRejected("fiber_worker_spin_time_us", "20000", "[0, 10000]");
   ExpectRejected("fiber_stack_size", "5000", "multiple of the page size");
   ExpectRejected("fiber_stack_size", "4096", "[16384, 1073741824]");
