@@ -2,6 +2,8 @@
 
 #include "runtime/internal/scheduling_strategy.h"
 
+#include "fiber/internal/spinlock.h"
+
 namespace spindle::internal {
 
 namespace strategy_internal {
@@ -57,6 +59,28 @@ void SchedulingStrategy::Sleep(std::size_t worker, WaitSlot& slot,
   } else {
     slot.WaitUntil(deadline_ns);
   }
+}
+
+std::uintptr_t SchedulingStrategy::SearchForWork(
+    bool searching, std::chrono::nanoseconds spin_time, IdleHooks& hooks,
+    absl::FunctionRef<std::uintptr_t()> search_once) {
+  std::uintptr_t entry = 0;
+  const auto deadline = std::chrono::steady_clock::now() + spin_time;
+  for (int round = 0;; ++round) {
+    entry = search_once();
+    if (entry != 0 || !searching || stopping()) break;
+    if (hooks.ShouldPoll()) {
+      hooks.PausePolling();
+      continue;
+    }
+    if ((round & 15) == 15 && std::chrono::steady_clock::now() >= deadline) break;
+    for (int i = 0; i < 16; ++i) CpuRelax();
+  }
+  while (entry == 0 && !searching && hooks.ShouldPoll() && !stopping()) {
+    hooks.PausePolling();
+    entry = search_once();
+  }
+  return entry;
 }
 
 std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k) {

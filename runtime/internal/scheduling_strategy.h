@@ -222,6 +222,16 @@ class SchedulingStrategy {
   // to the protocol that is the same sleep, woken by the same Wake().
   void Sleep(std::size_t worker, WaitSlot& slot, std::chrono::nanoseconds limit);
 
+  // The search of an idle worker (v2's I3, relaxed's R-I3), on its own thread:
+  // `search_once` (the group's queues, then the hooks' sources) until it returns an
+  // entry. A searcher repeats it for up to `spin_time`, and for as long as the hooks
+  // say their sources are worth polling (pausing between rounds); a non-searcher looks
+  // once, then only while the hooks say so. Returns the entry, or 0 (also at once when
+  // stopping).
+  std::uintptr_t SearchForWork(bool searching, std::chrono::nanoseconds spin_time,
+                               IdleHooks& hooks,
+                               absl::FunctionRef<std::uintptr_t()> search_once);
+
   // release in Stop() implementations, acquire in stopping().
   std::atomic<bool> stopping_{false};
 

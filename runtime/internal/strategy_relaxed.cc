@@ -288,22 +288,8 @@ std::uintptr_t StrategyRelaxed::FindRunnable(std::size_t worker, IdleHooks& hook
   if (std::uintptr_t entry = TakeNext(worker)) return entry;  // R-I1
   bool searching = TryStartSearching();                         // R-I2
   for (;;) {
-    std::uintptr_t entry = 0;  // R-I3
-    const auto deadline = std::chrono::steady_clock::now() + options_.spin_time;
-    for (int round = 0;; ++round) {
-      entry = SearchOnce(worker, &hooks);
-      if (entry != 0 || !searching || stopping()) break;
-      if (hooks.ShouldPoll()) {
-        hooks.PausePolling();
-        continue;
-      }
-      if ((round & 15) == 15 && std::chrono::steady_clock::now() >= deadline) break;
-      for (int i = 0; i < 16; ++i) CpuRelax();
-    }
-    while (entry == 0 && !searching && hooks.ShouldPoll() && !stopping()) {
-      hooks.PausePolling();
-      entry = SearchOnce(worker, &hooks);
-    }
+    std::uintptr_t entry = SearchForWork(searching, options_.spin_time, hooks,  // R-I3
+                                         [&] { return SearchOnce(worker, &hooks); });
     if (searching) {
       StopSearching(entry != 0);  // R-I4
       searching = false;
