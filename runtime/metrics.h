@@ -82,7 +82,7 @@ struct GroupMetrics {
 };
 
 struct RuntimeMetrics {
-  std::string strategy;           // "v1" or "v2"
+  std::string strategy;           // "v1", "v2" or "relaxed"
   std::uint64_t live_fibers = 0;  // started and not yet finished, now
   std::vector<GroupMetrics> groups;
 
