@@ -340,28 +340,27 @@ void RelaxedQueue::TakeBack(RelaxedCursor& cursor,
     // A plain thread's cursor serves every group: its list may be another queue's.
     if (push.value == 0 || push.list >= count_ || !wanted(push.value)) continue;
     const std::uintptr_t value = push.value;
-    push.value = 0;
     List& list = lists_[push.list];
     bool found = false;
     {
       std::lock_guard<Spinlock> hold(list.lock);
       const std::size_t mask = list.capacity - 1;
-      for (std::size_t k = 0; k < list.count; ++k) {
-        // The ends only: the newest end (a child joined right after it was started),
-        // then the oldest (children joined in start order).
-        const std::size_t from_tail = list.count - 1 - k;
-        if (k >= kTakeBackWindow && from_tail >= kTakeBackWindow) {
-          k = list.count - kTakeBackWindow - 1;  // jump to the window at the tail
-          continue;
-        }
+      // The ends only: the newest end first (a child joined right after it was
+      // started; the oldest end of a long list is cold), then the oldest (children
+      // joined in start order).
+      const std::size_t tail_window = std::min(list.count, kTakeBackWindow);
+      const std::size_t head_window = std::min(list.count - tail_window, kTakeBackWindow);
+      for (std::size_t i = 0; i < tail_window + head_window && !found; ++i) {
+        const std::size_t k = i < tail_window ? list.count - 1 - i : i - tail_window;
         if (list.items[(list.head + k) & mask].value == value) {
           RemoveLocked(list, k);
           found = true;
-          break;
         }
       }
     }
-    if (found && !taken(value)) return;
+    if (!found) continue;  // kept: a later call may find it at the head
+    push.value = 0;
+    if (!taken(value)) return;
   }
 }
 

@@ -137,34 +137,41 @@ TEST(RelaxedQueueTest, StealSkipsValuesThatMustStayAndKeepsTheirOrder) {
 TEST(RelaxedQueueTest, TakeBackFindsRecentPushesNearEitherEndOfTheirList) {
   RelaxedQueue queue(3, kNoNumaNode);
   RelaxedCursor cursor;
-  constexpr std::size_t kCount = 40;
-  for (std::size_t i = 0; i < kCount; ++i) queue.Push(cursor, V(i), true);
+  constexpr std::size_t kRecent = RelaxedCursor::kRecentPushes;
+  constexpr std::size_t kCount = 5 * kRecent;
   std::vector<std::uintptr_t> taken;
   auto take = [&](std::uintptr_t value) {
     taken.push_back(value);
     return true;
   };
-  // In start order (each at the head of its list once the earlier ones are gone).
-  for (std::size_t i = 0; i < 10; ++i) {
+  // Older values first, then a batch of kRecent "children" joined in start order.
+  for (std::size_t i = 0; i < kCount; ++i) queue.Push(cursor, V(i), true);
+  for (std::size_t i = kCount - kRecent; i < kCount; ++i) {
     queue.TakeBack(cursor, [i](std::uintptr_t v) { return v == V(i); }, take);
   }
-  // The newest, reversed.
-  for (std::size_t i = kCount; i-- > kCount - 10;) {
+  EXPECT_EQ(taken.size(), kRecent);
+  // A batch joined in reverse order.
+  for (std::size_t i = 0; i < kRecent; ++i) queue.Push(cursor, V(kCount + i), true);
+  for (std::size_t i = kCount + kRecent; i-- > kCount;) {
     queue.TakeBack(cursor, [i](std::uintptr_t v) { return v == V(i); }, take);
   }
-  EXPECT_EQ(taken.size(), 20u);
-  EXPECT_EQ(queue.UnsafeSize(), kCount - 20);
+  EXPECT_EQ(taken.size(), 2 * kRecent);
+  // An old value is not among the recent pushes: left alone.
+  queue.TakeBack(cursor, [](std::uintptr_t v) { return v == V(0); }, take);
+  EXPECT_EQ(taken.size(), 2 * kRecent);
+  EXPECT_EQ(queue.UnsafeSize(), kCount - kRecent);
   // Those left come out, each once, and none of those taken back.
-  std::vector<char> seen(kCount, 0);
+  std::vector<char> seen(kCount + kRecent, 0);
   while (std::uintptr_t value = queue.Pop(cursor)) {
     ASSERT_EQ(seen[value - 1], 0);
     seen[value - 1] = 1;
   }
-  for (std::size_t i = 0; i < kCount; ++i) EXPECT_EQ(seen[i], (i >= 10 && i < 30) ? 1 : 0) << i;
+  for (std::size_t i = 0; i < kCount + kRecent; ++i) {
+    EXPECT_EQ(seen[i], i < kCount - kRecent ? 1 : 0) << i;
+  }
   // A value already popped is not found; `taken` returning false stops it.
-  queue.TakeBack(cursor, [](std::uintptr_t v) { return v == V(15); }, take);
-  EXPECT_EQ(taken.size(), 20u);
   for (std::size_t i = 0; i < 3; ++i) queue.Push(cursor, V(100 + i), true);
+  EXPECT_EQ(queue.Pop(cursor), V(100));
   taken.clear();
   queue.TakeBack(cursor, [](std::uintptr_t) { return true; },
                  [&](std::uintptr_t value) {
@@ -172,23 +179,32 @@ TEST(RelaxedQueueTest, TakeBackFindsRecentPushesNearEitherEndOfTheirList) {
                    return false;
                  });
   EXPECT_EQ(taken, (std::vector<std::uintptr_t>{V(102)}));
-  EXPECT_EQ(queue.UnsafeSize(), 2u);
+  EXPECT_EQ(queue.UnsafeSize(), 1u);
   RelaxedCursor fresh;  // never pushed: nothing to take back
   queue.TakeBack(fresh, [](std::uintptr_t) { return true; }, take);
-  EXPECT_EQ(queue.UnsafeSize(), 2u);
+  EXPECT_EQ(queue.UnsafeSize(), 1u);
 }
 
 TEST(RelaxedQueueTest, TakeBackLooksOnlyNearTheEnds) {
+  // One list; the joiner's child is pushed between 2 windows' worth of other
+  // producers' values on either side: a recent push of the joiner's, out of reach.
   RelaxedQueue queue(1, kNoNumaNode);
-  RelaxedCursor cursor;
-  constexpr std::size_t kCount = 3 * RelaxedQueue::kTakeBackWindow;
-  for (std::size_t i = 0; i < kCount; ++i) queue.Push(cursor, V(i), true);
+  RelaxedCursor joiner, others(77);
+  constexpr std::size_t kSide = 2 * RelaxedQueue::kTakeBackWindow;
+  for (std::size_t i = 0; i < kSide; ++i) queue.Push(others, V(i), true);
+  const std::uintptr_t child = V(1000);
+  queue.Push(joiner, child, true);
+  for (std::size_t i = 0; i < kSide; ++i) queue.Push(others, V(kSide + i), true);
   std::size_t taken = 0;
-  const std::uintptr_t middle = V(kCount / 2);
-  queue.TakeBack(cursor, [&](std::uintptr_t v) { return v == middle; },
-                 [&](std::uintptr_t) { return ++taken, true; });
+  auto count = [&](std::uintptr_t) { return ++taken, true; };
+  queue.TakeBack(joiner, [&](std::uintptr_t v) { return v == child; }, count);
   EXPECT_EQ(taken, 0u);
-  EXPECT_EQ(queue.UnsafeSize(), kCount);
+  EXPECT_EQ(queue.UnsafeSize(), 2 * kSide + 1);
+  // Once the values before it are gone, it is at the head: found.
+  for (std::size_t i = 0; i < kSide; ++i) EXPECT_EQ(queue.Pop(others), V(i));
+  queue.TakeBack(joiner, [&](std::uintptr_t v) { return v == child; }, count);
+  EXPECT_EQ(taken, 1u);
+  EXPECT_EQ(queue.UnsafeSize(), kSide);
 }
 
 // Values above kDeadFrom are dead for CompactsDeadValuesBeforeGrowing.
