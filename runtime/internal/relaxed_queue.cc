@@ -15,7 +15,8 @@
 // and `head_stamp`, the cycle-clock stamp of the list's oldest item (kEmpty when it has
 // none), written under the lock and read without it as a hint.
 //   Push. Pick a list with the caller's forward generator F (one step per try); if its
-//     lock is free (try_lock), append the value stamped with the clock and copy F into
+//     lock is free (try_lock), append the value stamped with the clock (read under the
+//     lock, so a list's items are in stamp order) and copy F into
 //     the backward generator B. After kPushTries busy lists, wait for the last one's
 //     lock (the thesis retries forever; a bound keeps a push from spinning while every
 //     lock it draws is held by preempted threads).
@@ -162,14 +163,18 @@ void RelaxedQueue::CompactLocked(List& list) {
   list.stealable.store(stealable, std::memory_order_relaxed);
 }
 
-void RelaxedQueue::AppendLocked(List& list, std::uintptr_t value, std::uint64_t stamp_word) {
-  // relaxed: see NoteDeadEntries(). Compacting only when the list would grow keeps its
-  // cost at a constant per push, and the dead values at most about one list's worth.
-  if (list.count == list.capacity && list.count != 0 && is_dead_ != nullptr &&
+void RelaxedQueue::AppendLocked(List& list, std::uintptr_t value, bool stealable) {
+  // relaxed: see NoteDeadEntries(). Compacting only when the list would grow, and
+  // growing anyway unless it freed a quarter of the ring, keeps its cost at a constant
+  // per push (amortized over the ring's size), and the dead values at most about one
+  // list's worth.
+  bool grow = list.count == list.capacity;
+  if (grow && list.count != 0 && is_dead_ != nullptr &&
       dead_entries_.load(std::memory_order_relaxed)) {
     CompactLocked(list);
+    grow = list.count > list.capacity / 4 * 3;
   }
-  if (list.count == list.capacity) {
+  if (grow) {
     const std::size_t capacity = list.capacity == 0 ? kInitialCapacity : list.capacity * 2;
     Item* items = new Item[capacity];
     for (std::size_t i = 0; i < list.count; ++i) {
@@ -180,6 +185,7 @@ void RelaxedQueue::AppendLocked(List& list, std::uintptr_t value, std::uint64_t 
     list.capacity = capacity;
     list.head = 0;
   }
+  const std::uint64_t stamp_word = (CycleClockNow() << 1) | (stealable ? 1 : 0);
   list.items[(list.head + list.count) & (list.capacity - 1)] = Item{value, stamp_word};
   ++list.count;
   // relaxed: see List::head_stamp; published before the unlock.
@@ -199,12 +205,11 @@ void RelaxedQueue::Record(RelaxedCursor& cursor, std::uintptr_t value, std::size
 
 void RelaxedQueue::Push(RelaxedCursor& cursor, std::uintptr_t value, bool stealable) {
   DCHECK_NE(value, 0u);
-  const std::uint64_t stamp_word = (CycleClockNow() << 1) | (stealable ? 1 : 0);
   std::size_t lane = 0;
   for (int attempt = 0; attempt < kPushTries; ++attempt) {
     lane = Lane(StepForward(cursor.forward));
     if (lists_[lane].lock.try_lock()) {
-      AppendLocked(lists_[lane], value, stamp_word);
+      AppendLocked(lists_[lane], value, stealable);
       lists_[lane].lock.unlock();
       cursor.backward = cursor.forward;
       Record(cursor, value, lane);
@@ -213,7 +218,7 @@ void RelaxedQueue::Push(RelaxedCursor& cursor, std::uintptr_t value, bool steala
   }
   {
     std::lock_guard<Spinlock> hold(lists_[lane].lock);
-    AppendLocked(lists_[lane], value, stamp_word);
+    AppendLocked(lists_[lane], value, stealable);
   }
   cursor.backward = cursor.forward;
   Record(cursor, value, lane);

@@ -131,7 +131,9 @@ class RelaxedQueue {
   // try_lock, and the oldest value if the list holds one; 0 otherwise.
   static std::uintptr_t TryPopFrom(List& list);
   std::uintptr_t Sweep(std::size_t start);
-  void AppendLocked(List& list, std::uintptr_t value, std::uint64_t stamp_word);
+  // Under the list's lock: appends `value`, stamped with the clock now (under the lock,
+  // so each list's items are in stamp order and its head is its oldest).
+  void AppendLocked(List& list, std::uintptr_t value, bool stealable);
   // Under the list's lock: drops its dead values, keeping the order of the others.
   void CompactLocked(List& list);
 

@@ -128,7 +128,9 @@ class SchedulingStrategy {
   // kNoWorker (another group's worker, a timer thread, a plain thread).
   virtual void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason,
                        std::size_t origin) = 0;
-  // `n` entries at once (all kStarted or all kWoken), waking up to `n` workers.
+  // `n` entries at once (all kStarted or all kWoken), waking up to `n` workers (v1
+  // wakes them at once; v2 and relaxed wake one searcher, and each searcher that finds
+  // work and was the last one wakes the next while work is queued).
   virtual void EnqueueBatch(const std::uintptr_t* entries, const bool* stealable,
                             std::size_t n, std::size_t origin) = 0;
 
@@ -247,10 +249,10 @@ class SchedulingStrategy {
   PerWorker per_worker_[kMaxWorkersPerGroup];
 };
 
-// Tests only: the steps of the idle and wake-up protocols (strategy_v1.cc and
-// strategy_v2.cc) at which a test may pause, yield or block the thread that reaches
-// them, to widen a race window (random pauses under oversubscription) or to force one
-// exact interleaving. The hook gets the step and the worker's number (kNoWorker on a
+// Tests only: the steps of the idle and wake-up protocols (strategy_v1.cc,
+// strategy_v2.cc and strategy_relaxed.cc) at which a test may pause, yield or block
+// the thread that reaches them, to widen a race window (random pauses under
+// oversubscription) or to force one exact interleaving. The hook gets the step and the worker's number (kNoWorker on a
 // producer's thread).
 enum class SchedulerTestPoint {
   kSpinning,          // v1: a worker that just joined the spinner set (S1), before it polls

@@ -47,9 +47,11 @@
 //   R-N5. Claim the lowest sleeping bit (fetch_and) and Wake() its slot: the count we
 //         took is now that worker's, which searches when it wakes. No sleeper left
 //         (they cancelled or were claimed meanwhile): give the count back (seq_cst RMW,
-//         fence) and go to R-N2: producers that skipped at R-N2 because of our count
+//         fence), then look again: producers that skipped at R-N2 because of our count
 //         pushed before they read it, so what we read after our fence includes their
-//         fibers, and a sleeper we find then is woken for them.
+//         fibers. Nobody sleeps or nothing is queued: done (a worker announcing later
+//         re-checks after our fence). Someone searches again: done (R-N2's case).
+//         Else back to R-N4 for the sleeper we found.
 //
 // Worker, idle path (FindRunnable):
 //   R-I1. TakeNext.
@@ -64,7 +66,9 @@
 //   R-W3. Re-check: TakeNext (which sweeps every list), the stop flag, the hooks' plan.
 //         Found a fiber: clear our bit; if a waker had cleared it first, we hold its
 //         count: give it back as in R-I4 (found); else "more work" (wake another if
-//         anything is queued). A poll plan: cancel the same way and return.
+//         anything is queued). A poll plan: clear our bit and return (the caller polls
+//         our queue first, R-I1); if a waker had cleared it, give its count back and
+//         wake another if anything is queued.
 //   R-W4. Sleep on our WaitSlot (counted: a Wake() after R-W3 is kept). On waking, clear
 //         our bit: if a waker had cleared it, we hold its count and search (R-I3).
 //
@@ -116,6 +120,17 @@ void TestPoint(SchedulerTestPoint point, std::size_t worker) {
   SchedulerTestPointReached(point, worker);
 }
 
+// The queue's size, checked here (in the constructor's initializer list, before the
+// queue exists) so that a bad value names the flag rather than the queue's bound.
+std::size_t ListCount(const SchedulingGroupOptions& options) {
+  const std::size_t per_worker = options.relaxed_lists_per_worker;
+  CHECK(per_worker >= 1 && options.workers * per_worker <= RelaxedQueue::kMaxLists)
+      << "--fiber_relaxed_lists_per_worker=" << per_worker << " with " << options.workers
+      << " workers per group is invalid: expected lists per worker in [1, "
+      << RelaxedQueue::kMaxLists / std::max<std::size_t>(1, options.workers) << "]";
+  return options.workers * per_worker;
+}
+
 std::uint64_t SeedFor(std::size_t group, std::size_t worker) {
   return 0x9E3779B97F4A7C15ULL * (worker + 1) + 0xD1B54A32D192ED03ULL * (group + 1);
 }
@@ -125,11 +140,8 @@ std::uint64_t SeedFor(std::size_t group, std::size_t worker) {
 StrategyRelaxed::StrategyRelaxed(const SchedulingGroupOptions& options)
     : options_(options),
       max_searching_(std::max<std::size_t>(1, (options.workers + 1) / 2)),
-      queue_(options.workers * options.relaxed_lists_per_worker, options.memory_node,
-             &DropIfRunInline),
+      queue_(ListCount(options), options.memory_node, &DropIfRunInline),
       workers_(new Worker[options.workers]) {
-  CHECK_GE(options.relaxed_lists_per_worker, 1u)
-      << "--fiber_relaxed_lists_per_worker must be >= 1";
   for (std::size_t i = 0; i < options.workers; ++i) {
     workers_[i].cursor = RelaxedCursor(SeedFor(options.index, i));
   }
@@ -233,7 +245,10 @@ void StrategyRelaxed::WakeUpThief() {
 bool StrategyRelaxed::WakeOneSleeper() {
   // A victim group's producer wants one of our sleepers to look for work (its queue
   // has a backlog): the woken worker searches, so it holds a count like any wakee.
-  // Not only from 0: other searchers of ours do not poll the victim's queue.
+  // Not only from 0: other searchers of ours do not poll the victim's queue. Nobody
+  // asleep: nothing to do, and no write to our shared lines (a busy victim asks on
+  // every push). relaxed: a best-effort wake-up; the claim decides.
+  if (sleeping_.load(std::memory_order_relaxed) == 0) return false;
   return WakeSleeperAsSearcher(/*only_if_none_search=*/false);
 }
 
@@ -357,7 +372,10 @@ void StrategyRelaxed::TakeBack(std::size_t worker,
                                absl::FunctionRef<bool(std::uintptr_t)> wanted,
                                absl::FunctionRef<bool(std::uintptr_t)> taken) {
   // The joiner pushed its children with its own cursor (or its thread's, off a worker
-  // of ours), which remembers where. Nothing to wake: the queue only shrinks.
+  // of ours), which remembers where. A joiner that moved to another worker since, or
+  // children queued through a plain thread's cursor (chaos mode's shared-queue pushes)
+  // are not found: their dead entries wait for a pop or a full list's compaction.
+  // Nothing to wake: the queue only shrinks.
   queue_.TakeBack(CursorFor(worker), wanted, taken);
 }
 
