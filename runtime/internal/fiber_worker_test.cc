@@ -127,9 +127,18 @@ TEST_P(ImbalanceTest, GroupOneRunsFibersStartedIntoGroupZero) {
   const int n = static_cast<int>(Scaled(2000));
   std::atomic<int> done{0};
   std::atomic<int> ran_on[2] = {0, 0};
+  // Fibers running in group 0 keep their worker busy until group 1 has stolen one (or
+  // a deadline passes): the test is about stealing, not about a race that group 0 can
+  // win by running every fiber before a thief is scheduled (which a loaded CI machine
+  // under a sanitizer and chaos did once).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto group_one_stole = [] { return GetSchedulingGroupStats()[1].steals_in_same_node > 0; };
   for (int i = 0; i < n; ++i) {
     StartFiberDetached(OnGroup(0), [&] {
-      BusyFor(std::chrono::microseconds(20));
+      do {
+        BusyFor(std::chrono::microseconds(20));
+      } while (CurrentGroup() == 0 && !group_one_stole() &&
+               std::chrono::steady_clock::now() < deadline);
       ran_on[CurrentGroup()].fetch_add(1);
       done.fetch_add(1);
     });

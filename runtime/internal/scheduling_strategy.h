@@ -252,8 +252,8 @@ class SchedulingStrategy {
 // Tests only: the steps of the idle and wake-up protocols (strategy_v1.cc,
 // strategy_v2.cc and strategy_relaxed.cc) at which a test may pause, yield or block
 // the thread that reaches them, to widen a race window (random pauses under
-// oversubscription) or to force one exact interleaving. The hook gets the step and the worker's number (kNoWorker on a
-// producer's thread).
+// oversubscription) or to force one exact interleaving. The hook gets the step and the
+// worker's number (kNoWorker on a producer's thread).
 enum class SchedulerTestPoint {
   kSpinning,          // v1: a worker that just joined the spinner set (S1), before it polls
   kBeforeSleep,       // a worker, right before it announces that it will sleep

@@ -49,9 +49,10 @@
 //         (they cancelled or were claimed meanwhile): give the count back (seq_cst RMW,
 //         fence), then look again: producers that skipped at R-N2 because of our count
 //         pushed before they read it, so what we read after our fence includes their
-//         fibers. Nobody sleeps or nothing is queued: done (a worker announcing later
-//         re-checks after our fence). Someone searches again: done (R-N2's case).
-//         Else back to R-N4 for the sleeper we found.
+//         fibers. Nobody sleeps: as R-N3 (a thief of another group for a backlog).
+//         Nothing queued: done (a worker announcing later re-checks after our fence).
+//         Someone searches again: done (R-N2's case). Else back to R-N4 for the
+//         sleeper we found.
 //
 // Worker, idle path (FindRunnable):
 //   R-I1. TakeNext.
@@ -228,7 +229,13 @@ bool StrategyRelaxed::WakeSleeperAsSearcher(bool only_if_none_search) {
     searching_.fetch_sub(1, std::memory_order_seq_cst);
     StoreLoadFence();
     // relaxed: ordered by the fence above.
-    if (sleeping_.load(std::memory_order_relaxed) == 0 || queue_.UnsafeEmpty()) return false;
+    if (sleeping_.load(std::memory_order_relaxed) == 0) {
+      // Every worker of ours is busy after all: as R-N3 (a producer's call only; a
+      // thief's wake-up of us is not passed on).
+      if (only_if_none_search) WakeUpThief();
+      return false;
+    }
+    if (queue_.UnsafeEmpty()) return false;
     if (only_if_none_search && searching_.load(std::memory_order_relaxed) != 0) return false;
   }
 }
