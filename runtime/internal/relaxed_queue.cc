@@ -114,21 +114,23 @@ struct alignas(64) RelaxedQueue::List {
   // as a hint and re-check under the lock; whoever needs it to include a push orders
   // the read with a fence, see the invariant at the top).
   std::atomic<std::uint64_t> head_stamp{kEmpty};
-  std::atomic<std::size_t> size{0};  // `count`, for UnsafeSize() (relaxed: a snapshot)
-  // Items with the stealable bit (relaxed: thieves skip lists without any, a hint).
+  // Mirrors of `count` and `stealable_count` for readers without the lock (relaxed:
+  // UnsafeSize()'s snapshot; thieves skip lists without a stealable item, a hint).
+  std::atomic<std::size_t> size{0};
   std::atomic<std::size_t> stealable{0};
   // Guarded by `lock`.
   Item* items = nullptr;
   std::size_t capacity = 0;  // 0 or a power of two
   std::size_t head = 0;
   std::size_t count = 0;
+  std::size_t stealable_count = 0;  // items with the stealable bit
 };
 
 RelaxedQueue::RelaxedQueue(std::size_t lists, int numa_node, DeadCheck is_dead)
-    : count_(lists), numa_node_(numa_node), is_dead_(is_dead) {
+    : count_(lists), is_dead_(is_dead) {
   CHECK(lists >= 1 && lists <= kMaxLists)
       << "a relaxed queue has 1 to " << kMaxLists << " lists, not " << lists;
-  void* memory = AllocateOnNode(sizeof(List) * count_, numa_node_);
+  void* memory = AllocateOnNode(sizeof(List) * count_, numa_node);
   lists_ = static_cast<List*>(memory);
   for (std::size_t i = 0; i < count_; ++i) new (&lists_[i]) List();
 }
@@ -146,21 +148,27 @@ std::size_t RelaxedQueue::Lane(std::uint64_t random) const {
   return static_cast<std::size_t>(((random >> 32) * count_) >> 32);
 }
 
+void RelaxedQueue::PublishLocked(List& list) {
+  // relaxed: see List::head_stamp and List::size; written before the unlock.
+  list.head_stamp.store(list.count == 0 ? kEmpty : list.items[list.head].stamp_word >> 1,
+                        std::memory_order_relaxed);
+  list.size.store(list.count, std::memory_order_relaxed);
+  list.stealable.store(list.stealable_count, std::memory_order_relaxed);
+}
+
 void RelaxedQueue::CompactLocked(List& list) {
   const std::size_t mask = list.capacity - 1;
-  std::size_t kept = 0, stealable = 0;
+  std::size_t kept = 0;
   for (std::size_t i = 0; i < list.count; ++i) {
     const Item item = list.items[(list.head + i) & mask];
-    if (is_dead_(item.value)) continue;
+    if (is_dead_(item.value)) {
+      list.stealable_count -= item.stamp_word & 1;
+      continue;
+    }
     list.items[(list.head + kept++) & mask] = item;
-    stealable += item.stamp_word & 1;
   }
   list.count = kept;
-  // relaxed: see List::head_stamp and AppendLocked().
-  list.head_stamp.store(kept == 0 ? kEmpty : list.items[list.head].stamp_word >> 1,
-                        std::memory_order_relaxed);
-  list.size.store(kept, std::memory_order_relaxed);
-  list.stealable.store(stealable, std::memory_order_relaxed);
+  PublishLocked(list);
 }
 
 void RelaxedQueue::AppendLocked(List& list, std::uintptr_t value, bool stealable) {
@@ -188,14 +196,8 @@ void RelaxedQueue::AppendLocked(List& list, std::uintptr_t value, bool stealable
   const std::uint64_t stamp_word = (CycleClockNow() << 1) | (stealable ? 1 : 0);
   list.items[(list.head + list.count) & (list.capacity - 1)] = Item{value, stamp_word};
   ++list.count;
-  // relaxed: see List::head_stamp; published before the unlock.
-  if (list.count == 1) list.head_stamp.store(stamp_word >> 1, std::memory_order_relaxed);
-  list.size.store(list.count, std::memory_order_relaxed);
-  if ((stamp_word & 1) != 0) {
-    // relaxed: a hint (List::stealable); only changed under the lock.
-    list.stealable.store(list.stealable.load(std::memory_order_relaxed) + 1,
-                         std::memory_order_relaxed);
-  }
+  list.stealable_count += stealable ? 1 : 0;
+  PublishLocked(list);
 }
 
 void RelaxedQueue::Record(RelaxedCursor& cursor, std::uintptr_t value, std::size_t list) {
@@ -206,37 +208,24 @@ void RelaxedQueue::Record(RelaxedCursor& cursor, std::uintptr_t value, std::size
 void RelaxedQueue::Push(RelaxedCursor& cursor, std::uintptr_t value, bool stealable) {
   DCHECK_NE(value, 0u);
   std::size_t lane = 0;
-  for (int attempt = 0; attempt < kPushTries; ++attempt) {
+  bool locked = false;
+  for (int attempt = 0; attempt < kPushTries && !locked; ++attempt) {
     lane = Lane(StepForward(cursor.forward));
-    if (lists_[lane].lock.try_lock()) {
-      AppendLocked(lists_[lane], value, stealable);
-      lists_[lane].lock.unlock();
-      cursor.backward = cursor.forward;
-      Record(cursor, value, lane);
-      return;
-    }
+    locked = lists_[lane].lock.try_lock();
   }
-  {
-    std::lock_guard<Spinlock> hold(lists_[lane].lock);
-    AppendLocked(lists_[lane], value, stealable);
-  }
+  if (!locked) lists_[lane].lock.lock();  // every list tried was busy: wait for the last
+  AppendLocked(lists_[lane], value, stealable);
+  lists_[lane].lock.unlock();
   cursor.backward = cursor.forward;
   Record(cursor, value, lane);
 }
 
 std::uintptr_t RelaxedQueue::PopLocked(List& list) {
   const std::uintptr_t value = list.items[list.head].value;
-  if ((list.items[list.head].stamp_word & 1) != 0) {
-    // relaxed: see AppendLocked().
-    list.stealable.store(list.stealable.load(std::memory_order_relaxed) - 1,
-                         std::memory_order_relaxed);
-  }
+  list.stealable_count -= list.items[list.head].stamp_word & 1;
   list.head = (list.head + 1) & (list.capacity - 1);
   --list.count;
-  // relaxed: see List::head_stamp.
-  list.head_stamp.store(list.count == 0 ? kEmpty : list.items[list.head].stamp_word >> 1,
-                        std::memory_order_relaxed);
-  list.size.store(list.count, std::memory_order_relaxed);
+  PublishLocked(list);
   if (list.count == 0 && list.capacity > kShrinkAbove) {
     // A burst is over: give its ring back rather than keep it for good.
     delete[] list.items;
@@ -263,13 +252,9 @@ std::uintptr_t RelaxedQueue::RemoveLocked(List& list, std::size_t k) {
   for (std::size_t m = k; m + 1 < list.count; ++m) {
     list.items[(list.head + m) & mask] = list.items[(list.head + m + 1) & mask];
   }
-  --list.count;  // the head stays, so head_stamp does too (k > 0 here)
-  // relaxed: see AppendLocked() and List::head_stamp.
-  list.size.store(list.count, std::memory_order_relaxed);
-  if ((item.stamp_word & 1) != 0) {
-    list.stealable.store(list.stealable.load(std::memory_order_relaxed) - 1,
-                         std::memory_order_relaxed);
-  }
+  --list.count;
+  list.stealable_count -= item.stamp_word & 1;
+  PublishLocked(list);
   return item.value;
 }
 

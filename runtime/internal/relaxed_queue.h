@@ -136,9 +136,11 @@ class RelaxedQueue {
   void AppendLocked(List& list, std::uintptr_t value, bool stealable);
   // Under the list's lock: drops its dead values, keeping the order of the others.
   void CompactLocked(List& list);
+  // Under the list's lock, after any change: the atomics that readers without the lock
+  // look at (head stamp, size, stealable count), from the guarded fields.
+  static void PublishLocked(List& list);
 
   const std::size_t count_;
-  const int numa_node_;
   const DeadCheck is_dead_;
   List* lists_;  // count_ of them, each on its own cache line
   std::atomic<bool> dead_entries_{false};  // see NoteDeadEntries()

@@ -282,6 +282,20 @@ inline void SchedulerTestPointReached(SchedulerTestPoint point, std::size_t work
   ChaosPause();  // chaos mode's pauses (chaos.h, P)
 }
 
+// Adds 1 to `count` unless it is already `max` or more; whether it did. v2 and relaxed
+// count their searching workers this way (Go's nmspinning). relaxed load: a hint; the
+// seq_cst CAS decides, and producers that read the new count skip their wake-up
+// (v2's N2, relaxed's R-N2), which the searcher's later seq_cst decrement and fence
+// (I4, R-I4) make up for.
+inline bool TryIncrementBelow(std::atomic<std::size_t>& count, std::size_t max) {
+  std::size_t value = count.load(std::memory_order_relaxed);
+  do {
+    if (value >= max) return false;
+  } while (!count.compare_exchange_weak(value, value + 1, std::memory_order_seq_cst,
+                                        std::memory_order_relaxed));
+  return true;
+}
+
 // Returns the `k` lowest set bits of `mask` (all of them if it has fewer).
 std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k);
 

@@ -275,18 +275,6 @@ std::uintptr_t StrategyRelaxed::SearchOnce(std::size_t worker, IdleHooks* hooks)
   return 0;
 }
 
-bool StrategyRelaxed::TryStartSearching() {
-  // relaxed load: a hint; the CAS decides. seq_cst CAS: producers that read the new
-  // count skip their wake-up (R-N2), and our R-I4 re-checks for them.
-  std::size_t searching = searching_.load(std::memory_order_relaxed);
-  do {
-    if (searching >= max_searching_) return false;
-  } while (!searching_.compare_exchange_weak(searching, searching + 1,
-                                             std::memory_order_seq_cst,
-                                             std::memory_order_relaxed));
-  return true;
-}
-
 void StrategyRelaxed::StopSearching(bool found) {
   // R-I4. seq_cst RMW, then a fence: pairs with R-N1 (a producer that saw our count).
   const std::size_t before = searching_.fetch_sub(1, std::memory_order_seq_cst);
@@ -308,7 +296,7 @@ bool StrategyRelaxed::ClearSleepingBit(std::size_t worker) {
 
 std::uintptr_t StrategyRelaxed::FindRunnable(std::size_t worker, IdleHooks& hooks) {
   if (std::uintptr_t entry = TakeNext(worker)) return entry;  // R-I1
-  bool searching = TryStartSearching();                         // R-I2
+  bool searching = TryIncrementBelow(searching_, max_searching_);  // R-I2
   for (;;) {
     std::uintptr_t entry = SearchForWork(searching, options_.spin_time, hooks,  // R-I3
                                          [&] { return SearchOnce(worker, &hooks); });

@@ -60,7 +60,6 @@ class StrategyRelaxed final : public SchedulingStrategy {
   // R-N4/R-N5: takes a searcher count (from 0 only when `only_if_none_search`), gives
   // it to the lowest sleeper and wakes it; false if there was none (count given back).
   bool WakeSleeperAsSearcher(bool only_if_none_search);
-  bool TryStartSearching();
   // R-I4: gives our searcher count back; the last searcher out that found work wakes
   // another worker while fibers are queued.
   void StopSearching(bool found);

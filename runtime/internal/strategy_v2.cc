@@ -549,18 +549,6 @@ std::uintptr_t StrategyV2::SearchOnce(std::size_t worker, IdleHooks* hooks) {
   return 0;
 }
 
-bool StrategyV2::TryStartSearching() {
-  // relaxed load: a hint; the CAS decides. seq_cst CAS: producers that read the new
-  // count skip their wake-up (N2), and our later I4 decrement re-checks for them.
-  std::size_t searching = searching_.load(std::memory_order_relaxed);
-  do {
-    if (searching >= max_searching_) return false;
-  } while (!searching_.compare_exchange_weak(searching, searching + 1,
-                                             std::memory_order_seq_cst,
-                                             std::memory_order_relaxed));
-  return true;
-}
-
 void StrategyV2::StopSearching(bool found) {
   // I4. seq_cst RMW, then a fence: pairs with N1 (a producer that saw us searching).
   const std::size_t before = searching_.fetch_sub(1, std::memory_order_seq_cst);
@@ -594,7 +582,7 @@ bool StrategyV2::ClearSleepingBit(std::size_t worker) {
 
 std::uintptr_t StrategyV2::FindRunnable(std::size_t worker, IdleHooks& hooks) {
   if (std::uintptr_t entry = TakeNext(worker)) return entry;  // I1
-  bool searching = TryStartSearching();                         // I2
+  bool searching = TryIncrementBelow(searching_, max_searching_);  // I2
   for (;;) {
     std::uintptr_t entry = SearchForWork(searching, options_.spin_time, hooks,  // I3
                                          [&] { return SearchOnce(worker, &hooks); });

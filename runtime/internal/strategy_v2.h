@@ -99,7 +99,6 @@ class StrategyV2 final : public SchedulingStrategy {
   // Whether any queue of the group holds an entry (a relaxed snapshot).
   bool AnyQueued() const;
   void WakeAnotherIfQueued();
-  bool TryStartSearching();
   void StopSearching(bool found);
   // Clears our sleeping bit; returns whether a producer had claimed it (N4).
   bool ClearSleepingBit(std::size_t worker);
