@@ -1,6 +1,14 @@
 """Test macros: every scheduler-facing test runs under every scheduling strategy, and
 under chaos scheduling (runtime/internal/chaos.h) with a seed of its own."""
 
+# For target_compatible_with: a target that needs the test seams
+# (runtime/internal/test_seams.h) is built and run only under --config=seams (or the
+# asan and tsan configs); other builds skip it.
+NEEDS_TEST_SEAMS = select({
+    "//bazel:test_seams": [],
+    "//conditions:default": ["@platforms//:incompatible"],
+})
+
 # The strategies other than v1 (the plain cc_test's), each with its twins' suffix.
 _OTHER_STRATEGIES = [("v2", "_v2"), ("relaxed", "_relaxed")]
 
@@ -9,7 +17,14 @@ def _chaos_seed(name, strategy):
     # its decisions (and two targets do not share one).
     return (hash(name + "/" + strategy) % 1000000007) + 1
 
-def spindle_cc_test(name, size = None, timeout = None, tags = [], chaos = True, **kwargs):
+def spindle_cc_test(
+        name,
+        size = None,
+        timeout = None,
+        tags = [],
+        chaos = True,
+        target_compatible_with = None,
+        **kwargs):
     """A cc_test `name` (strategy v1: runtime_testing.h's TestStrategy() without the
     variable) and sh_tests `name_v2` and `name_relaxed` that run the same binary with
     SPINDLE_TEST_STRATEGY=v2 (the flag's default) and =relaxed, so every strategy is
@@ -17,8 +32,18 @@ def spindle_cc_test(name, size = None, timeout = None, tags = [], chaos = True, 
 
     With `chaos`, also `name_chaos`, `name_chaos_v2` and `name_chaos_relaxed`: the binary
     under chaos scheduling (bazel/run_under_chaos.sh) with each strategy, each with its
-    own seed (printed by the test: rerun with SPINDLE_TEST_CHAOS_SEED=<seed>)."""
-    native.cc_test(name = name, size = size, timeout = timeout, tags = tags, **kwargs)
+    own seed (printed by the test: rerun with SPINDLE_TEST_CHAOS_SEED=<seed>). Chaos
+    mode is a test seam, so the chaos twins exist only in builds with the seams
+    (NEEDS_TEST_SEAMS). `target_compatible_with` applies to the test and its strategy
+    twins."""
+    native.cc_test(
+        name = name,
+        size = size,
+        timeout = timeout,
+        tags = tags,
+        target_compatible_with = target_compatible_with,
+        **kwargs
+    )
     for strategy, suffix in _OTHER_STRATEGIES:
         native.sh_test(
             name = name + suffix,
@@ -28,6 +53,7 @@ def spindle_cc_test(name, size = None, timeout = None, tags = [], chaos = True, 
             size = size,
             timeout = timeout,
             tags = tags,
+            target_compatible_with = target_compatible_with,
         )
     if not chaos:
         return
@@ -40,4 +66,5 @@ def spindle_cc_test(name, size = None, timeout = None, tags = [], chaos = True, 
             size = size,
             timeout = timeout,
             tags = tags + ["chaos"],
+            target_compatible_with = NEEDS_TEST_SEAMS,
         )

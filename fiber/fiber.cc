@@ -162,6 +162,21 @@ void InheritContextIfAsked(const Fiber::Attributes& attributes,
 internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
                                        internal::FiberDesc* desc) {
   desc->scheduling_group_local = attributes.scheduling_group_local;
+  switch (attributes.start_order) {
+    case StartOrder::kDefault:
+      desc->start_reason = static_cast<std::uint8_t>(internal::ReadyReason::kStarted);
+      break;
+    case StartOrder::kNext:
+      desc->start_reason = static_cast<std::uint8_t>(internal::ReadyReason::kStartedNext);
+      break;
+    case StartOrder::kBack:
+      desc->start_reason = static_cast<std::uint8_t>(internal::ReadyReason::kStartedBack);
+      break;
+    default:
+      LOG(FATAL) << "Fiber::Attributes::start_order="
+                 << static_cast<int>(attributes.start_order)
+                 << " is invalid: expected kDefault, kNext or kBack";
+  }
   internal::SchedulingGroup* group = ChooseGroup(attributes);
   internal::FiberEntity* self = internal::GetCurrentFiberEntity();
   const bool in_fiber = self != nullptr && !self->is_master();

@@ -31,6 +31,16 @@ enum class Launch {
               // on a plain thread this is kPost)
 };
 
+// Where a fiber started by a fiber (kPost) waits for a worker: seed 002's choice between
+// spawn and enqueue. Strategy v2 honors it on the starting worker's own queues; v1 and
+// relaxed keep one first-in-first-out order, and a fiber started from a plain thread
+// or into another group goes to the group's shared queue, under every value.
+enum class StartOrder {
+  kDefault,  // as --fiber_v2_spawn says (lifo, the default: kNext; fifo: kBack)
+  kNext,     // spawn: runs next on this worker, before the fibers it queued earlier
+  kBack,     // enqueue: at the back of this worker's queue, after those already there
+};
+
 // A handle to a fiber, shaped like std::thread: construct it to start a fiber, then
 // join() or detach() it exactly once. Destroying a joinable Fiber is a fatal error.
 // The handle itself is not thread-safe; the fiber it names runs independently.
@@ -56,6 +66,8 @@ class Fiber {
     // that the caller runs in now, and keeps it alive until it ends; if false (the
     // default), it starts in none.
     bool inherit_execution_context = false;
+    // Where the new fiber waits (kPost from a fiber of the same group; see StartOrder).
+    StartOrder start_order = StartOrder::kDefault;
   };
 
   Fiber() = default;

@@ -438,5 +438,29 @@ TEST(FiberDeathTest, OutOfRangeSchedulingGroupIsRejected) {
       "scheduling_group=5 is out of range");
 }
 
+// Fiber::Attributes::start_order through the public API (strategy v2, one worker: the
+// strategy that honors it). A fiber starts three children and yields until they ran:
+// kBack runs them in the order they were started (seed 002's enqueue); kNext runs the
+// newest first, then the ones it displaced (spawn). runtime/internal/strategy_v2_test
+// checks the same orders against --fiber_v2_spawn.
+TEST(FiberStartOrderTest, NextRunsTheNewestFirstAndBackKeepsTheStartOrder) {
+  if (testing::UnderChaos()) GTEST_SKIP() << "chaos mode reorders ready fibers on purpose";
+  ScopedRuntime runtime(1, 0, 65536, "v2");  // whatever the target's strategy
+  for (const StartOrder start_order : {StartOrder::kBack, StartOrder::kNext}) {
+    std::vector<int> ran;  // one worker: the children never run at once
+    RunAsFiber([&] {
+      Fiber::Attributes attributes;
+      attributes.start_order = start_order;
+      for (int i = 1; i <= 3; ++i) {
+        StartFiberDetached(attributes, [&ran, i] { ran.push_back(i); });
+      }
+      while (ran.size() < 3) this_fiber::Yield();
+    });
+    EXPECT_EQ(ran, (start_order == StartOrder::kBack ? std::vector<int>{1, 2, 3}
+                                                     : std::vector<int>{3, 1, 2}))
+        << (start_order == StartOrder::kBack ? "kBack" : "kNext");
+  }
+}
+
 }  // namespace
 }  // namespace spindle

@@ -18,6 +18,7 @@
 #include "runtime/internal/runtime_options.h"
 #include "runtime/metrics.h"
 #include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/test_seams.h"
 
 namespace spindle {
 namespace {
@@ -62,6 +63,22 @@ TEST(RuntimeFlagsTest, EachOutOfRangeFlagIsRejectedByName) {
   ExpectRejected("fiber_numa_topology_override", "0:", "the CPU list is empty");
   ExpectRejected("fiber_worker_accessible_cpus", "0-2,x", "not a CPU number");
   ExpectRejected("fiber_worker_accessible_cpus", "1023", "not in the process's affinity mask");
+}
+
+// Chaos scheduling is a test seam (runtime/internal/test_seams.h): a build without the
+// seams refuses a seed by name instead of running without the chaos it asked for; a
+// build with them runs under it.
+TEST(RuntimeFlagsTest, ChaosSeedNeedsTheTestSeams) {
+  if (testing::UnderChaos()) GTEST_SKIP() << "the chaos twins set their own seed";
+  if constexpr (internal::kTestSeams) {
+    gflags::FlagSaver saver;
+    gflags::SetCommandLineOption("fiber_chaos_seed", "5");
+    EXPECT_EQ(TryStartRuntime(), "");
+    TerminateRuntime();
+  } else {
+    ExpectRejected("fiber_chaos_seed", "5", "expected 0 (off)");
+    ExpectRejected("fiber_chaos_seed", "5", "--config=seams");
+  }
 }
 
 // A CPU list naming CPUs outside a fake topology is refused as well (the override

@@ -32,8 +32,8 @@ using testing::Scaled;
 using testing::ScopedRuntime;
 using testing::WaitFor;
 
-// A hang shows where every fiber stands before Bazel's timeout kills the binary.
-const bool kWatchdog = testing::AddBazelTimeoutWatchdog();
+// A hang shows where every fiber stands before Bazel's timeout kills the binary: the
+// watchdog that runtime_testing.cc arms in every test binary that links it.
 
 TEST(SchedulerStressTest, MillionFibersEachRunExactlyOnce) {
   ScopedRuntime runtime(2);
@@ -128,9 +128,13 @@ void RunPerturbedPairs(std::size_t workers, bool partner_yields) {
   FLAGS_fiber_worker_spin_time_us = 200;
   ScopedRuntime runtime(workers);
   const char* hook_env = std::getenv("SPINDLE_TEST_PROTOCOL_HOOK");
-  const bool hook = !testing::UnderChaos() &&
+  // The hook is a test seam (runtime/internal/test_seams.h): without the seams the
+  // rounds run unperturbed.
+  const bool hook = internal::kTestSeams && !testing::UnderChaos() &&
                     (hook_env == nullptr || std::string(hook_env) != "0");
-  if (hook) internal::SetSchedulerTestHook(&PerturbProtocolStep);
+  if constexpr (internal::kTestSeams) {
+    if (hook) internal::SetSchedulerTestHook(&PerturbProtocolStep);
+  }
   const int rounds = static_cast<int>(Scaled(4000));
   int failed_round = 0;
   for (int round = 1; round <= rounds && failed_round == 0; ++round) {
@@ -179,7 +183,9 @@ void RunPerturbedPairs(std::size_t workers, bool partner_yields) {
       failed_round = round;
     }
   }
-  if (hook) internal::SetSchedulerTestHook(nullptr);
+  if constexpr (internal::kTestSeams) {
+    if (hook) internal::SetSchedulerTestHook(nullptr);
+  }
   EXPECT_EQ(failed_round, 0) << "round " << failed_round << ": the partner did not run "
                              << "within 10 s while its waiter spun, or the waiter never ran";
 }

@@ -12,8 +12,10 @@
 #                                                with bin/ and a `run` wrapper
 #
 # Options:
-#   --configs=LIST      build configurations to build and run, from default, asan, tsan
-#                       (default: default,tsan)
+#   --configs=LIST      build configurations to build and run, from default, seams,
+#                       asan, tsan (default: default,tsan); seams, asan and tsan carry
+#                       the test seams (chaos mode, the test points: test_seams.h), and
+#                       only they build the tests that need them
 #   --repeat=N          --gtest_repeat for the default and asan configurations (20)
 #   --tsan-repeat=N     --gtest_repeat under tsan (5)
 #   --timeout=S         wall-clock limit per binary, in seconds (1800); a binary past it
@@ -86,10 +88,13 @@ for s in "${strategy_list[@]}"; do
   case $s in v1|v2|relaxed) ;; *) die "--strategies=$strategies: '$s' is not one of v1, v2, relaxed" ;; esac
 done
 check_config() {
-  case $1 in default|asan|tsan) ;; *) die "$2=$1: expected default, asan or tsan" ;; esac
+  case $1 in
+    default|seams|asan|tsan) ;;
+    *) die "$2=$1: expected default, seams, asan or tsan" ;;
+  esac
 }
 IFS=, read -r -a config_list <<<"$configs"
-((${#config_list[@]})) || die "--configs is empty: expected default, asan and/or tsan"
+((${#config_list[@]})) || die "--configs is empty: expected default, seams, asan and/or tsan"
 for c in "${config_list[@]}"; do check_config "$c" --configs; done
 check_config "$bin_config" --config
 [ -z "$print_binaries" ] || check_config "$print_binaries" --print-binaries
@@ -98,10 +103,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 bazel_config_args() { if [ "$1" != default ]; then echo "--config=$1"; fi; }
 
-# Builds configuration $1's cc_test binaries; prints their paths.
+# Builds configuration $1's cc_test binaries; prints their paths. Tests that need the
+# test seams (target_compatible_with = NEEDS_TEST_SEAMS, bazel/testing.bzl) exist only in
+# the configurations that carry them.
 build_binaries() {
-  local config=$1 targets bin
-  targets=$(cd "$root" && ./bazelw query 'kind(cc_test, //...)' 2>/dev/null | sort) ||
+  local config=$1 targets bin query='kind(cc_test, //...)'
+  if [ "$config" = default ]; then
+    query="$query except attr(target_compatible_with, incompatible, //...)"
+  fi
+  targets=$(cd "$root" && ./bazelw query "$query" 2>/dev/null | sort) ||
     die "bazel query failed"
   (cd "$root" && ./bazelw build $(bazel_config_args "$config") $targets >&2) ||
     die "build of the $config test binaries failed"

@@ -8,6 +8,9 @@
 #include "fiber/internal/spinlock.h"
 #include "glog/logging.h"
 
+// The whole of chaos mode exists only with the test seams (test_seams.h).
+#if SPINDLE_HAS_TEST_SEAMS
+
 namespace spindle::internal {
 namespace chaos_internal {
 std::atomic<bool> g_on{false};
@@ -175,3 +178,5 @@ void ChaosPauseSlow() {
 }
 
 }  // namespace spindle::internal
+
+#endif  // SPINDLE_HAS_TEST_SEAMS

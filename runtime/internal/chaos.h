@@ -43,9 +43,11 @@
 // threads (timer threads, plain threads) get streams numbered in the order they first
 // draw: reproducible only when those threads are.
 //
-// Cost when off: one relaxed load of a global and a predicted branch at each point
-// above (the decision points are on the switch path, the pauses on the wake path).
-// When on: tests run a few times slower; never use it in production.
+// Compiled in only with the test seams (test_seams.h: --config=seams, and the asan and
+// tsan configs): other builds, -c opt among them, have none of it, and refuse a nonzero
+// --fiber_chaos_seed by name. Cost in a build with seams while off: one relaxed load of
+// a global and a predicted branch at each point above. When on: tests run a few times
+// slower; never use it in production.
 //
 // Thread-safety: StartChaos/StopChaos by the runtime's owner, before its workers start
 // and after they stop; everything else from any thread.
@@ -58,6 +60,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/internal/test_seams.h"
+
 namespace spindle::internal {
 
 class SchedulingGroup;
@@ -69,6 +73,10 @@ namespace chaos_internal {
 extern std::atomic<bool> g_on;
 extern std::atomic<bool> g_decisions;
 }  // namespace chaos_internal
+
+// Every function below is defined only in builds with the test seams; callers name
+// them only inside `if constexpr (kTestSeams)` (test_seams.h). ChaosPause() is the one
+// that any build may call: it is empty without the seams.
 
 // Whether chaos mode is on (P, the pauses).
 inline bool ChaosOn() { return chaos_internal::g_on.load(std::memory_order_relaxed); }
@@ -111,10 +119,14 @@ enum class ChaosEvent { kPick, kGroupMove, kSharedQueue, kForcedYield, kPause, k
 void ChaosCount(ChaosEvent event);
 std::uint64_t ChaosEvents(ChaosEvent event);
 
-// P: a random pause (often none), from the calling thread's timing stream.
+// P: a random pause (often none), from the calling thread's timing stream. Nothing at
+// all in a build without the test seams (always_inline: not even an empty function's
+// symbol at -O0).
 void ChaosPauseSlow();
-inline void ChaosPause() {
-  if (ChaosOn()) ChaosPauseSlow();
+__attribute__((always_inline)) inline void ChaosPause() {
+  if constexpr (kTestSeams) {
+    if (ChaosOn()) ChaosPauseSlow();
+  }
 }
 
 }  // namespace spindle::internal

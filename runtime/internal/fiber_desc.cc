@@ -19,6 +19,7 @@ void FreeFiberDesc(FiberDesc* desc) {
   if (desc->exit_hook) desc->exit_hook = nullptr;
   desc->scheduling_group_local = false;
   desc->stack_class = 0;
+  desc->start_reason = 0;  // ReadyReason::kStarted
   desc->id = 0;
   desc->ready_stamp = 0;
   desc->claim = nullptr;

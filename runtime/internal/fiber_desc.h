@@ -40,6 +40,9 @@ struct FiberDesc {
   bool scheduling_group_local = false;
   // The stack size class to instantiate it with (stack_allocator.h; 0: the default).
   std::uint8_t stack_class = 0;
+  // How it is queued when started (its ReadyReason: kStarted, kStartedNext or
+  // kStartedBack; Fiber::Attributes::start_order).
+  std::uint8_t start_reason = 0;
 };
 static_assert(sizeof(FiberDesc) <= 96, "a million queued fibers pay for every byte");
 

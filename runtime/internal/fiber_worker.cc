@@ -61,6 +61,7 @@
 #include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
 #include "runtime/internal/chaos.h"
+#include "runtime/internal/test_seams.h"
 #include "runtime/internal/global_run_queue.h"
 
 namespace spindle::internal {
@@ -108,7 +109,9 @@ void FiberWorker::Run() {
   *CurrentWorkerSlot() = this;
   MarkThisThreadAsRuntimeThread(true);
   group_->BindWorkerThread(index_);
-  ChaosBindWorker(group_->index(), index_);  // chaos mode's decisions, reproducibly
+  if constexpr (kTestSeams) {
+    ChaosBindWorker(group_->index(), index_);  // chaos mode's decisions, reproducibly
+  }
   FiberEntity* master = GetMasterFiberEntity();
   for (;;) {
     // L1-L5: the strategy's idle path, which asks us (IdleHooks) about other groups.

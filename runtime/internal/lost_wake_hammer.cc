@@ -13,8 +13,8 @@
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/internal/scheduling_group.h"
-#include "runtime/internal/strategy_relaxed.h"
-#include "runtime/internal/strategy_v2.h"
+#include "runtime/internal/scheduling_strategy.h"
+#include "runtime/internal/test_seams.h"
 
 namespace spindle::internal {
 namespace {
@@ -50,14 +50,21 @@ void LostWakeUpHammer(std::size_t workers, int spin_us, int rounds,
   gflags::FlagSaver saver;
   FLAGS_fiber_worker_spin_time_us = static_cast<std::uint64_t>(spin_us);
   ScopedRuntime runtime(workers, group_size);
-  SetSchedulerTestHook(&PauseBeforeSleep);
-  // SPINDLE_V2_NO_RECHECK=1 removes strategy v2's re-check before sleeping (W3), and
-  // SPINDLE_RELAXED_NO_RECHECK=1 strategy relaxed's (R-W3), to show that this hammer
-  // catches its absence: run under that strategy it then fails within 10,000 rounds
-  // ("did not run: lost wake-up"), and the stuck runtime hangs at teardown.
-  StrategyV2::DisableRecheckForTesting(std::getenv("SPINDLE_V2_NO_RECHECK") != nullptr);
-  StrategyRelaxed::DisableRecheckForTesting(std::getenv("SPINDLE_RELAXED_NO_RECHECK") !=
-                                            nullptr);
+  const bool no_recheck = std::getenv("SPINDLE_V2_NO_RECHECK") != nullptr ||
+                          std::getenv("SPINDLE_RELAXED_NO_RECHECK") != nullptr;
+  // The pauses and the switch are test seams (test_seams.h): without them the hammer
+  // still runs every round, over the narrower window the hardware gives.
+  if constexpr (kTestSeams) {
+    SetSchedulerTestHook(&PauseBeforeSleep);
+    // SPINDLE_V2_NO_RECHECK=1 (or SPINDLE_RELAXED_NO_RECHECK=1) removes the re-check
+    // before sleeping (v2's W3, relaxed's R-W3), to show that this hammer catches its
+    // absence: run under v2 or relaxed it then fails within 10,000 rounds ("did not
+    // run: lost wake-up"), and the stuck runtime hangs at teardown.
+    DisableSleepRecheckForTesting(no_recheck);
+  } else {
+    ASSERT_FALSE(no_recheck) << "SPINDLE_V2_NO_RECHECK / SPINDLE_RELAXED_NO_RECHECK need a "
+                                "build with the test seams (--config=seams)";
+  }
   std::mt19937 random(12345);
   std::atomic<int> ran{0};
   for (int round = 1; round <= rounds; ++round) {
@@ -68,7 +75,7 @@ void LostWakeUpHammer(std::size_t workers, int spin_us, int rounds,
         std::chrono::seconds(10)))
         << "fiber of round " << round << " did not run: lost wake-up";
   }
-  SetSchedulerTestHook(nullptr);
+  if constexpr (kTestSeams) SetSchedulerTestHook(nullptr);
 }
 
 }  // namespace spindle::internal

@@ -13,6 +13,7 @@
 
 #include "glog/logging.h"
 #include "runtime/internal/chaos.h"
+#include "runtime/internal/test_seams.h"
 #include "runtime/internal/live_fibers.h"
 
 namespace spindle::internal {
@@ -45,15 +46,19 @@ void Runtime::Start(const RuntimeOptions& options) {
   CHECK(g_runtime.load(std::memory_order_acquire) == nullptr)
       << "StartRuntime() called while the runtime is already running";
   auto* runtime = new Runtime(options);
-  if (options.chaos_seed != 0) {
-    std::vector<ChaosGroup> groups;
-    for (auto& group : runtime->groups_) groups.push_back({group.get(), group->numa_node()});
-    // Before any worker runs.
-    const bool decisions = StartChaos(options.chaos_seed, std::move(groups));
-    ReportLayout("Spindle: chaos scheduling, seed " + std::to_string(options.chaos_seed) +
-                     ": " + (decisions ? "pauses and decisions" : "pauses only") +
-                     " in this run",
-                 options.log_layout);
+  if constexpr (kTestSeams) {  // chaos mode (a test seam; other builds refuse a seed)
+    if (options.chaos_seed != 0) {
+      std::vector<ChaosGroup> groups;
+      for (auto& group : runtime->groups_) {
+        groups.push_back({group.get(), group->numa_node()});
+      }
+      // Before any worker runs.
+      const bool decisions = StartChaos(options.chaos_seed, std::move(groups));
+      ReportLayout("Spindle: chaos scheduling, seed " + std::to_string(options.chaos_seed) +
+                       ": " + (decisions ? "pauses and decisions" : "pauses only") +
+                       " in this run",
+                   options.log_layout);
+    }
   }
   g_runtime.store(runtime, std::memory_order_release);
   for (auto& worker : runtime->workers_) worker->Start();
@@ -72,7 +77,8 @@ void Runtime::Terminate() {
   WaitForForeignProducers();
   for (auto& group : runtime->groups_) group->Stop();
   for (auto& worker : runtime->workers_) worker->Join();
-  StopChaos();  // no worker runs; the timer threads stopped before we were called
+  // No worker runs; the timer threads stopped before we were called.
+  if constexpr (kTestSeams) StopChaos();
   g_runtime.store(nullptr, std::memory_order_release);
   delete runtime;
 }

@@ -15,6 +15,7 @@
 #include "runtime/internal/run_queue.h"
 #include "runtime/internal/local_queue.h"
 #include "runtime/internal/scheduling_strategy.h"
+#include "runtime/internal/test_seams.h"
 
 DEFINE_uint64(fiber_concurrency, 0,
               "Fiber worker threads in all (default 0 = the CPUs in the process's "
@@ -47,7 +48,8 @@ DEFINE_string(fiber_v2_steal, "half",
 DEFINE_string(fiber_v2_spawn, "lifo",
               "Strategy v2: where a fiber started or woken by a fiber goes (default "
               "lifo: the worker's runnext slot, run next; fifo: the tail of its local "
-              "queue). Accepted: lifo, fifo.");
+              "queue). Accepted: lifo, fifo. One start can choose otherwise: "
+              "Fiber::Attributes::start_order (kNext, kBack).");
 DEFINE_uint64(fiber_v2_global_check_interval, 61,
               "Strategy v2: a worker looks at its group's global queue first once every "
               "this many scheduling rounds, even with local work (default 61, as Go). "
@@ -107,8 +109,9 @@ DEFINE_uint64(fiber_chaos_seed, 0,
               "workers and groups of a NUMA node, makes fibers yield after parks, and "
               "pauses threads at random inside the wake-up and park protocols, "
               "reproducibly from the seed (the same seed gives the same order on one "
-              "worker). Several times slower: never in production. Default 0 = off; any "
-              "other 64-bit value is a seed.");
+              "worker). Several times slower: never in production. Compiled in only in "
+              "test builds with --config=seams (--define=spindle_test_seams=1); other "
+              "builds accept only 0. Default 0 = off; any other 64-bit value is a seed.");
 
 DEFINE_bool(fiber_log_layout, false,
             "Write the runtime's layout (groups, workers, CPUs, strategy, stacks) as one "
@@ -323,6 +326,11 @@ std::string ValidateRuntimeOptions(const RuntimeOptions& options) {
     return "--fiber_dump_signal=" + std::to_string(options.dump_signal) +
            " is invalid: expected a signal number in [0, " + std::to_string(kMaxSignal) +
            "] (0 = none), not SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGFPE or SIGILL";
+  }
+  if (!kTestSeams && options.chaos_seed != 0) {
+    return "--fiber_chaos_seed=" + std::to_string(options.chaos_seed) +
+           " is invalid in this build: chaos scheduling is a test seam, compiled in only "
+           "with --config=seams (--define=spindle_test_seams=1); expected 0 (off)";
   }
   if (options.ready_latency_sample_period < 1 ||
       options.ready_latency_sample_period > kMaxReadySamplePeriod ||

@@ -13,6 +13,8 @@
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_options.h"
+#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/test_seams.h"
 
 namespace spindle::testing {
 namespace {
@@ -31,6 +33,13 @@ class ChaosFromEnvironment : public ::testing::Environment {
                    env);
       std::exit(2);
     }
+    if (!internal::kTestSeams && seed != 0) {
+      std::fprintf(stderr,
+                   "SPINDLE_TEST_CHAOS_SEED=%s: chaos scheduling is a test seam, and this "
+                   "test binary was built without it; build with --config=seams\n",
+                   env);
+      std::exit(2);
+    }
     FLAGS_fiber_chaos_seed = seed;
     std::fprintf(stderr, "chaos scheduling on: --fiber_chaos_seed=%llu\n", seed);
   }
@@ -39,6 +48,10 @@ class ChaosFromEnvironment : public ::testing::Environment {
 // gtest owns the environment.
 const bool kRegistered = (::testing::AddGlobalTestEnvironment(new ChaosFromEnvironment),
                           true);
+
+// Every test binary that links this library (every one that runs a runtime) dumps its
+// fibers at 90% of Bazel's TEST_TIMEOUT rather than dying silently when Bazel kills it.
+const bool kWatchdog = AddBazelTimeoutWatchdog();
 
 }  // namespace
 }  // namespace spindle::testing

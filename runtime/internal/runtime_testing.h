@@ -117,16 +117,17 @@ inline std::string TestStrategy() {
 inline bool UnderChaos() { return FLAGS_fiber_chaos_seed != 0; }
 
 // Starts a runtime of `workers` workers (one group unless `group_size` says otherwise)
-// under TestStrategy() for the lifetime of the object, restoring the flags afterwards. On the real machine
+// under `strategy` (empty: TestStrategy()) for the lifetime of the object, restoring the flags afterwards. On the real machine
 // the layout is not NUMA-aware (unless a test set --fiber_numa_aware), so the shape
 // does not depend on how many nodes the test machine has; a fake topology
 // (--fiber_numa_topology_override) keeps the flags as they are.
 class ScopedRuntime {
  public:
   explicit ScopedRuntime(std::size_t workers, std::size_t group_size = 0,
-                         std::size_t run_queue_size = 65536)
+                         std::size_t run_queue_size = 65536,
+                         const std::string& strategy = "")
       : numa_aware_(FLAGS_fiber_numa_aware), strategy_(FLAGS_fiber_scheduling_strategy) {
-    FLAGS_fiber_scheduling_strategy = TestStrategy();
+    FLAGS_fiber_scheduling_strategy = strategy.empty() ? TestStrategy() : strategy;
     FLAGS_fiber_concurrency = workers;
     FLAGS_fiber_scheduling_group_size = group_size;
     FLAGS_fiber_run_queue_size = run_queue_size;
@@ -191,7 +192,8 @@ class TestWatchdog {
 
 // Arms a TestWatchdog over the whole test binary at 90% of Bazel's TEST_TIMEOUT (when
 // Bazel runs it), so a hang dumps every fiber before Bazel kills the process silently.
-// Use at namespace scope: `const bool kWatchdog = testing::AddBazelTimeoutWatchdog();`.
+// runtime_testing.cc installs it in every test binary that links this library; call it
+// once per binary (at namespace scope) only in one that does not.
 class BazelTimeoutWatchdog : public ::testing::Environment {
  public:
   void SetUp() override {

@@ -57,6 +57,7 @@
 #include "runtime/internal/strategy_relaxed.h"
 #include "runtime/internal/strategy_v1.h"
 #include "runtime/internal/strategy_v2.h"
+#include "runtime/internal/test_seams.h"
 
 namespace spindle::internal {
 namespace {
@@ -202,7 +203,8 @@ void SchedulingGroup::StartFiber(FiberDesc* desc) {
   CountOn(origin, &WorkerCounters::fibers_started, fibers_started_elsewhere_, 1);
   StampReady(desc);
   EnqueueFrom(origin, bound.group == nullptr, EncodeEntry(desc),
-              !desc->scheduling_group_local, ReadyReason::kStarted);
+              !desc->scheduling_group_local,
+              static_cast<ReadyReason>(desc->start_reason));
 }
 
 template <class T>
@@ -257,11 +259,13 @@ void SchedulingGroup::QueueReady(FiberEntity* fiber) {
     return;
   }
   StampReady(fiber);
-  if (ChaosDecides()) {
-    const BoundWorker bound = *BoundWorkerSlot();
-    ChaosQueue(EncodeEntry(fiber), fiber->scheduling_group_local, ReadyReason::kWoken,
-               bound.group == this ? bound.index : kNoWorker);
-    return;
+  if constexpr (kTestSeams) {
+    if (ChaosDecides()) {
+      const BoundWorker bound = *BoundWorkerSlot();
+      ChaosQueue(EncodeEntry(fiber), fiber->scheduling_group_local, ReadyReason::kWoken,
+                 bound.group == this ? bound.index : kNoWorker);
+      return;
+    }
   }
   Enqueue(EncodeEntry(fiber), !fiber->scheduling_group_local, ReadyReason::kWoken);
 }
@@ -372,7 +376,9 @@ FiberEntity* SchedulingGroup::FindRunnable(std::size_t worker, IdleHooks& hooks)
   }
   if (entry == 0) return nullptr;
   strategy_->NoteFoundWork(worker);
-  if (ChaosDecides()) entry = ChaosPick(entry, worker);
+  if constexpr (kTestSeams) {
+    if (ChaosDecides()) entry = ChaosPick(entry, worker);
+  }
   return MakeRunning(entry, worker);
 }
 
@@ -471,7 +477,8 @@ FiberEntity* SchedulingGroup::MakeRunning(std::uintptr_t entry, std::size_t work
 
 // Inlined into Yield and Halt (a call here cost yield 15 instructions per switch).
 // kChaos: chaos mode's decisions are on (ChaosDecides(), fixed for a runtime's life;
-// the callers look once per switch, not once per step).
+// the callers look once per switch, not once per step). True only in builds with the
+// test seams.
 template <bool kChaos>
 __attribute__((always_inline)) inline FiberEntity* SchedulingGroup::TakeNextForSwitch(
     FiberEntity* self) {
@@ -510,14 +517,11 @@ void SchedulingGroup::Yield(FiberEntity* self) {
     PollAndFireIfDue();
   }
   // One look at chaos mode for the pick and the re-queue (two cost yield 1%).
-  if (__builtin_expect(ChaosDecides(), 0)) {
-    ChaosYield(self);
-  } else {
-    SwitchToNext<false>(self);
+  if constexpr (kTestSeams) {
+    if (__builtin_expect(ChaosDecides(), 0)) return ChaosYield(self);
   }
+  SwitchToNext<false>(self);
 }
-
-void SchedulingGroup::ChaosYield(FiberEntity* self) { SwitchToNext<true>(self); }
 
 template <bool kChaos>
 __attribute__((always_inline)) inline void SchedulingGroup::SwitchToNext(FiberEntity* self) {
@@ -539,7 +543,11 @@ void SchedulingGroup::Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lo
   // IO wait), so go through the worker's loop, which polls (FindRunnable).
   FiberEntity* next = nullptr;
   if (!BusyPollDue(self->scheduling_worker)) {
-    next = ChaosDecides() ? TakeNextForSwitch<true>(self) : TakeNextForSwitch<false>(self);
+    if constexpr (kTestSeams) {
+      next = ChaosDecides() ? TakeNextForSwitch<true>(self) : TakeNextForSwitch<false>(self);
+    } else {
+      next = TakeNextForSwitch<false>(self);
+    }
   }
   FiberEntity* target = next != nullptr ? next : GetMasterFiberEntity();
   ChaosPause();  // Waiting but not yet switched out: a waker spins on our lock meanwhile
@@ -550,12 +558,19 @@ void SchedulingGroup::Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lo
                                      self});
   // D3 (chaos.h): back from the park, holding no lock (a park is allowed only there),
   // sometimes yield at once. We may have moved to another group meanwhile.
-  if (ChaosDecides() && self->scheduling_worker < self->scheduling_group->options_.workers &&
-      ChaosOneIn(8)) {
-    ChaosCount(ChaosEvent::kForcedYield);
-    YieldFiber(self);
+  if constexpr (kTestSeams) {
+    if (ChaosDecides() &&
+        self->scheduling_worker < self->scheduling_group->options_.workers &&
+        ChaosOneIn(8)) {
+      ChaosCount(ChaosEvent::kForcedYield);
+      YieldFiber(self);
+    }
   }
 }
+
+// Chaos mode's decisions exist only with the test seams (test_seams.h).
+#if SPINDLE_HAS_TEST_SEAMS
+void SchedulingGroup::ChaosYield(FiberEntity* self) { SwitchToNext<true>(self); }
 
 std::uintptr_t SchedulingGroup::ChaosPick(std::uintptr_t entry, std::size_t worker) {
   if (worker >= options_.workers || !ChaosOneIn(2)) return entry;
@@ -606,6 +621,7 @@ void SchedulingGroup::ChaosQueue(std::uintptr_t entry, bool group_local,
   ForeignProducerScope scope(BoundWorkerSlot()->group == nullptr);
   target->strategy_->Enqueue(entry, !group_local, reason, origin);
 }
+#endif  // SPINDLE_HAS_TEST_SEAMS
 
 void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
   CheckNoOsMutexHeld(self->id, "dispatch");
@@ -625,9 +641,11 @@ void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
   }
   self->scheduler_lock.lock();
   self->SetState(FiberState::kReady);
-  self->SwitchTo(next, LandingHook{ChaosDecides() ? &UnlockAndRequeue<true>
-                                                  : &UnlockAndRequeue<false>,
-                                   self});
+  void (*requeue)(void*) = &UnlockAndRequeue<false>;
+  if constexpr (kTestSeams) {
+    if (ChaosDecides()) requeue = &UnlockAndRequeue<true>;
+  }
+  self->SwitchTo(next, LandingHook{requeue, self});
 }
 
 void SchedulingGroup::TakeBackRunInline(FiberEntity* joiner, FiberDesc* desc) {

@@ -212,7 +212,8 @@ class SchedulingGroup {
   // Yield's switch to the next ready fiber, if any (kChaos: chaos mode's decisions).
   template <bool kChaos>
   void SwitchToNext(FiberEntity* self);
-  // Yield under chaos mode's decisions: out of line and cold, off the plain path.
+  // Yield under chaos mode's decisions: out of line and cold, off the plain path. The
+  // Chaos* members are defined only in builds with the test seams (test_seams.h).
   __attribute__((noinline, cold)) void ChaosYield(FiberEntity* self);
   // Whether worker `worker` (switching fibers) should poll the group's poller or fire
   // its timers now: every 64th switch on this worker looks at the clock (the counter

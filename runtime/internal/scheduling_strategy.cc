@@ -7,7 +7,10 @@
 namespace spindle::internal {
 
 namespace strategy_internal {
+#if SPINDLE_HAS_TEST_SEAMS
 std::atomic<SchedulerTestHook> g_test_hook{nullptr};
+std::atomic<bool> g_sleep_recheck_disabled{false};
+#endif
 }  // namespace strategy_internal
 
 std::string ValidateSchedulingStrategy(const std::string& name) {
@@ -16,10 +19,17 @@ std::string ValidateSchedulingStrategy(const std::string& name) {
          " is invalid: expected one of: " + kSchedulingStrategies;
 }
 
+#if SPINDLE_HAS_TEST_SEAMS
 void SetSchedulerTestHook(SchedulerTestHook hook) {
   // relaxed: see g_test_hook.
   strategy_internal::g_test_hook.store(hook, std::memory_order_relaxed);
 }
+
+void DisableSleepRecheckForTesting(bool disabled) {
+  // relaxed: see g_sleep_recheck_disabled.
+  strategy_internal::g_sleep_recheck_disabled.store(disabled, std::memory_order_relaxed);
+}
+#endif
 
 void* SchedulingStrategy::operator new(std::size_t size, int numa_node) {
   return AllocateOnNode(size, numa_node);  // page-aligned, so alignas(64) holds

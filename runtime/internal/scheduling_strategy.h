@@ -14,6 +14,7 @@
 #include "runtime/internal/chaos.h"
 #include "runtime/internal/group_poller.h"
 #include "runtime/internal/metrics.h"
+#include "runtime/internal/test_seams.h"
 #include "runtime/internal/topology.h"
 #include "runtime/internal/wait_slot.h"
 
@@ -49,7 +50,9 @@ inline constexpr std::size_t kMaxWorkersPerGroup = 64;
 // started or woken by a worker's fiber next on that worker, and sends a yielding fiber
 // to the back of its worker's local queue, behind everything else ready there).
 enum class ReadyReason {
-  kStarted,  // a new fiber
+  kStarted,  // a new fiber, queued as the strategy's flags say (--fiber_v2_spawn)
+  kStartedNext,  // a new fiber that asked to run next (StartOrder::kNext)
+  kStartedBack,  // a new fiber that asked for the back of the queue (StartOrder::kBack)
   kWoken,    // a parked fiber made ready (mutex, event, timer, ...)
   kYielded,  // a running fiber that yields (or dispatched a child and runs later)
 };
@@ -263,23 +266,46 @@ enum class SchedulerTestPoint {
   kBeforeWakeUp,      // a producer, after its push, before its wake-up decision
 };
 using SchedulerTestHook = void (*)(SchedulerTestPoint point, std::size_t worker);
-// Installs `hook` (nullptr removes it) in every group. Costs one relaxed load of a
-// global per step while none is installed (and one more for chaos mode); the
-// producer's step is on the hot path.
+// Installs `hook` (nullptr removes it) in every group. A test seam (test_seams.h):
+// defined only in builds with the seams, where it costs one relaxed load of a global per
+// step while none is installed (and one more for chaos mode); in other builds a test
+// point is nothing at all.
 void SetSchedulerTestHook(SchedulerTestHook hook);
 
+// Tests only, a test seam as well: removes the re-check that a v2 or relaxed worker
+// makes after it announces its sleep (v2's W3, relaxed's R-W3), so that the lost-wake-up
+// hammer (lost_wake_hammer.h) shows the wake-up that the re-check saves.
+void DisableSleepRecheckForTesting(bool disabled);
+
 namespace strategy_internal {
-// relaxed: a test installs the hook before it starts the workload it should affect.
+// relaxed (both): a test sets them before it starts the workload they should affect.
 extern std::atomic<SchedulerTestHook> g_test_hook;
+extern std::atomic<bool> g_sleep_recheck_disabled;
 }  // namespace strategy_internal
 
-inline void SchedulerTestPointReached(SchedulerTestPoint point, std::size_t worker) {
-  // relaxed: see g_test_hook.
-  if (SchedulerTestHook hook =
-          strategy_internal::g_test_hook.load(std::memory_order_relaxed)) {
-    hook(point, worker);
+// Whether a worker re-checks the queues after it announced its sleep: always, but in a
+// test that turned it off (DisableSleepRecheckForTesting).
+__attribute__((always_inline)) inline bool SleepRecheckEnabled() {
+  if constexpr (kTestSeams) {
+    return !strategy_internal::g_sleep_recheck_disabled.load(std::memory_order_relaxed);
+  } else {
+    return true;
   }
-  ChaosPause();  // chaos mode's pauses (chaos.h, P)
+}
+
+__attribute__((always_inline)) inline void SchedulerTestPointReached(
+    SchedulerTestPoint point, std::size_t worker) {
+  if constexpr (kTestSeams) {
+    // relaxed: see g_test_hook.
+    if (SchedulerTestHook hook =
+            strategy_internal::g_test_hook.load(std::memory_order_relaxed)) {
+      hook(point, worker);
+    }
+    ChaosPause();  // chaos mode's pauses (chaos.h, P)
+  } else {
+    static_cast<void>(point);
+    static_cast<void>(worker);
+  }
 }
 
 // Adds 1 to `count` unless it is already `max` or more; whether it did. v2 and relaxed

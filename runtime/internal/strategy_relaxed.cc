@@ -90,7 +90,7 @@
 //   - The sweep (relaxed_queue.cc) reads every list's head stamp, written under the
 //     list's lock before P's unlock and P's R-N1; a list seen empty after the fence
 //     therefore held no F.
-// DisableRecheckForTesting() removes R-W3; the lost-wake-up hammer then fails.
+// DisableSleepRecheckForTesting() removes R-W3; the lost-wake-up hammer then fails.
 //
 // Stealing between groups (Steal, for thieves): the oldest stealable fiber among the
 // first RelaxedQueue::kStealLookahead of a list, lists tried from a rotating start with
@@ -114,12 +114,6 @@
 namespace spindle::internal {
 namespace {
 
-// relaxed: set by a test before it starts the workload.
-std::atomic<bool> g_recheck_disabled{false};
-
-void TestPoint(SchedulerTestPoint point, std::size_t worker) {
-  SchedulerTestPointReached(point, worker);
-}
 
 // The queue's size, checked here (in the constructor's initializer list, before the
 // queue exists) so that a bad value names the flag rather than the queue's bound.
@@ -149,10 +143,6 @@ StrategyRelaxed::StrategyRelaxed(const SchedulingGroupOptions& options)
 }
 
 StrategyRelaxed::~StrategyRelaxed() = default;
-
-void StrategyRelaxed::DisableRecheckForTesting(bool disabled) {
-  g_recheck_disabled.store(disabled, std::memory_order_relaxed);
-}
 
 void StrategyRelaxed::SetThieves(std::vector<SchedulingStrategy*> thieves) {
   thieves_ = std::move(thieves);
@@ -186,7 +176,7 @@ void StrategyRelaxed::EnqueueBatch(const std::uintptr_t* entries, const bool* st
 }
 
 void StrategyRelaxed::Notify() {
-  TestPoint(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
+  SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
   StoreLoadFence();  // R-N1: pairs with R-W2 and with R-I4's fence.
   // relaxed loads: ordered after the push by R-N1.
   if (searching_.load(std::memory_order_relaxed) != 0) return;  // R-N2
@@ -307,12 +297,12 @@ std::uintptr_t StrategyRelaxed::FindRunnable(std::size_t worker, IdleHooks& hook
     if (entry != 0) return entry;
 
     const std::uint64_t bit = std::uint64_t{1} << worker;
-    TestPoint(SchedulerTestPoint::kBeforeSleep, worker);
+    SchedulerTestPointReached(SchedulerTestPoint::kBeforeSleep, worker);
     sleeping_.fetch_or(bit, std::memory_order_seq_cst);  // R-W1
     StoreLoadFence();                                     // R-W2: pairs with R-N1
-    TestPoint(SchedulerTestPoint::kMarkedSleeping, worker);
+    SchedulerTestPointReached(SchedulerTestPoint::kMarkedSleeping, worker);
     // R-W3. relaxed: a test switch.
-    if (!g_recheck_disabled.load(std::memory_order_relaxed)) entry = SearchOnce(worker, nullptr);
+    if (SleepRecheckEnabled()) entry = SearchOnce(worker, nullptr);
     if (entry != 0) {
       if (ClearSleepingBit(worker)) {
         StopSearching(/*found=*/true);  // a waker's count: give it back as a searcher
@@ -329,7 +319,7 @@ std::uintptr_t StrategyRelaxed::FindRunnable(std::size_t worker, IdleHooks& hook
       }
       return 0;
     }
-    TestPoint(SchedulerTestPoint::kBeforeWait, worker);
+    SchedulerTestPointReached(SchedulerTestPoint::kBeforeWait, worker);
     Sleep(worker, workers_[worker].slot, plan.limit);  // R-W4 (maybe in the poller)
     const bool claimed = ClearSleepingBit(worker);
     if (stopping()) {

@@ -44,10 +44,6 @@ class StrategyRelaxed final : public SchedulingStrategy {
   bool UnsafeEmpty() const override;
   StrategyStats stats() const override;
 
-  // Tests only: disables the re-check before sleeping (R-W3 in the .cc), to show that
-  // the lost-wake-up hammer catches its absence.
-  static void DisableRecheckForTesting(bool disabled);
-
  private:
   struct alignas(64) Worker {
     RelaxedCursor cursor;  // the owner's alone

@@ -157,10 +157,6 @@ std::size_t BitIndex(std::uint64_t bit) {
   return static_cast<std::size_t>(__builtin_ctzll(bit));
 }
 
-void TestPoint(SchedulerTestPoint point, std::size_t worker) {
-  SchedulerTestPointReached(point, worker);
-}
-
 }  // namespace
 
 StrategyV1::StrategyV1(const SchedulingGroupOptions& options)
@@ -180,11 +176,12 @@ void StrategyV1::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason,
 void StrategyV1::EnqueueBatch(const std::uintptr_t* entries, const bool* stealable,
                               std::size_t n, std::size_t) {
   queue_.PushMany(entries, stealable, n, [this] { WakeUpWorkers(options_.workers); });
-  TestPoint(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
+  SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
   StoreLoadFence();  // P1 of the protocol, pairs with W2 in WaitForEntry().
   WakeUpWorkers(n);
 }
 
+#if SPINDLE_HAS_TEST_SEAMS
 std::uint64_t StrategyV1::BeginStalledPushForTesting() {
   std::uint64_t position = 0;
   CHECK(queue_.ClaimForTesting(&position)) << "run queue full";
@@ -196,6 +193,7 @@ void StrategyV1::FinishStalledPushForTesting(std::uint64_t position, std::uintpt
   queue_.PublishForTesting(position, entry, stealable);
   WakeUpOneWorker();
 }
+#endif  // SPINDLE_HAS_TEST_SEAMS
 
 std::uintptr_t StrategyV1::TakeNext(std::size_t) { return queue_.Take(); }
 
@@ -248,7 +246,7 @@ std::uintptr_t StrategyV1::SpinningTake(std::size_t worker) {
   } while (!spinning_workers_.compare_exchange_weak(spinning, spinning | self,
                                                     std::memory_order_seq_cst,
                                                     std::memory_order_relaxed));
-  TestPoint(SchedulerTestPoint::kSpinning, worker);
+  SchedulerTestPointReached(SchedulerTestPoint::kSpinning, worker);
   std::uintptr_t entry = 0;
   const auto deadline = std::chrono::steady_clock::now() + options_.spin_time;
   for (int round = 0;; ++round) {
@@ -260,7 +258,7 @@ std::uintptr_t StrategyV1::SpinningTake(std::size_t worker) {
     }
     entry = queue_.Take();
     if (entry != 0) {
-      TestPoint(SchedulerTestPoint::kSpinnerTookFiber, worker);
+      SchedulerTestPointReached(SchedulerTestPoint::kSpinnerTookFiber, worker);
       break;
     }
     // relaxed: a producer cleared our bit (P2); we poll once more below either way.
@@ -285,11 +283,11 @@ std::uintptr_t StrategyV1::SpinningTake(std::size_t worker) {
 
 std::uintptr_t StrategyV1::WaitForEntry(std::size_t worker, IdleHooks& hooks) {
   const std::uint64_t self = std::uint64_t{1} << worker;
-  TestPoint(SchedulerTestPoint::kBeforeSleep, worker);
+  SchedulerTestPointReached(SchedulerTestPoint::kBeforeSleep, worker);
   // W1. seq_cst RMW, then W2: pairs with P1 in the producer.
   sleeping_workers_.fetch_or(self, std::memory_order_seq_cst);
   StoreLoadFence();
-  TestPoint(SchedulerTestPoint::kMarkedSleeping, worker);
+  SchedulerTestPointReached(SchedulerTestPoint::kMarkedSleeping, worker);
   // W3.
   if (std::uintptr_t entry = queue_.Take()) {
     // acq_rel: whoever clears the bit first owns the wake-up; if a producer did (P3),
@@ -311,7 +309,7 @@ std::uintptr_t StrategyV1::WaitForEntry(std::size_t worker, IdleHooks& hooks) {
     sleeping_workers_.fetch_and(~self, std::memory_order_acq_rel);
     return 0;
   }
-  TestPoint(SchedulerTestPoint::kBeforeWait, worker);
+  SchedulerTestPointReached(SchedulerTestPoint::kBeforeWait, worker);
   // W4 (with a time limit if the plan has one). If it expires and a producer claims our
   // bit just after, its Wake() stays banked (harmless) and the caller polls our queue
   // again anyway. The sleep may be in the group's poller (Sleep()).
@@ -334,7 +332,7 @@ void StrategyV1::WakeAnotherIfQueued() {
 }
 
 void StrategyV1::WakeUpOneWorker() {
-  TestPoint(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
+  SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
   StoreLoadFence();  // P1: pairs with W2 (WaitForEntry) and the spinner's CAS (S1).
   if (WakeUpOneSpinningWorker()) return;
   if (WakeUpOneSleepingWorker()) return;

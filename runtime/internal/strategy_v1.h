@@ -46,7 +46,8 @@ class StrategyV1 final : public SchedulingStrategy {
   // W1-W4: sleeps until woken; returns an entry found on the way, or 0.
   std::uintptr_t WaitForEntry(std::size_t worker, IdleHooks& hooks);
 
-  // Tests only: a producer preempted inside its push (see "More work" in the .cc).
+  // Tests only, a test seam (test_seams.h): a producer preempted inside its push (see
+  // "More work" in the .cc).
   std::uint64_t BeginStalledPushForTesting();
   void FinishStalledPushForTesting(std::uint64_t position, std::uintptr_t entry,
                                    bool stealable);

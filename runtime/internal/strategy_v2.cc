@@ -134,7 +134,7 @@
 //     move (M1). The choice of workers (sleeping_) is only a hint.
 // Every decision to wake nobody is thus backed by a worker whose later re-check, after
 // a fence, must see F; the WaitSlot counts wake-ups, so a Wake() between W3 and W4 is
-// kept. DisableRecheckForTesting() removes W3; scheduling_group_test's hammer then
+// kept. DisableSleepRecheckForTesting() removes W3; scheduling_group_test's hammer then
 // fails (the note of issue 13 shows it).
 //
 // Stealing between groups (Steal, for thieves): the global queue's oldest stealable
@@ -164,12 +164,6 @@ constexpr unsigned kMaxRunnextStreak = 3;
 // T0: after this many inbox picks in a row, one from runnext or the local queue.
 constexpr unsigned kMaxInboxStreak = 16;
 
-// relaxed: set by a test before it starts the workload.
-std::atomic<bool> g_recheck_disabled{false};
-
-void TestPoint(SchedulerTestPoint point, std::size_t worker) {
-  SchedulerTestPointReached(point, worker);
-}
 
 std::uint64_t NextRandom(std::uint64_t& state) {
   // xorshift64*: victim choice only.
@@ -205,10 +199,6 @@ StrategyV2::StrategyV2(const SchedulingGroupOptions& options)
 
 StrategyV2::~StrategyV2() { delete[] workers_; }
 
-void StrategyV2::DisableRecheckForTesting(bool disabled) {
-  g_recheck_disabled.store(disabled, std::memory_order_relaxed);
-}
-
 void StrategyV2::SetThieves(std::vector<SchedulingStrategy*> thieves) {
   thieves_ = std::move(thieves);
 }
@@ -219,7 +209,8 @@ void StrategyV2::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reaso
                          std::size_t origin) {
   if (origin == kNoWorker) {
     global_.Push(entry, stealable, [this] { Notify(); });
-  } else if (reason == ReadyReason::kYielded || !options_.spawn_lifo) {
+  } else if (reason == ReadyReason::kYielded || reason == ReadyReason::kStartedBack ||
+             (reason != ReadyReason::kStartedNext && !options_.spawn_lifo)) {
     PushLocal(origin, entry);
   } else {
     Worker& me = *workers_[origin];
@@ -304,7 +295,7 @@ void StrategyV2::PushLocal(std::size_t worker, std::uintptr_t entry) {
 }
 
 void StrategyV2::Notify() {
-  TestPoint(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
+  SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
   StoreLoadFence();  // N1: pairs with W2 and with I4's fence.
   for (;;) {
     // N2. relaxed: ordered after the push by N1 (or by the fence below).
@@ -593,12 +584,12 @@ std::uintptr_t StrategyV2::FindRunnable(std::size_t worker, IdleHooks& hooks) {
     if (entry != 0) return entry;
 
     const std::uint64_t bit = std::uint64_t{1} << worker;
-    TestPoint(SchedulerTestPoint::kBeforeSleep, worker);
+    SchedulerTestPointReached(SchedulerTestPoint::kBeforeSleep, worker);
     sleeping_.fetch_or(bit, std::memory_order_seq_cst);  // W1
     StoreLoadFence();                                     // W2: pairs with N1
-    TestPoint(SchedulerTestPoint::kMarkedSleeping, worker);
+    SchedulerTestPointReached(SchedulerTestPoint::kMarkedSleeping, worker);
     // W3. relaxed: a test switch.
-    if (!g_recheck_disabled.load(std::memory_order_relaxed)) {
+    if (SleepRecheckEnabled()) {
       entry = SearchOnce(worker, nullptr);
     }
     if (entry != 0) {
@@ -621,7 +612,7 @@ std::uintptr_t StrategyV2::FindRunnable(std::size_t worker, IdleHooks& hooks) {
       }
       return 0;
     }
-    TestPoint(SchedulerTestPoint::kBeforeWait, worker);
+    SchedulerTestPointReached(SchedulerTestPoint::kBeforeWait, worker);
     Sleep(worker, workers_[worker]->slot, plan.limit);  // W4 (maybe in the poller)
     const bool claimed = ClearSleepingBit(worker);
     if (stopping()) return 0;

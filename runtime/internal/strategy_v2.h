@@ -47,10 +47,6 @@ class StrategyV2 final : public SchedulingStrategy {
   bool UnsafeEmpty() const override;
   StrategyStats stats() const override;
 
-  // Tests only: disables the re-check before sleeping (N-W3 in the .cc), to show that
-  // the lost-wake-up hammer catches its absence.
-  static void DisableRecheckForTesting(bool disabled);
-
  private:
   struct alignas(64) Worker {
     explicit Worker(std::size_t capacity, int numa_node)

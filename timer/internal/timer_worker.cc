@@ -76,6 +76,7 @@
 #include "fiber/internal/batch_pool.h"
 #include "runtime/internal/chaos.h"
 #include "runtime/internal/live_fibers.h"
+#include "runtime/internal/test_seams.h"
 #include "runtime/internal/ready_batch.h"
 #include "runtime/internal/futex.h"
 #include "glog/logging.h"
@@ -91,9 +92,6 @@ std::int64_t ToNanos(TimerClock::time_point t) {
 
 std::atomic<std::uint64_t> g_next_worker_serial{1};
 
-// relaxed: a test installs the hook before it starts the worker it should affect.
-std::atomic<void (*)(TimerWorker*)> g_test_hook{nullptr};
-std::atomic<void (*)(TimerWorker*)> g_assist_test_hook{nullptr};
 
 // Cancels a timer the worker will not fire after all (stopping) and drops the worker's
 // reference to it.
@@ -107,6 +105,19 @@ void CancelAndRelease(TimerEntry* entry) {
 
 }  // namespace
 
+// The test hooks (test seams: defined only in builds with them). relaxed: a test
+// installs a hook before it starts the worker it should affect.
+namespace timer_internal {
+extern std::atomic<void (*)(TimerWorker*)> g_test_hook;
+extern std::atomic<void (*)(TimerWorker*)> g_assist_test_hook;
+}  // namespace timer_internal
+using timer_internal::g_assist_test_hook;
+using timer_internal::g_test_hook;
+
+#if SPINDLE_HAS_TEST_SEAMS
+std::atomic<void (*)(TimerWorker*)> timer_internal::g_test_hook{nullptr};
+std::atomic<void (*)(TimerWorker*)> timer_internal::g_assist_test_hook{nullptr};
+
 void SetTimerWorkerTestHook(void (*hook)(TimerWorker* worker)) {
   g_test_hook.store(hook, std::memory_order_relaxed);  // relaxed: see g_test_hook
 }
@@ -114,6 +125,7 @@ void SetTimerWorkerTestHook(void (*hook)(TimerWorker* worker)) {
 void SetTimerWorkerAssistTestHook(void (*hook)(TimerWorker* worker)) {
   g_assist_test_hook.store(hook, std::memory_order_relaxed);  // relaxed: as g_test_hook
 }
+#endif  // SPINDLE_HAS_TEST_SEAMS
 
 TimerEntry* NewTimerEntry() { return PooledObjects<TimerEntry>::New(); }
 
@@ -369,7 +381,9 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
     std::int64_t published = found;
     for (int round = 0;; ++round) {
       FireRound(now_ns);
-      if (auto hook = g_assist_test_hook.load(std::memory_order_relaxed)) hook(this);
+      if constexpr (kTestSeams) {
+        if (auto hook = g_assist_test_hook.load(std::memory_order_relaxed)) hook(this);
+      }
       ChaosPause();  // between the collection and the publication (chaos.h)
       // Publish the heap's new front, so Due() stops saying yes for what we fired. A
       // compare-and-swap: a producer that lowered the value meanwhile keeps it (its
@@ -456,7 +470,9 @@ void TimerWorker::Run() {
     // either we read the old sequence (and step 5's wait on it returns at once, since
     // it has changed) or the new one, which carries the stop flag with it.
     const int seq = wake_seq_.load(std::memory_order_acquire);
-    if (auto hook = g_test_hook.load(std::memory_order_relaxed)) hook(this);
+    if constexpr (kTestSeams) {
+      if (auto hook = g_test_hook.load(std::memory_order_relaxed)) hook(this);
+    }
     ChaosPause();  // between step 1 and the stop check (chaos.h)
     // acquire: pairs with the release store in Stop().
     if (stopping_.load(std::memory_order_acquire)) break;

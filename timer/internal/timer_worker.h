@@ -153,6 +153,7 @@ class TimerWorker final : public GroupTimers {
   static constexpr int kMaxAssistRounds = 4;
 };
 
+// Test seams (runtime/internal/test_seams.h), defined only in builds with them.
 // Tests only: `hook` (nullptr removes it) runs on every TimerWorker's thread at the top
 // of each round of its loop, between reading the wake-up sequence (step 1 in
 // timer_worker.cc) and checking for Stop(), the window in which a Stop() must not be
