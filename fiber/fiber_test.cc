@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fiber/this_fiber.h"
+#include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/runtime.h"
@@ -231,9 +232,10 @@ TEST_P(JoinLoopTest, JoiningInALoopLeavesNoDeadEntriesAndBlocksNoProducer) {
   // the joiner's local queue in the batch it was taken with) stay until their queue is
   // full, which drops them: at most one queue of them (v1's ring, v2's local queue), plus
   // the live fibers. Without take-back and drop, the count grows by 63 a round.
-  const std::size_t dead_bound = testing::TestStrategy() == "v2"
-                                     ? static_cast<std::size_t>(FLAGS_fiber_v2_local_queue_size)
-                                     : kQueue;
+  std::string local_queue_size;
+  ASSERT_TRUE(gflags::GetCommandLineOption("fiber_v2_local_queue_size", &local_queue_size));
+  const std::size_t dead_bound =
+      testing::TestStrategy() == "v2" ? std::stoul(local_queue_size) : kQueue;
   const std::size_t bound = dead_bound + kDetached + kChildren;
   EXPECT_LE(max_depth, bound) << "dead entries stayed queued";
   EXPECT_TRUE(WaitFor([&] { return detached_ran.load() == kDetached; }));

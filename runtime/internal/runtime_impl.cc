@@ -135,11 +135,6 @@ void Runtime::BuildGroups(const RuntimeOptions& options) {
     group_options.run_queue_capacity = options.run_queue_size;
     group_options.spin_time = options.spin_time;
     group_options.strategy = options.scheduling_strategy;
-    group_options.local_queue_capacity = options.v2_local_queue_size;
-    group_options.steal_half = options.v2_steal == "half";
-    group_options.spawn_lifo = options.v2_spawn == "lifo";
-    group_options.global_check_interval = options.v2_global_check_interval;
-    group_options.relaxed_lists_per_worker = options.relaxed_lists_per_worker;
     groups_.emplace_back(new (group_options.memory_node) SchedulingGroup(group_options));
     // NearestGroup(): one entry per node, in the order the groups come.
     if (g == 0 || plan.node != layout_.groups[g - 1].node) {

@@ -13,8 +13,8 @@
 
 #include "gflags/gflags.h"
 #include "runtime/internal/run_queue.h"
-#include "runtime/internal/local_queue.h"
 #include "runtime/internal/scheduling_strategy.h"
+#include "runtime/internal/strategy_registry.h"
 #include "runtime/internal/test_seams.h"
 
 DEFINE_uint64(fiber_concurrency, 0,
@@ -38,26 +38,6 @@ DEFINE_string(fiber_scheduling_strategy, "v2",
               "of a sibling's queue, a notifier that wakes a sleeper only when nobody "
               "searches), relaxed (seed 001's relaxed-FIFO queue: small FIFO lists, "
               "push to a random one, pop the older of two heads, the same notifier).");
-DEFINE_uint64(fiber_v2_local_queue_size, 256,
-              "Strategy v2: capacity of each worker's local queue, in fibers (default "
-              "256). A power of two in [2, 65536]. A full local queue moves half of "
-              "itself to the group's global queue.");
-DEFINE_string(fiber_v2_steal, "half",
-              "Strategy v2: what an idle worker takes from a sibling's local queue "
-              "(default half). Accepted: half, one.");
-DEFINE_string(fiber_v2_spawn, "lifo",
-              "Strategy v2: where a fiber started or woken by a fiber goes (default "
-              "lifo: the worker's runnext slot, run next; fifo: the tail of its local "
-              "queue). Accepted: lifo, fifo. One start can choose otherwise: "
-              "Fiber::Attributes::start_order (kNext, kBack).");
-DEFINE_uint64(fiber_v2_global_check_interval, 61,
-              "Strategy v2: a worker looks at its group's global queue first once every "
-              "this many scheduling rounds, even with local work (default 61, as Go). "
-              "Range [1, 1000000].");
-DEFINE_uint64(fiber_relaxed_lists_per_worker, 2,
-              "Strategy relaxed: the group's queue has this many FIFO lists per worker "
-              "(default 2). Range [1, 64]. More lists contend less but leave more of "
-              "them empty, so pops miss more often.");
 DEFINE_uint64(fiber_worker_spin_time_us, 20,
               "Microseconds an idle worker polls its run queue before sleeping "
               "(default 20). Range [0, 10000]. Longer spins cut wake-up latency (a "
@@ -128,9 +108,6 @@ constexpr int kMaxSignal = 64;
 constexpr std::uint64_t kMaxReadySamplePeriod = 65536;
 constexpr std::size_t kMaxSpinTimeUs = 10000;
 constexpr std::size_t kMaxStealingRatio = std::size_t{1} << 20;
-constexpr std::uint64_t kMaxGlobalCheckInterval = 1000000;
-// RelaxedQueue::kMaxLists over kMaxWorkersPerGroup.
-constexpr std::uint64_t kMaxRelaxedListsPerWorker = 64;
 
 // The first line of `file`, or "" if it cannot be read.
 std::string ReadFirstLine(const std::string& file) {
@@ -240,11 +217,6 @@ RuntimeOptions RuntimeOptionsFromFlags() {
   options.run_queue_size = FLAGS_fiber_run_queue_size;
   options.scheduling_strategy = FLAGS_fiber_scheduling_strategy;
   options.spin_time = std::chrono::microseconds(FLAGS_fiber_worker_spin_time_us);
-  options.v2_local_queue_size = FLAGS_fiber_v2_local_queue_size;
-  options.v2_steal = FLAGS_fiber_v2_steal;
-  options.v2_spawn = FLAGS_fiber_v2_spawn;
-  options.v2_global_check_interval = FLAGS_fiber_v2_global_check_interval;
-  options.relaxed_lists_per_worker = FLAGS_fiber_relaxed_lists_per_worker;
   options.stacks = StackAllocatorOptionsFromFlags();
   options.numa_aware = FLAGS_fiber_numa_aware;
   options.accessible_cpus = FLAGS_fiber_worker_accessible_cpus;
@@ -276,28 +248,9 @@ std::string ValidateRuntimeOptions(const RuntimeOptions& options) {
   if (!error.empty()) return error;
   error = ValidateSchedulingStrategy(options.scheduling_strategy);
   if (!error.empty()) return error;
-  error = ValidateLocalQueueCapacity(options.v2_local_queue_size);
+  // Each strategy's own flags (strategy_registry.h), whichever strategy runs.
+  error = ValidateStrategyFlags();
   if (!error.empty()) return error;
-  if (options.v2_steal != "half" && options.v2_steal != "one") {
-    return "--fiber_v2_steal=" + options.v2_steal + " is invalid: expected one of: half, one";
-  }
-  if (options.v2_spawn != "lifo" && options.v2_spawn != "fifo") {
-    return "--fiber_v2_spawn=" + options.v2_spawn + " is invalid: expected one of: lifo, fifo";
-  }
-  if (options.v2_global_check_interval < 1 ||
-      options.v2_global_check_interval > kMaxGlobalCheckInterval) {
-    return "--fiber_v2_global_check_interval=" +
-           std::to_string(options.v2_global_check_interval) +
-           " is invalid: expected rounds in [1, " + std::to_string(kMaxGlobalCheckInterval) +
-           "]";
-  }
-  if (options.relaxed_lists_per_worker < 1 ||
-      options.relaxed_lists_per_worker > kMaxRelaxedListsPerWorker) {
-    return "--fiber_relaxed_lists_per_worker=" +
-           std::to_string(options.relaxed_lists_per_worker) +
-           " is invalid: expected lists per worker in [1, " +
-           std::to_string(kMaxRelaxedListsPerWorker) + "]";
-  }
   if (static_cast<std::size_t>(options.spin_time.count()) > kMaxSpinTimeUs) {
     return "--fiber_worker_spin_time_us=" + std::to_string(options.spin_time.count()) +
            " is invalid: expected microseconds in [0, " + std::to_string(kMaxSpinTimeUs) +

@@ -18,11 +18,6 @@ DECLARE_uint64(fiber_scheduling_group_size);
 DECLARE_uint64(fiber_run_queue_size);
 DECLARE_string(fiber_scheduling_strategy);
 DECLARE_uint64(fiber_worker_spin_time_us);
-DECLARE_uint64(fiber_v2_local_queue_size);
-DECLARE_string(fiber_v2_steal);
-DECLARE_string(fiber_v2_spawn);
-DECLARE_uint64(fiber_v2_global_check_interval);
-DECLARE_uint64(fiber_relaxed_lists_per_worker);
 DECLARE_string(fiber_numa_aware);
 DECLARE_string(fiber_worker_accessible_cpus);
 DECLARE_bool(fiber_worker_disallow_cpu_migration);
@@ -44,11 +39,6 @@ struct RuntimeOptions {
   std::size_t run_queue_size = 65536;
   std::string scheduling_strategy = "v1";
   std::chrono::microseconds spin_time{20};
-  std::size_t v2_local_queue_size = 256;
-  std::string v2_steal = "half";        // half | one
-  std::string v2_spawn = "lifo";        // lifo | fifo
-  std::uint64_t v2_global_check_interval = 61;
-  std::uint64_t relaxed_lists_per_worker = 2;
   StackAllocatorOptions stacks;
   std::string numa_aware = "auto";     // auto | true | false
   std::string accessible_cpus;         // a CPU list; "": the affinity mask

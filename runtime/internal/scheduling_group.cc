@@ -54,9 +54,7 @@
 #include "runtime/internal/live_fibers.h"
 #include "runtime/internal/os_lock_check.h"
 #include "runtime/internal/ready_batch.h"
-#include "runtime/internal/strategy_relaxed.h"
-#include "runtime/internal/strategy_v1.h"
-#include "runtime/internal/strategy_v2.h"
+#include "runtime/internal/strategy_registry.h"
 #include "runtime/internal/test_seams.h"
 
 namespace spindle::internal {
@@ -114,18 +112,9 @@ void ReclaimFiber(FiberEntity* dead) {
 }
 
 std::unique_ptr<SchedulingStrategy> MakeStrategy(const SchedulingGroupOptions& options) {
-  const std::string error = ValidateSchedulingStrategy(options.strategy);
-  CHECK(error.empty()) << error;
-  if (options.strategy == "v2") {
-    return std::unique_ptr<SchedulingStrategy>(new (options.memory_node)
-                                                   StrategyV2(options));
-  }
-  if (options.strategy == "relaxed") {
-    return std::unique_ptr<SchedulingStrategy>(new (options.memory_node)
-                                                   StrategyRelaxed(options));
-  }
-  return std::unique_ptr<SchedulingStrategy>(new (options.memory_node)
-                                                 StrategyV1(options));
+  const StrategyEntry* entry = FindStrategy(options.strategy);
+  CHECK(entry != nullptr) << ValidateSchedulingStrategy(options.strategy);
+  return entry->create(options);
 }
 
 }  // namespace

@@ -13,11 +13,6 @@ std::atomic<bool> g_sleep_recheck_disabled{false};
 #endif
 }  // namespace strategy_internal
 
-std::string ValidateSchedulingStrategy(const std::string& name) {
-  if (name == "v1" || name == "v2" || name == "relaxed") return "";
-  return "--fiber_scheduling_strategy=" + name +
-         " is invalid: expected one of: " + kSchedulingStrategies;
-}
 
 #if SPINDLE_HAS_TEST_SEAMS
 void SetSchedulerTestHook(SchedulerTestHook hook) {

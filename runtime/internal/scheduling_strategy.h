@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,31 +21,36 @@
 
 namespace spindle::internal {
 
-// The accepted values of --fiber_scheduling_strategy, for messages ("v1, v2").
-inline constexpr const char* kSchedulingStrategies = "v1, v2, relaxed";
-// Reports what is wrong with `name` as a value of --fiber_scheduling_strategy (naming the
-// flag, the value and the accepted values); the empty string when it is valid.
-std::string ValidateSchedulingStrategy(const std::string& name);
-
+// What every strategy of a group is built from. A strategy's own settings (v2's local
+// queue, relaxed's lists) come from its own flags, through its entry in
+// strategy_registry.h, not from here.
 struct SchedulingGroupOptions {
   std::size_t index = 0;                // the group's number in the runtime
   int numa_node = kNoNumaNode;          // its node in the layout (real or fake)
   int memory_node = kNoNumaNode;        // where its queues live (a real node)
   std::size_t workers = 1;              // in [1, kMaxWorkersPerGroup]
   std::size_t run_queue_capacity = 65536;  // a power of two: v1's queue, v2's global one
-  std::string strategy = "v1";          // see ValidateSchedulingStrategy()
-  // v1: how long an idle worker polls the queue before it sleeps.
+  std::string strategy = "v1";          // a registered name (strategy_registry.h)
+  // How long an idle worker polls for work before it sleeps (--fiber_worker_spin_time_us).
   std::chrono::nanoseconds spin_time = std::chrono::microseconds(20);
-  // v2 (see strategy_v2.cc): each worker's local queue, a power of two.
-  std::size_t local_queue_capacity = 256;
-  bool steal_half = true;    // --fiber_v2_steal: half of a sibling's queue, or one fiber
-  bool spawn_lifo = true;    // --fiber_v2_spawn: a fiber's new child runs next (runnext)
-  std::uint64_t global_check_interval = 61;  // --fiber_v2_global_check_interval, >= 1
-  // relaxed (see strategy_relaxed.cc): the queue has workers x this many lists.
-  std::size_t relaxed_lists_per_worker = 2;  // --fiber_relaxed_lists_per_worker, >= 1
 };
 
 inline constexpr std::size_t kMaxWorkersPerGroup = 64;
+
+class SchedulingStrategy;
+
+// A scheduling strategy as the runtime knows it, defined once in the strategy's own
+// files and registered in strategy_registry.cc (see strategy_registry.h).
+struct StrategyEntry {
+  // The value of --fiber_scheduling_strategy that selects it.
+  const char* name;
+  // Reads the strategy's own flags (--fiber_<name>_*): the empty string when they are
+  // valid, else a message that names the flag, its value and the accepted range.
+  std::string (*validate_flags)();
+  // Builds the strategy of one group (on options.memory_node) from the group's options
+  // and the strategy's own flags, which validate_flags() accepted.
+  std::unique_ptr<SchedulingStrategy> (*create)(const SchedulingGroupOptions& options);
+};
 
 // Why a fiber is being queued: strategies may place it differently (v2 runs a fiber
 // started or woken by a worker's fiber next on that worker, and sends a yielding fiber

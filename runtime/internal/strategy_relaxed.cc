@@ -110,6 +110,47 @@
 #include "glog/logging.h"
 #include "runtime/internal/fiber_desc.h"
 #include "runtime/internal/futex.h"
+#include "gflags/gflags.h"
+
+DEFINE_uint64(fiber_relaxed_lists_per_worker, 2,
+              "Strategy relaxed: the group's queue has this many FIFO lists per worker "
+              "(default 2). Range [1, 64]. More lists contend less but leave more of "
+              "them empty, so pops miss more often.");
+
+namespace spindle::internal {
+namespace {
+
+// RelaxedQueue::kMaxLists over kMaxWorkersPerGroup.
+constexpr std::uint64_t kMaxRelaxedListsPerWorker = 64;
+
+std::string ValidateRelaxedFlags() {
+  if (FLAGS_fiber_relaxed_lists_per_worker < 1 ||
+      FLAGS_fiber_relaxed_lists_per_worker > kMaxRelaxedListsPerWorker) {
+    return "--fiber_relaxed_lists_per_worker=" +
+           std::to_string(FLAGS_fiber_relaxed_lists_per_worker) +
+           " is invalid: expected lists per worker in [1, " +
+           std::to_string(kMaxRelaxedListsPerWorker) + "]";
+  }
+  return "";
+}
+
+std::unique_ptr<SchedulingStrategy> CreateRelaxed(const SchedulingGroupOptions& options) {
+  return std::unique_ptr<SchedulingStrategy>(new (options.memory_node) StrategyRelaxed(
+      options, StrategyRelaxedSettings::FromFlags()));
+}
+
+}  // namespace
+
+const StrategyEntry kStrategyRelaxedEntry = {"relaxed", &ValidateRelaxedFlags,
+                                             &CreateRelaxed};
+
+StrategyRelaxedSettings StrategyRelaxedSettings::FromFlags() {
+  StrategyRelaxedSettings settings;
+  settings.lists_per_worker = FLAGS_fiber_relaxed_lists_per_worker;
+  return settings;
+}
+
+}  // namespace spindle::internal
 
 namespace spindle::internal {
 namespace {
@@ -117,8 +158,9 @@ namespace {
 
 // The queue's size, checked here (in the constructor's initializer list, before the
 // queue exists) so that a bad value names the flag rather than the queue's bound.
-std::size_t ListCount(const SchedulingGroupOptions& options) {
-  const std::size_t per_worker = options.relaxed_lists_per_worker;
+std::size_t ListCount(const SchedulingGroupOptions& options,
+                      const StrategyRelaxedSettings& settings) {
+  const std::size_t per_worker = settings.lists_per_worker;
   CHECK(per_worker >= 1 && options.workers * per_worker <= RelaxedQueue::kMaxLists)
       << "--fiber_relaxed_lists_per_worker=" << per_worker << " with " << options.workers
       << " workers per group is invalid: expected lists per worker in [1, "
@@ -132,10 +174,11 @@ std::uint64_t SeedFor(std::size_t group, std::size_t worker) {
 
 }  // namespace
 
-StrategyRelaxed::StrategyRelaxed(const SchedulingGroupOptions& options)
+StrategyRelaxed::StrategyRelaxed(const SchedulingGroupOptions& options,
+                                 const StrategyRelaxedSettings& settings)
     : options_(options),
       max_searching_(std::max<std::size_t>(1, (options.workers + 1) / 2)),
-      queue_(ListCount(options), options.memory_node, &DropIfRunInline),
+      queue_(ListCount(options, settings), options.memory_node, &DropIfRunInline),
       workers_(new Worker[options.workers]) {
   for (std::size_t i = 0; i < options.workers; ++i) {
     workers_[i].cursor = RelaxedCursor(SeedFor(options.index, i));

@@ -9,11 +9,24 @@
 #include <memory>
 #include <vector>
 
+#include "gflags/gflags_declare.h"
 #include "runtime/internal/relaxed_queue.h"
 #include "runtime/internal/scheduling_strategy.h"
 #include "runtime/internal/wait_slot.h"
 
+DECLARE_uint64(fiber_relaxed_lists_per_worker);
+
 namespace spindle::internal {
+
+// Strategy relaxed's own settings, from its flags (defined in strategy_relaxed.cc).
+struct StrategyRelaxedSettings {
+  // The group's queue has workers x this many lists (--fiber_relaxed_lists_per_worker).
+  std::size_t lists_per_worker = 2;
+  static StrategyRelaxedSettings FromFlags();
+};
+
+// Strategy relaxed in the registry (strategy_registry.h).
+extern const StrategyEntry kStrategyRelaxedEntry;
 
 // Scheduling strategy "relaxed" (seed 001): the group's ready fibers in one
 // RelaxedQueue of workers x --fiber_relaxed_lists_per_worker small FIFO lists (push to
@@ -24,7 +37,8 @@ namespace spindle::internal {
 // SchedulingStrategy says.
 class StrategyRelaxed final : public SchedulingStrategy {
  public:
-  explicit StrategyRelaxed(const SchedulingGroupOptions& options);
+  StrategyRelaxed(const SchedulingGroupOptions& options,
+                  const StrategyRelaxedSettings& settings);
   ~StrategyRelaxed() override;
 
   void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason,

@@ -159,6 +159,17 @@ std::size_t BitIndex(std::uint64_t bit) {
 
 }  // namespace
 
+namespace {
+
+std::unique_ptr<SchedulingStrategy> CreateV1(const SchedulingGroupOptions& options) {
+  return std::unique_ptr<SchedulingStrategy>(new (options.memory_node) StrategyV1(options));
+}
+
+}  // namespace
+
+const StrategyEntry kStrategyV1Entry = {
+    "v1", [] { return std::string(); }, &CreateV1};
+
 StrategyV1::StrategyV1(const SchedulingGroupOptions& options)
     : options_(options),
       queue_(options.index, options.run_queue_capacity, options.memory_node) {}

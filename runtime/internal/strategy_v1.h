@@ -14,6 +14,9 @@
 
 namespace spindle::internal {
 
+// Strategy v1 in the registry (strategy_registry.h). It has no flags of its own.
+extern const StrategyEntry kStrategyV1Entry;
+
 // Scheduling strategy v1: one bounded run queue shared by the group's workers, at most
 // two spinning workers, and a producer that hands its fiber to a spinner or wakes the
 // lowest-numbered sleeper. The protocol and why it loses no wake-up are at the top of

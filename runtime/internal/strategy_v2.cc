@@ -156,6 +156,70 @@
 #include "glog/logging.h"
 #include "runtime/internal/fiber_desc.h"
 #include "runtime/internal/futex.h"
+#include "gflags/gflags.h"
+
+DEFINE_uint64(fiber_v2_local_queue_size, 256,
+              "Strategy v2: capacity of each worker's local queue, in fibers (default "
+              "256). A power of two in [2, 65536]. A full local queue moves half of "
+              "itself to the group's global queue.");
+DEFINE_string(fiber_v2_steal, "half",
+              "Strategy v2: what an idle worker takes from a sibling's local queue "
+              "(default half). Accepted: half, one.");
+DEFINE_string(fiber_v2_spawn, "lifo",
+              "Strategy v2: where a fiber started or woken by a fiber goes (default "
+              "lifo: the worker's runnext slot, run next; fifo: the tail of its local "
+              "queue). Accepted: lifo, fifo. One start can choose otherwise: "
+              "Fiber::Attributes::start_order (kNext, kBack).");
+DEFINE_uint64(fiber_v2_global_check_interval, 61,
+              "Strategy v2: a worker looks at its group's global queue first once every "
+              "this many scheduling rounds, even with local work (default 61, as Go). "
+              "Range [1, 1000000].");
+
+namespace spindle::internal {
+namespace {
+
+constexpr std::uint64_t kMaxGlobalCheckInterval = 1000000;
+
+std::string ValidateV2Flags() {
+  std::string error = ValidateLocalQueueCapacity(FLAGS_fiber_v2_local_queue_size);
+  if (!error.empty()) return error;
+  if (FLAGS_fiber_v2_steal != "half" && FLAGS_fiber_v2_steal != "one") {
+    return "--fiber_v2_steal=" + FLAGS_fiber_v2_steal +
+           " is invalid: expected one of: half, one";
+  }
+  if (FLAGS_fiber_v2_spawn != "lifo" && FLAGS_fiber_v2_spawn != "fifo") {
+    return "--fiber_v2_spawn=" + FLAGS_fiber_v2_spawn +
+           " is invalid: expected one of: lifo, fifo";
+  }
+  if (FLAGS_fiber_v2_global_check_interval < 1 ||
+      FLAGS_fiber_v2_global_check_interval > kMaxGlobalCheckInterval) {
+    return "--fiber_v2_global_check_interval=" +
+           std::to_string(FLAGS_fiber_v2_global_check_interval) +
+           " is invalid: expected rounds in [1, " + std::to_string(kMaxGlobalCheckInterval) +
+           "]";
+  }
+  return "";
+}
+
+std::unique_ptr<SchedulingStrategy> CreateV2(const SchedulingGroupOptions& options) {
+  return std::unique_ptr<SchedulingStrategy>(
+      new (options.memory_node) StrategyV2(options, StrategyV2Settings::FromFlags()));
+}
+
+}  // namespace
+
+const StrategyEntry kStrategyV2Entry = {"v2", &ValidateV2Flags, &CreateV2};
+
+StrategyV2Settings StrategyV2Settings::FromFlags() {
+  StrategyV2Settings settings;
+  settings.local_queue_capacity = FLAGS_fiber_v2_local_queue_size;
+  settings.steal_half = FLAGS_fiber_v2_steal == "half";
+  settings.spawn_lifo = FLAGS_fiber_v2_spawn == "lifo";
+  settings.global_check_interval = FLAGS_fiber_v2_global_check_interval;
+  return settings;
+}
+
+}  // namespace spindle::internal
 
 namespace spindle::internal {
 namespace {
@@ -181,15 +245,17 @@ bool IsStealable(std::uintptr_t entry) {
 
 }  // namespace
 
-StrategyV2::StrategyV2(const SchedulingGroupOptions& options)
+StrategyV2::StrategyV2(const SchedulingGroupOptions& options,
+                       const StrategyV2Settings& settings)
     : options_(options),
+      settings_(settings),
       max_searching_(std::max<std::size_t>(1, (options.workers + 1) / 2)),
       global_(options.index, options.run_queue_capacity, options.memory_node) {
-  CHECK_GE(options.global_check_interval, 1u)
+  CHECK_GE(settings.global_check_interval, 1u)
       << "--fiber_v2_global_check_interval must be >= 1";
   workers_ = new std::unique_ptr<Worker>[options.workers];
   for (std::size_t i = 0; i < options.workers; ++i) {
-    workers_[i] = std::make_unique<Worker>(options.local_queue_capacity,
+    workers_[i] = std::make_unique<Worker>(settings.local_queue_capacity,
                                            options.memory_node);
     workers_[i]->random = 0x9E3779B97F4A7C15ULL * (i + 1) + options.index;
     workers_[i]->index = i;
@@ -210,7 +276,7 @@ void StrategyV2::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reaso
   if (origin == kNoWorker) {
     global_.Push(entry, stealable, [this] { Notify(); });
   } else if (reason == ReadyReason::kYielded || reason == ReadyReason::kStartedBack ||
-             (reason != ReadyReason::kStartedNext && !options_.spawn_lifo)) {
+             (reason != ReadyReason::kStartedNext && !settings_.spawn_lifo)) {
     PushLocal(origin, entry);
   } else {
     Worker& me = *workers_[origin];
@@ -397,13 +463,13 @@ std::uintptr_t StrategyV2::TakeNext(std::size_t worker) {
   // rest of it (perf annotate of the yield workload).
   if (me.rounds_to_global_check == 1) {  // T1: this take is the interval-th
     if (std::uintptr_t entry = global_.Take()) {
-      me.rounds_to_global_check = options_.global_check_interval;
+      me.rounds_to_global_check = settings_.global_check_interval;
       return entry;
     }
   }
   const std::uintptr_t entry = TakeOwnSources(me);
   if (entry != 0 && --me.rounds_to_global_check == 0) {
-    me.rounds_to_global_check = options_.global_check_interval;
+    me.rounds_to_global_check = settings_.global_check_interval;
   }
   return entry;
 }
@@ -475,7 +541,7 @@ std::uintptr_t StrategyV2::StealFromSiblings(std::size_t worker) {
     const std::size_t v = (start + i) % n;
     if (v == worker) continue;
     Worker& victim = *workers_[v];
-    std::size_t got = victim.local.Grab(grabbed, max, options_.steal_half);
+    std::size_t got = victim.local.Grab(grabbed, max, settings_.steal_half);
     std::size_t first = 0;
     // Drop descriptors their joiners ran; keep the rest.
     while (first < got && !ClaimEntry(grabbed[first])) ++first;
@@ -518,7 +584,7 @@ std::uintptr_t StrategyV2::StealFromInboxes(Worker& me, std::size_t worker,
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t v = (start + i) % n;
     if (v == worker) continue;
-    const std::size_t got = workers_[v]->inbox.Grab(grabbed, max, options_.steal_half);
+    const std::size_t got = workers_[v]->inbox.Grab(grabbed, max, settings_.steal_half);
     if (got == 0) continue;
     // Inbox entries are Ready fibers (EnqueueWoken), never descriptors: no claim.
     steals_in_group_.Add(got);

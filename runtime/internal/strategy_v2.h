@@ -10,13 +10,32 @@
 #include <vector>
 
 #include "fiber/internal/spinlock.h"
+#include "gflags/gflags_declare.h"
 #include "runtime/internal/global_run_queue.h"
 #include "runtime/internal/local_queue.h"
 #include "runtime/internal/scheduling_strategy.h"
 #include "runtime/internal/wait_slot.h"
 #include "runtime/internal/wake_inbox.h"
 
+DECLARE_uint64(fiber_v2_local_queue_size);
+DECLARE_string(fiber_v2_steal);
+DECLARE_string(fiber_v2_spawn);
+DECLARE_uint64(fiber_v2_global_check_interval);
+
 namespace spindle::internal {
+
+// Strategy v2's own settings, from its flags (--fiber_v2_*, defined in strategy_v2.cc).
+struct StrategyV2Settings {
+  std::size_t local_queue_capacity = 256;   // each worker's, a power of two
+  bool steal_half = true;    // --fiber_v2_steal: half of a sibling's queue, or one fiber
+  bool spawn_lifo = true;    // --fiber_v2_spawn: a fiber's new child runs next (runnext)
+  std::uint64_t global_check_interval = 61;  // --fiber_v2_global_check_interval, >= 1
+  // The flags' values (which kStrategyV2Entry.validate_flags checks).
+  static StrategyV2Settings FromFlags();
+};
+
+// Strategy v2 in the registry (strategy_registry.h): "v2", its flags, its factory.
+extern const StrategyEntry kStrategyV2Entry;
 
 // Scheduling strategy v2: a bounded SPMC local queue, a `runnext` slot and an inbox for
 // timer wake-ups per worker, the group's bounded MPMC queue as the global queue, stealing half of a sibling's
@@ -25,7 +44,7 @@ namespace spindle::internal {
 // Thread-safety as SchedulingStrategy says.
 class StrategyV2 final : public SchedulingStrategy {
  public:
-  explicit StrategyV2(const SchedulingGroupOptions& options);
+  StrategyV2(const SchedulingGroupOptions& options, const StrategyV2Settings& settings);
   ~StrategyV2() override;
 
   void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason,
@@ -101,6 +120,7 @@ class StrategyV2 final : public SchedulingStrategy {
   void WakeUpThief();
 
   const SchedulingGroupOptions options_;
+  const StrategyV2Settings settings_;
   const std::size_t max_searching_;
   GlobalRunQueue global_;
   std::unique_ptr<Worker>* workers_ = nullptr;  // options_.workers of them

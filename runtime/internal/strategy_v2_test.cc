@@ -28,10 +28,11 @@ StrategyPtr MakeV2(std::size_t workers, bool spawn_lifo, bool steal_half) {
   options.workers = workers;
   options.run_queue_capacity = 1024;
   options.strategy = "v2";
-  options.local_queue_capacity = 256;
-  options.spawn_lifo = spawn_lifo;
-  options.steal_half = steal_half;
-  return StrategyPtr(new (kNoNumaNode) StrategyV2(options));
+  StrategyV2Settings settings;
+  settings.local_queue_capacity = 256;
+  settings.spawn_lifo = spawn_lifo;
+  settings.steal_half = steal_half;
+  return StrategyPtr(new (kNoNumaNode) StrategyV2(options, settings));
 }
 
 // Descriptors numbered by their id, so a taken entry says which start it was.
