@@ -133,12 +133,10 @@ void Reactor::Unregister(int fd) {
   registered_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: as in Register()
 }
 
-bool Reactor::Wait(std::int64_t deadline_ns) {
+bool Reactor::Wait(spindle::internal::Deadline deadline) {
   int timeout_ms = -1;
-  if (deadline_ns == 0) {
-    timeout_ms = 0;
-  } else if (deadline_ns > 0) {
-    const std::int64_t left = deadline_ns - spindle::internal::MonotonicNowNs();
+  if (!deadline.is_none()) {
+    const std::int64_t left = deadline.ns() - spindle::internal::MonotonicNowNs();
     timeout_ms = left <= 0 ? 0 : static_cast<int>((left + 999'999) / 1'000'000);
   }
   // relaxed: statistics.

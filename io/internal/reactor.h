@@ -54,7 +54,7 @@ class Reactor final : public spindle::internal::GroupPoller {
   bool HasInterest() const override {
     return registered_.load(std::memory_order_relaxed) > 0;  // relaxed: a hint
   }
-  bool Wait(std::int64_t deadline_ns) override;
+  bool Wait(spindle::internal::Deadline deadline) override;
   void Dispatch() override;
   void Interrupt() override;
 

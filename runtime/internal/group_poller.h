@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <ctime>
 
+#include "runtime/internal/parker.h"
+
 namespace spindle::internal {
 
 // The scheduler's view of a scheduling group's event source (the io/ reactor): the
@@ -32,10 +34,10 @@ class GroupPoller {
   // Whether anything is registered that events could arrive for (else polling is
   // pointless and an idle worker sleeps on its futex).
   virtual bool HasInterest() const = 0;
-  // Holder only: waits until events arrive, Interrupt() is called, or `deadline_ns`
-  // (CLOCK_MONOTONIC; -1: none; 0: do not block), and keeps the events for Dispatch().
-  // Returns whether any descriptor event (not an interruption) arrived.
-  virtual bool Wait(std::int64_t deadline_ns) = 0;
+  // Holder only: waits until events arrive, Interrupt() is called, or `deadline`
+  // (Deadline::Expired(): do not block), and keeps the events for Dispatch(). Returns
+  // whether any descriptor event (not an interruption) arrived.
+  virtual bool Wait(Deadline deadline) = 0;
   // Holder only: makes the fibers waiting for the events Wait() kept ready (through
   // their groups' usual "make ready" path).
   virtual void Dispatch() = 0;
@@ -92,7 +94,7 @@ class GroupPoller {
   [[nodiscard]] bool PollNow(std::int64_t now_ns) {
     if (!TryAcquire()) return false;
     NotePoll(now_ns);
-    if (Wait(0)) Dispatch();
+    if (Wait(Deadline::Expired())) Dispatch();
     return Release();
   }
   // Records a poll at `now_ns` (holders call it as they start waiting).
@@ -108,13 +110,6 @@ class GroupPoller {
   std::atomic<bool> wanted_{false};
   std::atomic<std::int64_t> last_poll_ns_{0};
 };
-
-// Monotonic nanoseconds (the steady_clock epoch), for the deadlines above.
-inline std::int64_t MonotonicNowNs() {
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return now.tv_sec * std::int64_t{1000000000} + now.tv_nsec;
-}
 
 }  // namespace spindle::internal
 

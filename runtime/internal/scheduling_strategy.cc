@@ -46,11 +46,10 @@ void SchedulingStrategy::Sleep(std::size_t worker, WaitSlot& slot,
   self.sleeps.Add(1);
   if (self.slept_since_work) self.spurious.Add(1);  // the last wake-up found nothing
   self.slept_since_work = true;
-  const std::int64_t deadline_ns =
-      limit.count() == 0 ? -1 : MonotonicNowNs() + static_cast<std::int64_t>(limit.count());
+  const Deadline deadline = limit.count() == 0 ? Deadline::None() : Deadline::In(limit);
   GroupPoller* poller = poller_.load(std::memory_order_acquire);  // pairs with SetPoller
   if (poller != nullptr && poller->HasInterest() && poller->TryAcquireOrMarkWanted()) {
-    slot.WaitPolling(poller, deadline_ns);
+    slot.WaitPolling(poller, deadline);
     const bool wanted = poller->Release();
     // Leaving the poller with descriptors registered: the fibers we dispatched (or the
     // work we were woken for) are about to run here, and our siblings may all sleep on
@@ -59,11 +58,7 @@ void SchedulingStrategy::Sleep(std::size_t worker, WaitSlot& slot,
     self.hand_off_pending = wanted || (!stopping() && poller->HasInterest());
     return;
   }
-  if (deadline_ns < 0) {
-    slot.Wait();
-  } else {
-    slot.WaitUntil(deadline_ns);
-  }
+  slot.Wait(deadline);
 }
 
 std::uintptr_t SchedulingStrategy::SearchForWork(

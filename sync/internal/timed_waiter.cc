@@ -19,9 +19,9 @@
 // last step touching it. OnDeadline sets deadline_callback_done_ after its last access,
 // and step 3 waits for that flag whenever the timer fired.
 //
-// Thread waiter: futex-wait on state_ until it changes or the deadline passes; on the
-// deadline, flip kWaiting -> kTimedOut ourselves. Notify flips and futex-wakes; a wake
-// on an address that is gone only risks a spurious wake-up elsewhere.
+// Thread waiter: park on state_ (a Parker's word) until it changes or the deadline
+// passes; on the deadline, flip kWaiting -> kTimedOut ourselves. Notify flips and
+// unparks; an unpark of a word that is gone only risks a spurious wake-up elsewhere.
 
 #include "sync/internal/timed_waiter.h"
 
@@ -30,7 +30,7 @@
 
 #include "glog/logging.h"
 #include "runtime/internal/chaos.h"
-#include "runtime/internal/futex.h"
+#include "runtime/internal/parker.h"
 #include "runtime/internal/ready_batch.h"
 
 namespace spindle::internal {
@@ -53,10 +53,10 @@ bool TimedWaiter::Notify() {
   if (fiber_ != nullptr) return WinAndWakeFiber(kNotified);
   int expected = kWaiting;
   // acq_rel: pairs with the waiter's acquire loads; one flip wins.
-  if (!state_.compare_exchange_strong(expected, kNotified, std::memory_order_acq_rel)) {
+  if (!state().compare_exchange_strong(expected, kNotified, std::memory_order_acq_rel)) {
     return false;
   }
-  FutexWake(&state_);
+  state_.Unpark();
   return true;
 }
 
@@ -69,7 +69,7 @@ bool TimedWaiter::WinAndWakeFiber(int to) {
     std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
     int expected = kWaiting;
     // acq_rel: exactly one of Notify() and OnDeadline() wins.
-    won = state_.compare_exchange_strong(expected, to, std::memory_order_acq_rel);
+    won = state().compare_exchange_strong(expected, to, std::memory_order_acq_rel);
     if (won && fiber->state() == FiberState::kWaiting) {
       fiber->SetState(FiberState::kReady);
       queue = true;
@@ -104,7 +104,7 @@ TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline,
   {
     std::unique_lock<Spinlock> lock(fiber_->scheduler_lock);
     // acquire: pairs with the winning flip (made under this same lock).
-    if (state_.load(std::memory_order_acquire) == kWaiting) {
+    if (state().load(std::memory_order_acquire) == kWaiting) {
       // Under the scheduler lock, as the fiber dump reads it.
       fiber_->wait_kind = fiber_->wait_kind_override != WaitKind::kNone
                               ? fiber_->wait_kind_override
@@ -127,31 +127,22 @@ TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline,
     ReleaseTimerEntry(timer);
   }
   // acquire: the winner's flip.
-  return state_.load(std::memory_order_acquire) == kNotified ? Result::kNotified
+  return state().load(std::memory_order_acquire) == kNotified ? Result::kNotified
                                                               : Result::kTimedOut;
 }
 
 TimedWaiter::Result TimedWaiter::WaitAsThread(TimerClock::time_point deadline) {
   for (;;) {
     // acquire: pairs with the flip in Notify().
-    const int state = state_.load(std::memory_order_acquire);
-    if (state != kWaiting) return state == kNotified ? Result::kNotified : Result::kTimedOut;
-    if (deadline == TimerClock::time_point::max()) {
-      FutexWait(&state_, kWaiting);
-      continue;
-    }
-    if (TimerClock::now() >= deadline) {
+    const int now = state().load(std::memory_order_acquire);
+    if (now != kWaiting) return now == kNotified ? Result::kNotified : Result::kTimedOut;
+    if (!state_.ParkWhile(kWaiting, Deadline::At(deadline))) {
       int expected = kWaiting;
       // acq_rel: races with Notify(); one flip wins.
-      if (state_.compare_exchange_strong(expected, kTimedOut, std::memory_order_acq_rel)) {
+      if (state().compare_exchange_strong(expected, kTimedOut, std::memory_order_acq_rel)) {
         return Result::kTimedOut;
       }
-      continue;
     }
-    FutexWaitUntil(&state_, kWaiting,
-                   std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       deadline.time_since_epoch())
-                       .count());
   }
 }
 

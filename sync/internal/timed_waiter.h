@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "fiber/internal/fiber_entity.h"
+#include "runtime/internal/parker.h"
 #include "timer/internal/timer_worker.h"
 
 namespace spindle::internal {
@@ -49,7 +50,9 @@ class TimedWaiter {
   Result WaitAsFiber(TimerClock::time_point deadline, WaitKind kind);
   Result WaitAsThread(TimerClock::time_point deadline);
 
-  std::atomic<int> state_{kWaiting};
+  std::atomic<int>& state() { return state_.word(); }
+
+  Parker state_{kWaiting};  // its word is the State; a plain-thread waiter parks on it
   FiberEntity* const fiber_;  // null for a plain-thread waiter
   // Set by the deadline timer's callback after its last access to this object.
   std::atomic<bool> deadline_callback_done_{false};

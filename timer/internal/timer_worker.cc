@@ -15,9 +15,9 @@
 //   2. Move every producer list into the heap; fire what has expired.
 //   3. Publish the next expiry in next_expiry_ns_ (a relaxed store), then a StoreLoad fence.
 //   4. If any producer list is non-empty again, go to 1.
-//   5. futex-wait on wake_seq_ while it still equals seq, until the next expiry.
+//   5. park on wake_seq_ (a Parker) while it still equals seq, until the next expiry.
 // A producer: append (under its list's lock), StoreLoad fence, read next_expiry_ns_; if
-// the new timer is earlier, bump wake_seq_ and futex-wake.
+// the new timer is earlier, bump wake_seq_ and unpark.
 //
 // No lost wake-up: (append; fence; read next_expiry) against (publish next_expiry;
 // fence; read lists) is the store-buffering pattern with a fence on each side, so
@@ -270,8 +270,8 @@ void TimerWorker::Add(TimerEntry* entry) {
 
 void TimerWorker::WakeUp() {
   // release: pairs with the acquire load in step 1 of Run().
-  wake_seq_.fetch_add(1, std::memory_order_release);
-  FutexWake(&wake_seq_);
+  wake_seq_.word().fetch_add(1, std::memory_order_release);
+  wake_seq_.Unpark();
 }
 
 bool TimerWorker::CollectNewTimers() {
@@ -469,7 +469,7 @@ void TimerWorker::Run() {
     // in WakeUp(). Stop() sets stopping_ before its WakeUp() bumps the sequence, so
     // either we read the old sequence (and step 5's wait on it returns at once, since
     // it has changed) or the new one, which carries the stop flag with it.
-    const int seq = wake_seq_.load(std::memory_order_acquire);
+    const int seq = wake_seq_.word().load(std::memory_order_acquire);
     if constexpr (kTestSeams) {
       if (auto hook = g_test_hook.load(std::memory_order_relaxed)) hook(this);
     }
@@ -491,8 +491,9 @@ void TimerWorker::Run() {
     }
     StoreLoadFence();
     if (AnyProducerListNonEmpty()) continue;                      // step 4
-    if (next == INT64_MAX) {                                      // step 5
-      FutexWait(&wake_seq_, seq);
+    // Step 5: park while the sequence is still `seq`, until the next expiry (if any).
+    if (next == INT64_MAX) {
+      wake_seq_.ParkWhile(seq, Deadline::None());
       continue;
     }
     // While the workers fire timers themselves (FireDue, in the last kAssistWindowNs),
@@ -507,7 +508,7 @@ void TimerWorker::Run() {
       wait_until = next + kAssistGraceNs;
     }
     if (wait_until <= now) continue;
-    FutexWaitUntil(&wake_seq_, seq, wait_until);
+    wake_seq_.ParkWhile(seq, Deadline::AtNs(wait_until));
   }
 }
 

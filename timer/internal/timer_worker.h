@@ -14,6 +14,7 @@
 #include "absl/functional/any_invocable.h"
 #include "fiber/internal/spinlock.h"
 #include "runtime/internal/group_timers.h"
+#include "runtime/internal/parker.h"
 
 namespace spindle::internal {
 
@@ -87,7 +88,7 @@ class TimerWorker final : public GroupTimers {
   // Relaxed snapshots of the loop's state, for tests and debugging: whether Stop() was
   // called, and the wake-up sequence the thread waits on.
   bool stop_requested() const { return stopping_.load(std::memory_order_relaxed); }
-  int wake_sequence() const { return wake_seq_.load(std::memory_order_relaxed); }
+  int wake_sequence() const { return wake_seq_.word().load(std::memory_order_relaxed); }
 
  private:
   struct ProducerList {
@@ -135,7 +136,7 @@ class TimerWorker final : public GroupTimers {
   // Expiry the worker sleeps until, in ns since the clock's epoch (max: none).
   alignas(64) std::atomic<std::int64_t> next_expiry_ns_{INT64_MAX};
   // Bumped by producers that need the worker awake; the worker futex-waits on it.
-  alignas(64) std::atomic<int> wake_seq_{0};
+  alignas(64) Parker wake_seq_;
 
   // The heap and what a round uses: the thread's, or an assisting worker's, whoever
   // holds heap_lock_ (the thread blocks on it, a worker only tries it).
