@@ -45,7 +45,7 @@ ExecutionContext::~ExecutionContext() {
 }
 
 internal::LocalBox* ExecutionContext::FindOverflow(const internal::LocalKey& key) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  internal::OsMutexGuard lock(mutex_);
   const std::size_t i = key.index - kInlineSlots;
   if (i >= overflow_.size()) return nullptr;
   internal::LocalBox* box = overflow_[i];
@@ -55,7 +55,7 @@ internal::LocalBox* ExecutionContext::FindOverflow(const internal::LocalKey& key
 internal::LocalBox* ExecutionContext::Install(const internal::LocalKey& key,
                                               internal::LocalBox* box) {
   if (key.index >= kInlineSlots) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    internal::OsMutexGuard lock(mutex_);
     const std::size_t i = key.index - kInlineSlots;
     if (i >= overflow_.size()) overflow_.resize(i + 1, nullptr);
     internal::LocalBox*& slot = overflow_[i];
@@ -85,7 +85,7 @@ internal::LocalBox* ExecutionContext::Install(const internal::LocalKey& key,
   }
   if (seen != nullptr) {
     // A stale value (its key was destroyed): a Find() may still be reading its header.
-    std::lock_guard<std::mutex> lock(mutex_);
+    internal::OsMutexGuard lock(mutex_);
     retired_.push_back(seen);
   }
   return box;

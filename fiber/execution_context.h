@@ -33,7 +33,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "fiber/internal/local_storage.h"
+#include "fiber/internal/os_mutex.h"
 
 namespace spindle {
 
@@ -89,11 +91,11 @@ class ExecutionContext : public std::enable_shared_from_this<ExecutionContext> {
   internal::LocalBox* Install(const internal::LocalKey& key, internal::LocalBox* box);
 
   std::atomic<internal::LocalBox*> inline_slots_[kInlineSlots] = {};
-  mutable std::mutex mutex_;
-  std::vector<internal::LocalBox*> overflow_;  // index kInlineSlots + i; under mutex_
+  mutable internal::OsMutex mutex_;
+  std::vector<internal::LocalBox*> overflow_ ABSL_GUARDED_BY(mutex_);  // index kInlineSlots + i
   // Stale values (of keys destroyed since) replaced in the lock-free slots: a reader
-  // may still be looking at one, so they live as long as the context. Under mutex_.
-  std::vector<internal::LocalBox*> retired_;
+  // may still be looking at one, so they live as long as the context.
+  std::vector<internal::LocalBox*> retired_ ABSL_GUARDED_BY(mutex_);
 };
 
 // Makes `context` (which may be null: "no context") the calling fiber's (or thread's)

@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "gflags/gflags.h"
 #include "fiber/internal/fiber_entity.h"
+#include "fiber/internal/os_mutex.h"
 #include "glog/logging.h"
 #include "sync/event.h"
 
@@ -66,7 +67,7 @@ class BlockingPool {
       // Held briefly, never across a park: a plain mutex is fine in a fiber. (Not
       // absl::Mutex: Debian's abseil is not built for ThreadSanitizer, which would
       // then miss this lock's ordering.)
-      std::lock_guard<std::mutex> lock(mutex_);
+      spindle::internal::OsMutexGuard lock(mutex_);
       queue_.push_back(call);
       if (idle_ > 0) wake_.notify_one();
       // Every queued call needs a thread that is idle or starting.
@@ -94,11 +95,11 @@ class BlockingPool {
 
  private:
   void Loop() {
-    std::unique_lock<std::mutex> lock(mutex_);
+    spindle::internal::UniqueOsMutexGuard lock(mutex_);
     --starting_;
     for (;;) {
       ++idle_;
-      wake_.wait(lock, [this] { return !queue_.empty(); });
+      while (queue_.empty()) wake_.wait(lock.unique());
       --idle_;
       Call* call = queue_.front();
       queue_.pop_front();
@@ -113,7 +114,7 @@ class BlockingPool {
     }
   }
 
-  std::mutex mutex_;
+  spindle::internal::OsMutex mutex_;
   std::condition_variable wake_;  // an idle thread waits for a queued call
   std::deque<Call*> queue_ ABSL_GUARDED_BY(mutex_);
   std::uint64_t threads_ ABSL_GUARDED_BY(mutex_) = 0;

@@ -35,18 +35,18 @@ void Barrier::arrive_and_wait() {
   std::size_t phase;
   {
     internal::ReadyBatch batch;  // destroyed after `guard`: wakes queue unlocked
-    std::lock_guard<internal::Spinlock> guard(lock_);
+    internal::SpinlockGuard guard(lock_);
     phase = phase_;
     if (ArriveLocked()) return;  // this arrival ended the phase
   }
-  std::unique_lock<internal::Spinlock> guard(lock_);
-  while (phase_ == phase) waiters_.Wait(guard, internal::TimerClock::time_point::max(),
+  internal::UniqueSpinlockGuard guard(lock_);
+  while (phase_ == phase) waiters_.Wait(guard.unique(), internal::TimerClock::time_point::max(),
                                         internal::WaitKind::kBarrier);
 }
 
 void Barrier::arrive_and_drop() {
   internal::ReadyBatch batch;
-  std::lock_guard<internal::Spinlock> guard(lock_);
+  internal::SpinlockGuard guard(lock_);
   CHECK_GT(expected_, 0) << "spindle::Barrier::arrive_and_drop() with no participants";
   --expected_;
   // The dropping participant counts as arrived in the current phase; if everyone

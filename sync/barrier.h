@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "absl/base/thread_annotations.h"
 #include "fiber/internal/spinlock.h"
 #include "sync/internal/wait_queue.h"
 
@@ -25,14 +26,14 @@ class Barrier {
   void arrive_and_drop();
 
  private:
-  // lock_ held. Counts one arrival; true if it ended the phase (waiters woken).
-  bool ArriveLocked();
+  // Counts one arrival; true if it ended the phase (waiters woken).
+  bool ArriveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
 
   internal::Spinlock lock_;
-  std::ptrdiff_t expected_;         // guarded by lock_
-  std::ptrdiff_t arrived_ = 0;      // guarded by lock_
-  std::size_t phase_ = 0;           // guarded by lock_
-  internal::WaitQueue waiters_;     // guarded by lock_
+  std::ptrdiff_t expected_ ABSL_GUARDED_BY(lock_);
+  std::ptrdiff_t arrived_ ABSL_GUARDED_BY(lock_) = 0;
+  std::size_t phase_ ABSL_GUARDED_BY(lock_) = 0;
+  internal::WaitQueue waiters_ ABSL_GUARDED_BY(lock_);
 };
 
 }  // namespace spindle

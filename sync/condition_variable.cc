@@ -15,10 +15,10 @@ namespace spindle {
 
 bool ConditionVariable::WaitUntil(std::unique_lock<Mutex>& lock,
                                   internal::TimerClock::time_point deadline) {
-  std::unique_lock<internal::Spinlock> guard(lock_);
+  internal::UniqueSpinlockGuard guard(lock_);
   lock.unlock();
   const bool notified =
-      waiters_.Wait(guard, deadline, internal::WaitKind::kConditionVariable) == internal::TimedWaiter::Result::kNotified;
+      waiters_.Wait(guard.unique(), deadline, internal::WaitKind::kConditionVariable) == internal::TimedWaiter::Result::kNotified;
   guard.unlock();
   lock.lock();
   return notified;
@@ -26,13 +26,13 @@ bool ConditionVariable::WaitUntil(std::unique_lock<Mutex>& lock,
 
 void ConditionVariable::notify_one() {
   internal::ReadyBatch batch;
-  std::lock_guard<internal::Spinlock> guard(lock_);
+  internal::SpinlockGuard guard(lock_);
   waiters_.WakeOne();
 }
 
 void ConditionVariable::notify_all() {
   internal::ReadyBatch batch;
-  std::lock_guard<internal::Spinlock> guard(lock_);
+  internal::SpinlockGuard guard(lock_);
   waiters_.WakeAll();
 }
 

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "fiber/internal/spinlock.h"
 #include "sync/internal/wait_queue.h"
 #include "sync/mutex.h"
@@ -72,7 +73,7 @@ class ConditionVariable {
   bool WaitUntil(std::unique_lock<Mutex>& lock, std::chrono::steady_clock::time_point deadline);
 
   internal::Spinlock lock_;
-  internal::WaitQueue waiters_;  // guarded by lock_
+  internal::WaitQueue waiters_ ABSL_GUARDED_BY(lock_);
 };
 
 }  // namespace spindle

@@ -17,21 +17,21 @@ Event::~Event() {
   // A waiter that saw set_ on the unlocked fast path may destroy the event while
   // Set() still holds lock_ (waking the others); Set() touches nothing after it
   // releases lock_.
-  std::lock_guard<internal::Spinlock> guard(lock_);
+  internal::SpinlockGuard guard(lock_);
 }
 
 void Event::Set() {
   internal::ReadyBatch batch;
-  std::lock_guard<internal::Spinlock> guard(lock_);
+  internal::SpinlockGuard guard(lock_);
   set_.store(true, std::memory_order_release);  // release: pairs with IsSet()/WaitUntil()
   waiters_.WakeAll();
 }
 
 bool Event::WaitUntil(internal::TimerClock::time_point deadline) {
   if (IsSet()) return true;
-  std::unique_lock<internal::Spinlock> guard(lock_);
+  internal::UniqueSpinlockGuard guard(lock_);
   while (!set_.load(std::memory_order_relaxed)) {  // relaxed: under lock_
-    if (waiters_.Wait(guard, deadline, internal::WaitKind::kEvent) == internal::TimedWaiter::Result::kTimedOut) {
+    if (waiters_.Wait(guard.unique(), deadline, internal::WaitKind::kEvent) == internal::TimedWaiter::Result::kTimedOut) {
       return set_.load(std::memory_order_relaxed);  // relaxed: under lock_
     }
   }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "absl/base/thread_annotations.h"
 #include "fiber/internal/spinlock.h"
 #include "sync/internal/wait_queue.h"
 
@@ -38,7 +39,7 @@ class Event {
  private:
   std::atomic<bool> set_{false};
   internal::Spinlock lock_;
-  internal::WaitQueue waiters_;  // guarded by lock_
+  internal::WaitQueue waiters_ ABSL_GUARDED_BY(lock_);
 };
 
 }  // namespace spindle

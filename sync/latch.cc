@@ -16,7 +16,7 @@ Latch::Latch(std::ptrdiff_t count) : count_(count) {
 
 void Latch::count_down(std::ptrdiff_t n) {
   internal::ReadyBatch batch;
-  std::lock_guard<internal::Spinlock> guard(lock_);
+  internal::SpinlockGuard guard(lock_);
   CHECK(n >= 0 && n <= count_) << "spindle::Latch::count_down(" << n
                                << ") with count " << count_ << ": would go below zero";
   count_ -= n;
@@ -24,14 +24,14 @@ void Latch::count_down(std::ptrdiff_t n) {
 }
 
 bool Latch::try_wait() const {
-  std::lock_guard<internal::Spinlock> guard(lock_);
+  internal::SpinlockGuard guard(lock_);
   return count_ == 0;
 }
 
 bool Latch::WaitUntil(internal::TimerClock::time_point deadline) const {
-  std::unique_lock<internal::Spinlock> guard(lock_);
+  internal::UniqueSpinlockGuard guard(lock_);
   while (count_ != 0) {
-    if (waiters_.Wait(guard, deadline, internal::WaitKind::kLatch) == internal::TimedWaiter::Result::kTimedOut) {
+    if (waiters_.Wait(guard.unique(), deadline, internal::WaitKind::kLatch) == internal::TimedWaiter::Result::kTimedOut) {
       return count_ == 0;
     }
   }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 
+#include "absl/base/thread_annotations.h"
 #include "fiber/internal/spinlock.h"
 #include "sync/internal/wait_queue.h"
 
@@ -37,8 +38,8 @@ class Latch {
 
  private:
   mutable internal::Spinlock lock_;
-  std::ptrdiff_t count_;                 // guarded by lock_
-  mutable internal::WaitQueue waiters_;  // guarded by lock_
+  std::ptrdiff_t count_ ABSL_GUARDED_BY(lock_);
+  mutable internal::WaitQueue waiters_ ABSL_GUARDED_BY(lock_);
 };
 
 }  // namespace spindle

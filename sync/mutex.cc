@@ -92,7 +92,7 @@ bool Mutex::LockSlow(internal::TimerClock::time_point deadline) {
       }
       continue;
     }
-    std::unique_lock<internal::Spinlock> guard(lock_);  // step 3
+    internal::UniqueSpinlockGuard guard(lock_);  // step 3
     state = state_.load(std::memory_order_relaxed);
     for (;;) {
       if ((state & (kLocked | kStarving)) == 0) {
@@ -119,7 +119,7 @@ bool Mutex::LockSlow(internal::TimerClock::time_point deadline) {
       waited = true;
       wait_start = internal::TimerClock::now();
     }
-    if (waiters_.Wait(guard, deadline, detail, internal::WaitKind::kMutex) == internal::TimedWaiter::Result::kTimedOut) {
+    if (waiters_.Wait(guard.unique(), deadline, detail, internal::WaitKind::kMutex) == internal::TimedWaiter::Result::kTimedOut) {
       // relaxed: under lock_, like every change of the count.
       if (detail.removed_self) state_.fetch_sub(kOneWaiter, std::memory_order_relaxed);
       return false;
@@ -178,7 +178,7 @@ void Mutex::UnlockSlow(std::uint32_t state) {
   }
   if (wake) {
     internal::ReadyBatch batch;  // the woken fiber is queued after lock_ is released
-    std::lock_guard<internal::Spinlock> guard(lock_);
+    internal::SpinlockGuard guard(lock_);
     std::size_t popped = 0;
     const bool woke = waiters_.WakeOne(hand_off ? kHandOffTag : 0, &popped);
     // relaxed: under lock_ (the count), or our own claim / mode being dropped.

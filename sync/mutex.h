@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "absl/base/thread_annotations.h"
 #include "fiber/internal/spinlock.h"
 #include "sync/internal/wait_queue.h"
 
@@ -111,8 +112,8 @@ class Mutex {
   // unlock() calls that will still touch this object after releasing kLocked (to wake a
   // waiter), between that release and their last access; the destructor waits for 0.
   std::atomic<std::uint32_t> unlockers_{0};
-  internal::Spinlock lock_;          // guards waiters_ and the waiter count
-  internal::WaitQueue waiters_;      // guarded by lock_
+  internal::Spinlock lock_;  // guards waiters_ and the waiter count (in state_)
+  internal::WaitQueue waiters_ ABSL_GUARDED_BY(lock_);
 };
 
 }  // namespace spindle

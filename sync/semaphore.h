@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <limits>
 
+#include "absl/base/thread_annotations.h"
 #include "fiber/internal/spinlock.h"
 #include "glog/logging.h"
 #include "runtime/internal/ready_batch.h"
@@ -33,7 +34,7 @@ class CountingSemaphore {
 
   void release(std::ptrdiff_t n = 1) {
     internal::ReadyBatch batch;
-    std::lock_guard<internal::Spinlock> guard(lock_);
+    internal::SpinlockGuard guard(lock_);
     CHECK(n >= 0 && n <= kLeastMaxValue - count_)
         << "spindle::CountingSemaphore::release(" << n << ") with count " << count_
         << " exceeds max() = " << kLeastMaxValue;
@@ -46,7 +47,7 @@ class CountingSemaphore {
   void acquire() { try_acquire_until(std::chrono::steady_clock::time_point::max()); }
 
   bool try_acquire() {
-    std::lock_guard<internal::Spinlock> guard(lock_);
+    internal::SpinlockGuard guard(lock_);
     if (count_ == 0) return false;
     --count_;
     return true;
@@ -60,19 +61,19 @@ class CountingSemaphore {
   }
 
   bool try_acquire_until(std::chrono::steady_clock::time_point deadline) {
-    std::unique_lock<internal::Spinlock> guard(lock_);
+    internal::UniqueSpinlockGuard guard(lock_);
     if (count_ > 0 && waiters_.empty()) {
       --count_;
       return true;
     }
     // Woken means a release() handed us its permit.
-    return waiters_.Wait(guard, deadline, internal::WaitKind::kSemaphore) == internal::TimedWaiter::Result::kNotified;
+    return waiters_.Wait(guard.unique(), deadline, internal::WaitKind::kSemaphore) == internal::TimedWaiter::Result::kNotified;
   }
 
  private:
   internal::Spinlock lock_;
-  std::ptrdiff_t count_;          // guarded by lock_
-  internal::WaitQueue waiters_;   // guarded by lock_
+  std::ptrdiff_t count_ ABSL_GUARDED_BY(lock_);
+  internal::WaitQueue waiters_ ABSL_GUARDED_BY(lock_);
 };
 
 using BinarySemaphore = CountingSemaphore<1>;

@@ -17,11 +17,11 @@ namespace spindle {
 bool SharedMutex::ReadersMayEnter() const { return !writer_ && starving_writers_ == 0; }
 
 void SharedMutex::lock() {
-  std::unique_lock<internal::Spinlock> guard(lock_);
+  internal::UniqueSpinlockGuard guard(lock_);
   bool starving = false;
   while (writer_ || readers_ != 0) {
     const auto result = writer_queue_.Wait(
-        guard, internal::TimerClock::now() + std::chrono::milliseconds(1),
+        guard.unique(), internal::TimerClock::now() + std::chrono::milliseconds(1),
         internal::WaitKind::kSharedMutex);
     if (result == internal::TimedWaiter::Result::kTimedOut && !starving) {
       starving = true;
@@ -33,7 +33,7 @@ void SharedMutex::lock() {
 }
 
 bool SharedMutex::try_lock() {
-  std::lock_guard<internal::Spinlock> guard(lock_);
+  internal::SpinlockGuard guard(lock_);
   if (writer_ || readers_ != 0) return false;
   writer_ = true;
   return true;
@@ -41,7 +41,7 @@ bool SharedMutex::try_lock() {
 
 void SharedMutex::unlock() {
   internal::ReadyBatch batch;
-  std::lock_guard<internal::Spinlock> guard(lock_);
+  internal::SpinlockGuard guard(lock_);
   CHECK(writer_) << "spindle::SharedMutex::unlock() without holding it exclusively";
   writer_ = false;
   // Read priority: waiting readers go first, unless a writer is starving.
@@ -53,16 +53,16 @@ void SharedMutex::unlock() {
 }
 
 void SharedMutex::lock_shared() {
-  std::unique_lock<internal::Spinlock> guard(lock_);
+  internal::UniqueSpinlockGuard guard(lock_);
   while (!ReadersMayEnter()) {
-    reader_queue_.Wait(guard, internal::TimerClock::time_point::max(),
+    reader_queue_.Wait(guard.unique(), internal::TimerClock::time_point::max(),
                        internal::WaitKind::kSharedMutex);
   }
   ++readers_;
 }
 
 bool SharedMutex::try_lock_shared() {
-  std::lock_guard<internal::Spinlock> guard(lock_);
+  internal::SpinlockGuard guard(lock_);
   if (!ReadersMayEnter()) return false;
   ++readers_;
   return true;
@@ -70,7 +70,7 @@ bool SharedMutex::try_lock_shared() {
 
 void SharedMutex::unlock_shared() {
   internal::ReadyBatch batch;
-  std::lock_guard<internal::Spinlock> guard(lock_);
+  internal::SpinlockGuard guard(lock_);
   CHECK_GT(readers_, 0u) << "spindle::SharedMutex::unlock_shared() without a shared hold";
   if (--readers_ == 0) writer_queue_.WakeOne();
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 
+#include "absl/base/thread_annotations.h"
 #include "fiber/internal/spinlock.h"
 #include "sync/internal/wait_queue.h"
 
@@ -31,13 +32,14 @@ class SharedMutex {
   void unlock_shared();
 
  private:
-  bool ReadersMayEnter() const;
+  bool ReadersMayEnter() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
 
   internal::Spinlock lock_;
-  std::size_t readers_ = 0;                          // guarded by lock_
-  bool writer_ = false;                              // guarded by lock_
-  std::size_t starving_writers_ = 0;                 // guarded by lock_
-  internal::WaitQueue reader_queue_, writer_queue_;  // guarded by lock_
+  std::size_t readers_ ABSL_GUARDED_BY(lock_) = 0;
+  bool writer_ ABSL_GUARDED_BY(lock_) = false;
+  std::size_t starving_writers_ ABSL_GUARDED_BY(lock_) = 0;
+  internal::WaitQueue reader_queue_ ABSL_GUARDED_BY(lock_);
+  internal::WaitQueue writer_queue_ ABSL_GUARDED_BY(lock_);
 };
 
 }  // namespace spindle

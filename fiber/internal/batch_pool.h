@@ -13,7 +13,9 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "fiber/internal/idle_release.h"
+#include "fiber/internal/os_mutex.h"
 #include "fiber/internal/sanitizers.h"
 
 namespace spindle::internal {
@@ -32,7 +34,7 @@ class BatchPool {
 
   // Moves up to batch_size() items into `out`; false if the pool was empty.
   bool TakeBatch(std::vector<T>* out) {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     if (items_.empty()) return false;
     const std::size_t n = std::min(batch_size_, items_.size());
     out->insert(out->end(), items_.end() - n, items_.end());
@@ -43,7 +45,7 @@ class BatchPool {
 
   // Moves all of `items` into the pool; returns how many it holds now.
   std::size_t GiveBatch(std::vector<T>* items) {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     items_.insert(items_.end(), items->begin(), items->end());
     items->clear();
     return items_.size();
@@ -52,7 +54,7 @@ class BatchPool {
   // For giving idle items back (idle_release.h): the fewest items the pool held since
   // the previous call (so many sat unused all along), and the mark reset to now.
   std::size_t TakeLowWater() {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     const std::size_t low = std::min(low_water_, items_.size());
     low_water_ = items_.size();
     return low;
@@ -61,7 +63,7 @@ class BatchPool {
   // Moves out the items pooled longest, up to `at_most` of them, leaving at least
   // `keep`.
   std::vector<T> TakeOldest(std::size_t keep, std::size_t at_most) {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     if (items_.size() <= keep) return {};
     const std::size_t n = std::min(items_.size() - keep, at_most);
     std::vector<T> oldest(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(n));
@@ -72,12 +74,12 @@ class BatchPool {
 
   // Moves everything out (for the owner's destructor).
   std::vector<T> TakeAll() {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     return std::move(items_);
   }
 
   std::size_t size() const {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     return items_.size();
   }
 
@@ -93,9 +95,9 @@ class BatchPool {
 
  private:
   const std::size_t batch_size_;
-  mutable std::mutex lock_;
-  std::vector<T> items_;  // guarded by lock_, oldest first
-  std::size_t low_water_ = 0;  // guarded by lock_, see TakeLowWater()
+  mutable OsMutex lock_;
+  std::vector<T> items_ ABSL_GUARDED_BY(lock_);  // oldest first
+  std::size_t low_water_ ABSL_GUARDED_BY(lock_) = 0;  // see TakeLowWater()
 };
 
 // new and delete for small objects that one thread allocates and another frees, many

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "fiber/internal/os_mutex.h"
 #include "gflags/gflags.h"
 
 DEFINE_uint64(fiber_release_delay_ms, 1000,
@@ -28,7 +30,7 @@ class IdleReleaser {
  public:
   void Register(const void* owner, std::chrono::milliseconds period,
                 std::function<void()> fn) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    OsMutexGuard lock(mutex_);
     for (const Entry& entry : entries_) {
       if (entry.owner == owner) return;
     }
@@ -43,8 +45,8 @@ class IdleReleaser {
   }
 
   void Unregister(const void* owner) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait(lock, [&] { return running_ != owner; });
+    UniqueOsMutexGuard lock(mutex_);
+    while (running_ == owner) cv_.wait(lock.unique());
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
       if (it->owner == owner) {
         entries_.erase(it);
@@ -63,7 +65,7 @@ class IdleReleaser {
 
   void Loop() {
     pthread_setname_np(pthread_self(), "spindle-release");
-    std::unique_lock<std::mutex> lock(mutex_);
+    UniqueOsMutexGuard lock(mutex_);
     for (;;) {
       auto now = std::chrono::steady_clock::now();
       Entry* next = nullptr;
@@ -71,11 +73,11 @@ class IdleReleaser {
         if (next == nullptr || entry.due < next->due) next = &entry;
       }
       if (next == nullptr) {
-        cv_.wait(lock);
+        cv_.wait(lock.unique());
         continue;
       }
       if (next->due > now) {
-        cv_.wait_until(lock, next->due);
+        cv_.wait_until(lock.unique(), next->due);
         continue;  // the list may have changed meanwhile
       }
       next->due = now + next->period;
@@ -90,11 +92,11 @@ class IdleReleaser {
     }
   }
 
-  std::mutex mutex_;
+  OsMutex mutex_;
   std::condition_variable cv_;
-  std::vector<Entry> entries_;      // guarded by mutex_
-  const void* running_ = nullptr;   // whose function runs now; guarded by mutex_
-  bool started_ = false;            // guarded by mutex_; the thread never ends
+  std::vector<Entry> entries_ ABSL_GUARDED_BY(mutex_);
+  const void* running_ ABSL_GUARDED_BY(mutex_) = nullptr;  // whose function runs now
+  bool started_ ABSL_GUARDED_BY(mutex_) = false;            // the thread never ends
 };
 
 IdleReleaser& Releaser() {

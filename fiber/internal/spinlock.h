@@ -6,6 +6,9 @@
 #include <sched.h>
 
 #include <atomic>
+#include <mutex>
+
+#include "absl/base/thread_annotations.h"
 
 namespace spindle::internal {
 
@@ -25,28 +28,31 @@ inline void CpuRelax() {
 // it across anything that may block or switch fibers is a bug, except for the one
 // documented hand-over in FiberEntity (the lock taken by a fiber before it suspends is
 // released by the context it switches to). Satisfies Lockable, so std::lock_guard and
-// std::unique_lock work.
-class Spinlock {
+// std::unique_lock work; it is also a capability for clang's thread-safety analysis
+// (-Wthread-safety), so fields it protects are declared ABSL_GUARDED_BY(it). Lock it
+// with SpinlockGuard (or UniqueSpinlockGuard where a wait releases it) so the analysis
+// sees the critical section: the standard guards carry no annotations.
+class ABSL_LOCKABLE Spinlock {
  public:
   Spinlock() = default;
   Spinlock(const Spinlock&) = delete;
   Spinlock& operator=(const Spinlock&) = delete;
 
-  void lock() noexcept {
+  void lock() noexcept ABSL_EXCLUSIVE_LOCK_FUNCTION() {
     // acquire: pairs with the release store in unlock(), so the critical section of the
     // previous holder happens-before ours.
     if (!locked_.exchange(true, std::memory_order_acquire)) return;
     LockSlow();
   }
 
-  bool try_lock() noexcept {
+  bool try_lock() noexcept ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
     // relaxed load: only a hint that saves a contended cache-line write; the exchange
     // decides. acquire exchange: as in lock().
     return !locked_.load(std::memory_order_relaxed) &&
            !locked_.exchange(true, std::memory_order_acquire);
   }
 
-  void unlock() noexcept {
+  void unlock() noexcept ABSL_UNLOCK_FUNCTION() {
     // release: publishes the critical section to the next acquirer in lock().
     locked_.store(false, std::memory_order_release);
   }
@@ -80,6 +86,45 @@ class Spinlock {
   static constexpr int kSpinsBeforeYield = 256;
 
   std::atomic<bool> locked_{false};
+};
+
+// std::lock_guard<Spinlock> that clang's thread-safety analysis can see: the lock is
+// held from construction to the end of the scope. Same code as std::lock_guard.
+// Owned by one scope of one thread.
+class ABSL_SCOPED_LOCKABLE SpinlockGuard {
+ public:
+  explicit SpinlockGuard(Spinlock& lock) noexcept ABSL_EXCLUSIVE_LOCK_FUNCTION(lock)
+      : lock_(lock) {
+    lock_.lock();
+  }
+  ~SpinlockGuard() ABSL_UNLOCK_FUNCTION() { lock_.unlock(); }
+  SpinlockGuard(const SpinlockGuard&) = delete;
+  SpinlockGuard& operator=(const SpinlockGuard&) = delete;
+
+ private:
+  Spinlock& lock_;
+};
+
+// A std::unique_lock<Spinlock>, visible to the analysis, for critical sections that
+// wait: a WaitQueue takes the std::unique_lock (unique()) and releases it while the
+// fiber is parked, holding it again on return, so to the analysis the lock is held
+// throughout. unlock() and lock() in between are tracked. Owned by one scope of one
+// thread; the lock must be held (again) whenever unique() is handed out.
+class ABSL_SCOPED_LOCKABLE UniqueSpinlockGuard {
+ public:
+  explicit UniqueSpinlockGuard(Spinlock& lock) noexcept ABSL_EXCLUSIVE_LOCK_FUNCTION(lock)
+      : lock_(lock) {}
+  ~UniqueSpinlockGuard() ABSL_UNLOCK_FUNCTION() {}
+  UniqueSpinlockGuard(const UniqueSpinlockGuard&) = delete;
+  UniqueSpinlockGuard& operator=(const UniqueSpinlockGuard&) = delete;
+
+  void lock() noexcept ABSL_EXCLUSIVE_LOCK_FUNCTION() { lock_.lock(); }
+  void unlock() noexcept ABSL_UNLOCK_FUNCTION() { lock_.unlock(); }
+
+  std::unique_lock<Spinlock>& unique() noexcept { return lock_; }
+
+ private:
+  std::unique_lock<Spinlock> lock_;
 };
 
 }  // namespace spindle::internal

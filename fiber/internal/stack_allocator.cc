@@ -138,24 +138,24 @@ class StackRegistry {
   };
 
   void Add(const Stack& stack, std::size_t stride, std::size_t count) {
-    std::lock_guard<std::mutex> lock(list_mutex_);
+    OsMutexGuard lock(list_mutex_);
     regions_[stack.base] = Region{stack, stride, count};
   }
   // The region starting at `first_base` now holds `count` stacks.
   void Grow(char* first_base, std::size_t count) {
-    std::lock_guard<std::mutex> lock(list_mutex_);
+    OsMutexGuard lock(list_mutex_);
     regions_[first_base].count = count;
   }
   void Remove(char* first_base) {
-    std::lock_guard<std::mutex> walk(walk_mutex_);
-    std::lock_guard<std::mutex> lock(list_mutex_);
+    OsMutexGuard walk(walk_mutex_);
+    OsMutexGuard lock(list_mutex_);
     regions_.erase(first_base);
   }
   void ForEach(const std::function<void(const Stack&)>& fn) {
-    std::lock_guard<std::mutex> walk(walk_mutex_);
+    OsMutexGuard walk(walk_mutex_);
     std::vector<Region> regions;
     {
-      std::lock_guard<std::mutex> lock(list_mutex_);
+      OsMutexGuard lock(list_mutex_);
       regions.reserve(regions_.size());
       for (const auto& [base, region] : regions_) regions.push_back(region);
     }
@@ -169,9 +169,9 @@ class StackRegistry {
   }
 
  private:
-  std::mutex walk_mutex_;
-  std::mutex list_mutex_;
-  std::map<char*, Region> regions_;
+  OsMutex walk_mutex_;
+  OsMutex list_mutex_;
+  std::map<char*, Region> regions_ ABSL_GUARDED_BY(list_mutex_);
 };
 
 StackRegistry& Registry() {
@@ -302,7 +302,7 @@ StackAllocator::~StackAllocator() {
   }
   // Every slab stack is back (the allocator outlives the stacks it handed out): unmap
   // the slabs whole.
-  std::lock_guard<std::mutex> lock(slab_lock_);
+  OsMutexGuard lock(slab_lock_);
   for (const Slab& slab : slabs_) {
     Registry().Remove(slab.begin + page_size_);
     UnpoisonStack(slab.begin, slab.slots * slot_size_);
@@ -386,7 +386,7 @@ Stack StackAllocator::Create() {
              "vm.max_map_count) if the process needs more guarded fibers at once.";
     }
   }
-  std::lock_guard<std::mutex> lock(slab_lock_);
+  OsMutexGuard lock(slab_lock_);
   if (!released_.empty()) {
     const Stack stack = released_.back();
     released_.pop_back();
@@ -501,7 +501,7 @@ void StackAllocator::Release(std::vector<Stack>* stacks) {
   }
   for (const Stack& stack : slab) PoisonStack(stack.base, stack.size - kStackHeaderSize);
   released_count_.fetch_add(slab.size(), std::memory_order_relaxed);  // relaxed: statistic
-  std::lock_guard<std::mutex> lock(slab_lock_);
+  OsMutexGuard lock(slab_lock_);
   released_.insert(released_.end(), slab.begin(), slab.end());
 }
 

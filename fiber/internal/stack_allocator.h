@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "fiber/internal/batch_pool.h"
+#include "fiber/internal/os_mutex.h"
 #include "gflags/gflags_declare.h"
 
 DECLARE_uint64(fiber_stack_size);
@@ -270,7 +272,7 @@ class StackAllocator {
   };
 
   Stack CreateMmapped();
-  Stack CreateInSlab();  // under slab_lock_
+  Stack CreateInSlab() ABSL_EXCLUSIVE_LOCKS_REQUIRED(slab_lock_);
   void Release(std::vector<Stack>* stacks);
   // Releases up to `at_most` of the oldest pooled stacks beyond pool_idle_max.
   std::size_t ReleaseOldest(std::size_t at_most);
@@ -292,10 +294,11 @@ class StackAllocator {
   std::atomic<std::size_t> slab_stacks_{0};
   std::atomic<std::size_t> released_count_{0};
 
-  std::mutex slab_lock_;
-  std::vector<Slab> slabs_;        // guarded by slab_lock_
-  std::size_t slab_carved_ = 0;    // slots handed out of slabs_.back(); slab_lock_
-  std::vector<Stack> released_;    // slab stacks with no memory; slab_lock_
+  OsMutex slab_lock_;
+  std::vector<Slab> slabs_ ABSL_GUARDED_BY(slab_lock_);
+  // Slots handed out of slabs_.back().
+  std::size_t slab_carved_ ABSL_GUARDED_BY(slab_lock_) = 0;
+  std::vector<Stack> released_ ABSL_GUARDED_BY(slab_lock_);  // slab stacks with no memory
 
   // Idle stacks, oldest first; its low-water mark tells the release thread which sat
   // idle a whole delay.

@@ -10,7 +10,9 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "fiber/internal/fiber_entity.h"
+#include "fiber/internal/os_mutex.h"
 #include "glog/logging.h"
 #include "io/internal/reactor.h"
 #include "runtime/internal/ready_batch.h"
@@ -21,7 +23,7 @@
 namespace spindle::io::internal {
 
 using spindle::internal::FiberEntity;
-using spindle::internal::Spinlock;
+using spindle::internal::SpinlockGuard;
 using spindle::internal::TimedWaiter;
 
 // The records, in chunks that are allocated on demand and never freed (so a stale epoll
@@ -37,7 +39,7 @@ class DescriptorTable {
   }
 
   Descriptor* Allocate() {
-    std::lock_guard<std::mutex> lock(lock_);
+    spindle::internal::OsMutexGuard lock(lock_);
     if (free_ == nullptr) Grow();
     Descriptor* record = free_;
     free_ = record->next_free_;
@@ -47,7 +49,7 @@ class DescriptorTable {
   }
 
   void Free(Descriptor* record) {
-    std::lock_guard<std::mutex> lock(lock_);
+    spindle::internal::OsMutexGuard lock(lock_);
     record->next_free_ = free_;
     free_ = record;
     --live_;
@@ -62,12 +64,12 @@ class DescriptorTable {
   }
 
   std::size_t live() {
-    std::lock_guard<std::mutex> lock(lock_);
+    spindle::internal::OsMutexGuard lock(lock_);
     return live_;
   }
 
  private:
-  void Grow() {  // under lock_
+  void Grow() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_) {
     CHECK_LT(chunk_count_, kMaxChunks) << "more than 16M open descriptors";
     auto* chunk = new Descriptor[std::size_t{1} << kChunkBits];
     const std::uint32_t base = chunk_count_ << kChunkBits;
@@ -80,10 +82,10 @@ class DescriptorTable {
     chunks_[chunk_count_++].store(chunk, std::memory_order_release);
   }
 
-  std::mutex lock_;
-  Descriptor* free_ = nullptr;
-  std::uint32_t chunk_count_ = 0;
-  std::size_t live_ = 0;
+  spindle::internal::OsMutex lock_;
+  Descriptor* free_ ABSL_GUARDED_BY(lock_) = nullptr;
+  std::uint32_t chunk_count_ ABSL_GUARDED_BY(lock_) = 0;
+  std::size_t live_ ABSL_GUARDED_BY(lock_) = 0;
   std::atomic<Descriptor*> chunks_[kMaxChunks] = {};
 };
 
@@ -98,7 +100,7 @@ Descriptor* Descriptor::Create(int fd) {
   record->hung_up_[kRead].store(false, std::memory_order_relaxed);  // relaxed: as closed_
   record->hung_up_[kWrite].store(false, std::memory_order_relaxed);
   {
-    std::lock_guard<Spinlock> lock(record->lock_);
+    SpinlockGuard lock(record->lock_);
     record->ready_[kRead] = record->ready_[kWrite] = false;
   }
   // The owner reference, same generation as the record was recycled with. release:
@@ -144,7 +146,7 @@ void Descriptor::Recycle() {
   // reactor events may still look at us, and they fail Acquire.
   Reactor* reactor;
   {
-    std::lock_guard<Spinlock> lock(lock_);
+    SpinlockGuard lock(lock_);
     reactor = reactor_;
     reactor_ = nullptr;
     DCHECK(waiter_[kRead] == nullptr && waiter_[kWrite] == nullptr &&
@@ -167,7 +169,7 @@ void Descriptor::Close(std::uint32_t generation) {
     // may wait for room in a full run queue, which must not happen under a spinlock
     // that a worker (the reactor) may be spinning on.
     spindle::internal::ReadyBatch batch;
-    std::lock_guard<Spinlock> lock(lock_);
+    SpinlockGuard lock(lock_);
     // seq_cst: see Acquire().
     if (!closed_.exchange(true, std::memory_order_seq_cst)) {
       first = true;
@@ -208,7 +210,7 @@ void Descriptor::OnEvents(std::uint32_t generation, std::uint32_t epoll_events) 
     // Fibers woken here are queued after lock_ is released (see Close()); under the
     // reactor's Dispatch() an outer batch collects the whole poll's fibers.
     spindle::internal::ReadyBatch batch;
-    std::lock_guard<Spinlock> lock(lock_);
+    SpinlockGuard lock(lock_);
     for (int d : {kRead, kWrite}) {
       if (d == kRead ? !readable : !writable) continue;
       // Handed over (the edge is the waiter's), or kept for the next Wait(); also
@@ -261,7 +263,7 @@ Descriptor::WaitResult Descriptor::WaitAsFiber(
   bool pollable = true;
   std::size_t reactor_index = 0;
   {
-    std::lock_guard<Spinlock> lock(lock_);
+    SpinlockGuard lock(lock_);
     if (closed_.load(std::memory_order_relaxed)) return WaitResult::kClosed;  // under lock_
     if (direction != kNeither) {
       if (!RegisteredWithLiveGroup()) EnsureRegistered();
@@ -284,7 +286,7 @@ Descriptor::WaitResult Descriptor::WaitAsFiber(
   const TimedWaiter::Result result =
       waiter.WaitUntil(deadline, spindle::internal::WaitKind::kSocket);
   {
-    std::lock_guard<Spinlock> lock(lock_);
+    SpinlockGuard lock(lock_);
     // Still published only if nobody notified us (a time-out).
     if (waiter_[direction] == &waiter) waiter_[direction] = nullptr;
   }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "absl/base/thread_annotations.h"
 #include "fiber/internal/spinlock.h"
 
 namespace spindle::internal {
@@ -120,11 +121,11 @@ class Descriptor {
   WaitResult WaitAsThread(Direction direction,
                           std::chrono::steady_clock::time_point deadline);
   // Registers with the reactor of the calling fiber's group (once; again if that
-  // reactor's group is gone). Under lock_.
-  void EnsureRegistered();
-  // Whether reactor_ is the poller of the running runtime's group of its index. Under
-  // lock_, from a fiber (so a runtime runs).
-  bool RegisteredWithLiveGroup() const;
+  // reactor's group is gone).
+  void EnsureRegistered() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
+  // Whether reactor_ is the poller of the running runtime's group of its index. From a
+  // fiber (so a runtime runs).
+  bool RegisteredWithLiveGroup() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
   void Recycle();
 
   // generation (high 32 bits) | references (low 32 bits).
@@ -139,11 +140,12 @@ class Descriptor {
   std::atomic<bool> hung_up_[2] = {false, false};
 
   spindle::internal::Spinlock lock_;
-  // Guarded by lock_:
-  bool ready_[2] = {false, false};
-  spindle::internal::TimedWaiter* waiter_[3] = {nullptr, nullptr, nullptr};
-  Reactor* reactor_ = nullptr;  // registered with (never changes back to null)
-  Descriptor* next_free_ = nullptr;  // DescriptorTable's free list
+  bool ready_[2] ABSL_GUARDED_BY(lock_) = {false, false};
+  spindle::internal::TimedWaiter* waiter_[3] ABSL_GUARDED_BY(lock_) = {nullptr, nullptr, nullptr};
+  // Registered with (never changes back to null).
+  Reactor* reactor_ ABSL_GUARDED_BY(lock_) = nullptr;
+  // DescriptorTable's free list, under the table's lock (not this record's).
+  Descriptor* next_free_ = nullptr;
 };
 
 // Live records (tests: no descriptor leaks).

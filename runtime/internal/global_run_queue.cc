@@ -72,7 +72,7 @@ std::size_t GlobalRunQueue::Compact() {
   // Appended, in their order: consumers take the overflow list first, so they do not
   // fall behind what is still in the ring. They were out of every count for a moment;
   // the producer's wake-up decision, after its push, covers them as it covers the push.
-  std::lock_guard<std::mutex> lock(overflow_lock_);
+  OsMutexGuard lock(overflow_lock_);
   overflow_.insert(overflow_.end(), live.begin(), live.end());
   overflow_size_.fetch_add(live.size(), std::memory_order_relaxed);  // relaxed: see PushSlow()
   return dropped;
@@ -91,7 +91,7 @@ void GlobalRunQueue::PushSlow(std::uintptr_t entry, bool stealable,
                             << " is full (" << ring_.capacity()
                             << " fibers); spilling new fibers to an overflow list. Raise "
                                "--fiber_run_queue_size if this persists.";
-    std::lock_guard<std::mutex> lock(overflow_lock_);
+    OsMutexGuard lock(overflow_lock_);
     overflow_.push_back(entry);
     // relaxed: the count is a hint read by consumers before they take the lock; the
     // producer's fence before its wake-up decision orders it before the idle masks are
@@ -112,7 +112,7 @@ void GlobalRunQueue::PushSlow(std::uintptr_t entry, bool stealable,
 }
 
 std::uintptr_t GlobalRunQueue::PopOverflow() {
-  std::lock_guard<std::mutex> lock(overflow_lock_);
+  OsMutexGuard lock(overflow_lock_);
   if (overflow_.empty()) return 0;
   const std::uintptr_t entry = overflow_.front();
   overflow_.pop_front();
@@ -143,7 +143,7 @@ std::uintptr_t GlobalRunQueue::Steal(bool* moved_pinned) {
       entry = ring_.PopReportingPin(&pinned);
       if (entry == 0) return 0;
       if (pinned) {
-        std::lock_guard<std::mutex> lock(overflow_lock_);
+        OsMutexGuard lock(overflow_lock_);
         overflow_.push_back(entry);
         overflow_size_.fetch_add(1, std::memory_order_relaxed);  // relaxed: see PushSlow()
         *moved_pinned = true;

@@ -9,7 +9,9 @@
 #include <deque>
 #include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
+#include "fiber/internal/os_mutex.h"
 #include "runtime/internal/run_queue.h"
 
 namespace spindle::internal {
@@ -110,8 +112,8 @@ class GlobalRunQueue {
   // `overflow_size_` is not 0.
   alignas(64) std::atomic<std::size_t> overflow_size_{0};
   std::atomic<bool> dead_entries_{false};  // see NoteDeadEntries()
-  std::mutex overflow_lock_;
-  std::deque<std::uintptr_t> overflow_;  // guarded by overflow_lock_
+  OsMutex overflow_lock_;
+  std::deque<std::uintptr_t> overflow_ ABSL_GUARDED_BY(overflow_lock_);
 };
 
 // Marks the calling thread as one of the runtime's own threads (FiberWorkers and

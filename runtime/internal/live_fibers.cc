@@ -13,6 +13,9 @@
 
 #include "runtime/internal/live_fibers.h"
 
+#include "absl/base/thread_annotations.h"
+#include "fiber/internal/os_mutex.h"
+
 namespace spindle::internal {
 namespace {
 
@@ -33,17 +36,17 @@ struct FiberCounters {
 class FiberCounterRegistry {
  public:
   void Add(FiberCounters* counters) {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     live_.push_back(counters);
   }
   void Remove(FiberCounters* counters) {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     retired_started_ += counters->started.load(std::memory_order_acquire);
     retired_finished_ += counters->finished.load(std::memory_order_acquire);
     live_.erase(std::find(live_.begin(), live_.end(), counters));
   }
   std::size_t Live() {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     std::uint64_t finished = retired_finished_;
     for (FiberCounters* c : live_) finished += c->finished.load(std::memory_order_acquire);
     std::uint64_t started = retired_started_;
@@ -52,10 +55,10 @@ class FiberCounterRegistry {
   }
 
  private:
-  std::mutex lock_;
-  std::vector<FiberCounters*> live_;
-  std::uint64_t retired_started_ = 0;
-  std::uint64_t retired_finished_ = 0;
+  OsMutex lock_;
+  std::vector<FiberCounters*> live_ ABSL_GUARDED_BY(lock_);
+  std::uint64_t retired_started_ ABSL_GUARDED_BY(lock_) = 0;
+  std::uint64_t retired_finished_ ABSL_GUARDED_BY(lock_) = 0;
 };
 
 FiberCounterRegistry& Registry() {

@@ -8,6 +8,8 @@
 #include <memory>
 #include <mutex>
 
+#include "absl/base/thread_annotations.h"
+#include "fiber/internal/os_mutex.h"
 #include "glog/logging.h"
 
 namespace spindle::internal {
@@ -33,12 +35,12 @@ struct ThreadRow {
 
 // Rows of live threads, what exited threads left, and the slot allocator.
 //
-// Thread-safety: every member under `lock` (a std::mutex: Debian's abseil is
-// not built for TSan, which would miss an absl::Mutex's ordering).
+// Thread-safety: every member under `lock_` (an OsMutex, i.e. a std::mutex: Debian's
+// abseil is not built for TSan, which would miss an absl::Mutex's ordering).
 class Registry {
  public:
   std::uint32_t AllocateSlot() {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     std::uint32_t slot;
     if (!free_.empty()) {
       slot = free_.back();
@@ -61,12 +63,12 @@ class Registry {
     return slot;
   }
   void FreeSlot(std::uint32_t slot) {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     free_.push_back(slot);
     --in_use_;
   }
   std::uint64_t Sum(std::uint32_t slot) {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     std::uint64_t sum = retired_[slot];
     for (ThreadRow* row : rows_) {
       // acquire: pairs with the owner's release when it installed the chunk.
@@ -78,13 +80,13 @@ class Registry {
     return sum;
   }
   void AddRow(ThreadRow* row) {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     rows_.push_back(row);
   }
   // The exiting owner's counts move to `retired_`; the row and its chunks are
   // freed.
   void RetireRow(ThreadRow* row) {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     for (std::size_t c = 0; c < kMaxChunks; ++c) {
       Chunk* chunk = row->chunks[c].load(std::memory_order_relaxed);  // our own row
       if (chunk == nullptr) continue;
@@ -99,21 +101,21 @@ class Registry {
   // For a thread whose row is already retired (a counter bumped from a later
   // thread-local destructor): straight into `retired_`.
   void AddRetired(std::uint32_t slot, std::uint64_t n) {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     retired_[slot] += n;
   }
   std::size_t in_use() {
-    std::lock_guard<std::mutex> lock(lock_);
+    OsMutexGuard lock(lock_);
     return in_use_;
   }
 
  private:
-  std::mutex lock_;
-  std::vector<ThreadRow*> rows_;
-  std::vector<std::uint64_t> retired_;  // indexed by slot
-  std::vector<std::uint32_t> free_;
-  std::uint32_t next_ = 0;
-  std::size_t in_use_ = 0;
+  OsMutex lock_;
+  std::vector<ThreadRow*> rows_ ABSL_GUARDED_BY(lock_);
+  std::vector<std::uint64_t> retired_ ABSL_GUARDED_BY(lock_);  // indexed by slot
+  std::vector<std::uint32_t> free_ ABSL_GUARDED_BY(lock_);
+  std::uint32_t next_ ABSL_GUARDED_BY(lock_) = 0;
+  std::size_t in_use_ ABSL_GUARDED_BY(lock_) = 0;
 };
 
 Registry& GetRegistry() {

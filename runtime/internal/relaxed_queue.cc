@@ -63,6 +63,7 @@
 #include <mutex>
 #include <new>
 
+#include "absl/base/thread_annotations.h"
 #include "fiber/internal/cycle_clock.h"
 #include "glog/logging.h"
 #include "runtime/internal/topology.h"
@@ -118,12 +119,11 @@ struct alignas(64) RelaxedQueue::List {
   // UnsafeSize()'s snapshot; thieves skip lists without a stealable item, a hint).
   std::atomic<std::size_t> size{0};
   std::atomic<std::size_t> stealable{0};
-  // Guarded by `lock`.
-  Item* items = nullptr;
-  std::size_t capacity = 0;  // 0 or a power of two
-  std::size_t head = 0;
-  std::size_t count = 0;
-  std::size_t stealable_count = 0;  // items with the stealable bit
+  Item* items ABSL_GUARDED_BY(lock) ABSL_PT_GUARDED_BY(lock) = nullptr;
+  std::size_t capacity ABSL_GUARDED_BY(lock) = 0;  // 0 or a power of two
+  std::size_t head ABSL_GUARDED_BY(lock) = 0;
+  std::size_t count ABSL_GUARDED_BY(lock) = 0;
+  std::size_t stealable_count ABSL_GUARDED_BY(lock) = 0;  // items with the stealable bit
 };
 
 RelaxedQueue::RelaxedQueue(std::size_t lists, int numa_node, DeadCheck is_dead)
@@ -148,7 +148,7 @@ std::size_t RelaxedQueue::Lane(std::uint64_t random) const {
   return static_cast<std::size_t>(((random >> 32) * count_) >> 32);
 }
 
-void RelaxedQueue::PublishLocked(List& list) {
+void RelaxedQueue::PublishLocked(List& list) ABSL_EXCLUSIVE_LOCKS_REQUIRED(list.lock) {
   // relaxed: see List::head_stamp and List::size; written before the unlock.
   list.head_stamp.store(list.count == 0 ? kEmpty : list.items[list.head].stamp_word >> 1,
                         std::memory_order_relaxed);
@@ -156,7 +156,7 @@ void RelaxedQueue::PublishLocked(List& list) {
   list.stealable.store(list.stealable_count, std::memory_order_relaxed);
 }
 
-void RelaxedQueue::CompactLocked(List& list) {
+void RelaxedQueue::CompactLocked(List& list) ABSL_EXCLUSIVE_LOCKS_REQUIRED(list.lock) {
   const std::size_t mask = list.capacity - 1;
   std::size_t kept = 0;
   for (std::size_t i = 0; i < list.count; ++i) {
@@ -171,7 +171,8 @@ void RelaxedQueue::CompactLocked(List& list) {
   PublishLocked(list);
 }
 
-void RelaxedQueue::AppendLocked(List& list, std::uintptr_t value, bool stealable) {
+void RelaxedQueue::AppendLocked(List& list, std::uintptr_t value, bool stealable)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(list.lock) {
   // relaxed: see NoteDeadEntries(). Compacting only when the list would grow, and
   // growing anyway unless it freed a quarter of the ring, keeps its cost at a constant
   // per push (amortized over the ring's size), and the dead values at most about one
@@ -205,7 +206,10 @@ void RelaxedQueue::Record(RelaxedCursor& cursor, std::uintptr_t value, std::size
   ++cursor.pushes;
 }
 
-void RelaxedQueue::Push(RelaxedCursor& cursor, std::uintptr_t value, bool stealable) {
+// Not analysed: the list is locked by a try_lock loop or, when every try failed, by
+// lock(), two paths the analysis cannot join.
+void RelaxedQueue::Push(RelaxedCursor& cursor, std::uintptr_t value, bool stealable)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
   DCHECK_NE(value, 0u);
   std::size_t lane = 0;
   bool locked = false;
@@ -220,7 +224,7 @@ void RelaxedQueue::Push(RelaxedCursor& cursor, std::uintptr_t value, bool steala
   Record(cursor, value, lane);
 }
 
-std::uintptr_t RelaxedQueue::PopLocked(List& list) {
+std::uintptr_t RelaxedQueue::PopLocked(List& list) ABSL_EXCLUSIVE_LOCKS_REQUIRED(list.lock) {
   const std::uintptr_t value = list.items[list.head].value;
   list.stealable_count -= list.items[list.head].stamp_word & 1;
   list.head = (list.head + 1) & (list.capacity - 1);
@@ -236,7 +240,8 @@ std::uintptr_t RelaxedQueue::PopLocked(List& list) {
   return value;
 }
 
-std::uintptr_t RelaxedQueue::RemoveLocked(List& list, std::size_t k) {
+std::uintptr_t RelaxedQueue::RemoveLocked(List& list, std::size_t k)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(list.lock) {
   const std::size_t mask = list.capacity - 1;
   if (k < list.count / 2 + 1) {
     // Nearer the head: the k older items move one place towards the tail.
@@ -295,7 +300,7 @@ std::uintptr_t RelaxedQueue::Sweep(std::size_t start) {
     List& list = lists_[lane];
     // relaxed: a hint; see the invariant at the top for what it must include.
     if (list.head_stamp.load(std::memory_order_relaxed) == kEmpty) continue;
-    std::lock_guard<Spinlock> hold(list.lock);
+    SpinlockGuard hold(list.lock);
     if (list.count != 0) return PopLocked(list);
   }
   return 0;
@@ -333,7 +338,7 @@ void RelaxedQueue::TakeBack(RelaxedCursor& cursor,
     List& list = lists_[push.list];
     bool found = false;
     {
-      std::lock_guard<Spinlock> hold(list.lock);
+      SpinlockGuard hold(list.lock);
       const std::size_t mask = list.capacity - 1;
       // The ends only: the newest end first (a child joined right after it was
       // started; the oldest end of a long list is cold), then the oldest (children

@@ -119,6 +119,9 @@ class RelaxedQueue {
 
  private:
   struct Item;
+  // Its fields are ABSL_GUARDED_BY its lock; the *Locked helpers below require that
+  // lock (ABSL_EXCLUSIVE_LOCKS_REQUIRED) on their definitions in relaxed_queue.cc, since
+  // List is incomplete here.
   struct List;
 
   std::size_t Lane(std::uint64_t random) const;

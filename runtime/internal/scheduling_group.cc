@@ -47,6 +47,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "fiber/internal/stack_allocator.h"
 #include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
@@ -540,7 +541,8 @@ void SchedulingGroup::Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lo
   }
   FiberEntity* target = next != nullptr ? next : GetMasterFiberEntity();
   ChaosPause();  // Waiting but not yet switched out: a waker spins on our lock meanwhile
-  self->SwitchTo(target, LandingHook{[](void* fiber) {
+  // Not analysed: the hook releases the lock self_lock held (released above).
+  self->SwitchTo(target, LandingHook{[](void* fiber) ABSL_NO_THREAD_SAFETY_ANALYSIS {
                                        static_cast<FiberEntity*>(fiber)
                                            ->scheduler_lock.unlock();
                                      },
@@ -612,7 +614,10 @@ void SchedulingGroup::ChaosQueue(std::uintptr_t entry, bool group_local,
 }
 #endif  // SPINDLE_HAS_TEST_SEAMS
 
-void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc) {
+// Not analysed: takes self's scheduler lock for the landing hook (UnlockAndRequeue) on
+// the other side of the switch to release.
+void SchedulingGroup::Dispatch(FiberEntity* self, FiberDesc* desc)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
   CheckNoOsMutexHeld(self->id, "dispatch");
   // Runs now, so nobody may run it inline later. relaxed: the only possible joiner is
   // the caller's own handle, which this fiber creates after we return.

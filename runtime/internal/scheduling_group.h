@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "fiber/internal/fiber_entity.h"
 #include "fiber/internal/spinlock.h"
@@ -210,8 +211,10 @@ class SchedulingGroup {
   template <bool kChaos>
   FiberEntity* TakeNextForSwitch(FiberEntity* self);
   // Yield's switch to the next ready fiber, if any (kChaos: chaos mode's decisions).
+  // Not analysed: takes self's scheduler lock for the landing hook to release on the
+  // other side of the switch, a hand-over the thread-safety analysis cannot follow.
   template <bool kChaos>
-  void SwitchToNext(FiberEntity* self);
+  void SwitchToNext(FiberEntity* self) ABSL_NO_THREAD_SAFETY_ANALYSIS;
   // Yield under chaos mode's decisions: out of line and cold, off the plain path. The
   // Chaos* members are defined only in builds with the test seams (test_seams.h).
   __attribute__((noinline, cold)) void ChaosYield(FiberEntity* self);
@@ -226,8 +229,10 @@ class SchedulingGroup {
   __attribute__((noinline)) bool BusyPollDueSlow(std::size_t worker);
   // From a worker holding no fiber's lock: the busy poll and the timers, where due.
   void PollAndFireIfDue();
+  // The landing hook of Yield and Dispatch. Not analysed: releases the scheduler lock
+  // that the fiber switched out took before the switch.
   template <bool kChaos>
-  static void UnlockAndRequeue(void* fiber);
+  static void UnlockAndRequeue(void* fiber) ABSL_NO_THREAD_SAFETY_ANALYSIS;
 
   // Chaos mode (chaos.h). D1: `entry`, just taken by worker `worker` (this group's),
   // or a random one of up to three more taken from its sources; the others are queued

@@ -207,7 +207,7 @@ void TimerWorker::Stop() {
   WakeUp();
   thread_.join();
   // A worker's assist (FireDue) may be firing: wait for it; later ones see stopping_.
-  std::lock_guard<std::mutex> heap_lock(heap_lock_);
+  OsMutexGuard heap_lock(heap_lock_);
   CollectNewTimers();
   for (const HeapItem& item : heap_) CancelAndRelease(item.entry);
   heap_.clear();
@@ -227,7 +227,7 @@ TimerWorker::ProducerList* TimerWorker::ThisThreadList() {
   auto list = std::make_unique<ProducerList>();
   ProducerList* raw = list.get();
   {
-    std::lock_guard<std::mutex> lock(producers_lock_);
+    OsMutexGuard lock(producers_lock_);
     producers_.push_back(std::move(list));
   }
   cache.push_back(Cached{serial_, raw});
@@ -241,7 +241,7 @@ void TimerWorker::Add(TimerEntry* entry) {
   ProducerList* list = ThisThreadList();
   bool refused = false;
   {
-    std::lock_guard<Spinlock> lock(list->lock);
+    SpinlockGuard lock(list->lock);
     // acquire: pairs with the release store in Stop(). Checked under the list's lock,
     // which Stop()'s last collection takes after that store: either that collection
     // finds the entry (and cancels it) or we see the stop here. Checked before the lock,
@@ -276,10 +276,10 @@ void TimerWorker::WakeUp() {
 
 bool TimerWorker::CollectNewTimers() {
   bool any = false;
-  std::lock_guard<std::mutex> lock(producers_lock_);
+  OsMutexGuard lock(producers_lock_);
   for (auto& list : producers_) {
     {
-      std::lock_guard<Spinlock> guard(list->lock);
+      SpinlockGuard guard(list->lock);
       if (list->entries.empty()) continue;
       collected_.swap(list->entries);
     }
@@ -372,8 +372,8 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
   bool wake = false;
   {
     ReadyBatch batch(ReadyBatch::Source::kTimerRound);
-    std::unique_lock<std::mutex> heap_lock(heap_lock_, std::try_to_lock);
-    if (!heap_lock.owns_lock()) return;  // the thread or another worker is at it
+    if (!heap_lock_.try_lock()) return;  // the thread or another worker is at it
+    OsMutexGuard heap_lock(heap_lock_, std::adopt_lock);
     // acquire: pairs with the release store in Stop(); after it, nothing fires.
     if (stopping_.load(std::memory_order_acquire)) return;
     // relaxed: written under the heap's lock (which we hold) or lowered by producers.
@@ -424,9 +424,9 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
 }
 
 bool TimerWorker::AnyProducerListNonEmpty() {
-  std::lock_guard<std::mutex> lock(producers_lock_);
+  OsMutexGuard lock(producers_lock_);
   for (auto& list : producers_) {
-    std::lock_guard<Spinlock> guard(list->lock);
+    SpinlockGuard guard(list->lock);
     if (!list->entries.empty()) return true;
   }
   return false;
@@ -482,7 +482,7 @@ void TimerWorker::Run() {
       // the heap's lock is released), ahead of fibers that were only started (v2
       // spreads them over its workers' inboxes).
       ReadyBatch batch(ReadyBatch::Source::kTimerRound);
-      std::lock_guard<std::mutex> heap_lock(heap_lock_);
+      OsMutexGuard heap_lock(heap_lock_);
       FireRound(ToNanos(TimerClock::now()));                     // step 2
       if (++compaction_tick % 64 == 0) CompactIfMostlyCancelled();
       next = HeapFrontNs();

@@ -11,7 +11,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
+#include "fiber/internal/os_mutex.h"
 #include "fiber/internal/spinlock.h"
 #include "runtime/internal/group_timers.h"
 #include "runtime/internal/parker.h"
@@ -93,7 +95,7 @@ class TimerWorker final : public GroupTimers {
  private:
   struct ProducerList {
     Spinlock lock;
-    std::vector<TimerEntry*> entries;  // guarded by lock
+    std::vector<TimerEntry*> entries ABSL_GUARDED_BY(lock);
   };
   // The heap holds each entry's expiry beside its pointer: ordering the heap reads no
   // entry (100k sleeping fibers' entries are 100k cache lines).
@@ -108,20 +110,20 @@ class TimerWorker final : public GroupTimers {
   };
 
   ProducerList* ThisThreadList();
-  bool CollectNewTimers();
+  bool CollectNewTimers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(heap_lock_);
   // Whether a producer list holds a timer not yet collected.
   bool AnyProducerListNonEmpty();
   // Lowers next_expiry_ns_ to `expires_ns` unless it is already as low.
   void LowerPublishedExpiry(std::int64_t expires_ns);
   // One round, under heap_lock_: collects the producers' lists, then fires what is due
   // at `now_ns` (the thread's step 2, or an assist).
-  void FireRound(std::int64_t now_ns);
-  // The earliest expiry in the heap (INT64_MAX: none). Under heap_lock_.
-  std::int64_t HeapFrontNs() const {
+  void FireRound(std::int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(heap_lock_);
+  // The earliest expiry in the heap (INT64_MAX: none).
+  std::int64_t HeapFrontNs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(heap_lock_) {
     return heap_.empty() ? INT64_MAX : heap_.front().expires_ns;
   }
   void Fire(TimerEntry* entry);
-  void CompactIfMostlyCancelled();
+  void CompactIfMostlyCancelled() ABSL_EXCLUSIVE_LOCKS_REQUIRED(heap_lock_);
   void Run();
   void WakeUp();
 
@@ -130,8 +132,8 @@ class TimerWorker final : public GroupTimers {
   std::thread thread_;
   std::atomic<bool> stopping_{false};
 
-  std::mutex producers_lock_;
-  std::vector<std::unique_ptr<ProducerList>> producers_;  // guarded by producers_lock_
+  OsMutex producers_lock_;
+  std::vector<std::unique_ptr<ProducerList>> producers_ ABSL_GUARDED_BY(producers_lock_);
 
   // Expiry the worker sleeps until, in ns since the clock's epoch (max: none).
   alignas(64) std::atomic<std::int64_t> next_expiry_ns_{INT64_MAX};
@@ -140,10 +142,10 @@ class TimerWorker final : public GroupTimers {
 
   // The heap and what a round uses: the thread's, or an assisting worker's, whoever
   // holds heap_lock_ (the thread blocks on it, a worker only tries it).
-  std::mutex heap_lock_;
-  std::vector<HeapItem> heap_;  // guarded by heap_lock_
-  std::vector<TimerEntry*> collected_;  // guarded by heap_lock_
-  std::vector<TimerEntry*> due_;  // guarded by heap_lock_: a round's expired entries
+  OsMutex heap_lock_;
+  std::vector<HeapItem> heap_ ABSL_GUARDED_BY(heap_lock_);
+  std::vector<TimerEntry*> collected_ ABSL_GUARDED_BY(heap_lock_);
+  std::vector<TimerEntry*> due_ ABSL_GUARDED_BY(heap_lock_);  // a round's expired entries
   std::atomic<std::uint64_t> fired_{0};
   std::atomic<std::uint64_t> assists_{0};
   // When a worker last fired a round (FireDue); the thread then holds back (Run()).
