@@ -12,8 +12,8 @@
 #include "sync/future.h"
 
 #include "fiber/internal/fiber_entity.h"
-#include "fiber/this_fiber.h"
 #include "runtime/internal/runtime_impl.h"
+#include "runtime/internal/scheduling_group.h"
 
 namespace spindle::internal {
 namespace {
@@ -25,11 +25,17 @@ constexpr int kThreadDepthLimit = 256;
 // between threads while a continuation is on their stack.
 thread_local int tls_thread_depth = 0;
 
+// Whether the caller runs on a fiber (not a plain thread's master context).
+bool InFiber() {
+  const FiberEntity* self = GetCurrentFiberEntity();
+  return self != nullptr && !self->is_master();
+}
+
 }  // namespace
 
 bool ContinuationMustHop() {
   if (!Runtime::IsRunning()) return false;  // nowhere to hop to
-  if (IsFiberContextPresent()) {
+  if (InFiber()) {
     const char* here = static_cast<const char*>(__builtin_frame_address(0));
     return here - GetCurrentFiberEntity()->stack().base < kFiberStackReserve;
   }
@@ -41,10 +47,12 @@ void HopToNewFiber(absl::AnyInvocable<void()> f) {
     f();
     return;
   }
-  StartFiberDetached(std::move(f));
+  // A plain start into the nearest group (what StartFiberDetached does, from below the
+  // fiber layer: futures include nothing above //sync).
+  Runtime::Get().NearestGroup()->StartFiber(NewFiberDesc(std::move(f)));
 }
 
-ContinuationDepth::ContinuationDepth() : counted_(!IsFiberContextPresent()) {
+ContinuationDepth::ContinuationDepth() : counted_(!InFiber()) {
   if (counted_) ++tls_thread_depth;
 }
 

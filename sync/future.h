@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
-#include "fiber/fiber.h"
 #include "glog/logging.h"
 #include "sync/event.h"
 
@@ -328,33 +327,6 @@ Future<T> MakeExceptionalFuture(std::exception_ptr error) {
   auto future = promise.GetFuture();
   promise.SetException(std::move(error));
   return future;
-}
-
-// Runs `f` in a new fiber (of `attributes`' scheduling group) and returns the future
-// of its result; an exception thrown by `f` goes into the future. Needs a running
-// runtime. Callable from fibers and plain threads.
-template <class F, class R = std::invoke_result_t<std::decay_t<F>&>>
-Future<R> Async(const Fiber::Attributes& attributes, F&& f) {
-  Promise<R> promise;
-  Future<R> future = promise.GetFuture();
-  StartFiberDetached(attributes, [promise = std::move(promise),
-                                  f = std::forward<F>(f)]() mutable {
-    try {
-      if constexpr (std::is_void_v<R>) {
-        f();
-        promise.SetValue();
-      } else {
-        promise.SetValue(f());
-      }
-    } catch (...) {
-      promise.SetException(std::current_exception());
-    }
-  });
-  return future;
-}
-template <class F, class R = std::invoke_result_t<std::decay_t<F>&>>
-Future<R> Async(F&& f) {
-  return Async(Fiber::Attributes(), std::forward<F>(f));
 }
 
 namespace internal {

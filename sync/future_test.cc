@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "fiber/async.h"
 #include "fiber/fiber.h"
 #include "fiber/this_fiber.h"
 #include "gtest/gtest.h"

@@ -24,6 +24,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
+#include "fiber/async.h"
 #include "fiber/fiber.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
