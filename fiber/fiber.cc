@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -162,21 +163,15 @@ void InheritContextIfAsked(const Fiber::Attributes& attributes,
 internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
                                        internal::FiberDesc* desc) {
   desc->scheduling_group_local = attributes.scheduling_group_local;
-  switch (attributes.start_order) {
-    case StartOrder::kDefault:
-      desc->start_reason = static_cast<std::uint8_t>(internal::ReadyReason::kStarted);
-      break;
-    case StartOrder::kNext:
-      desc->start_reason = static_cast<std::uint8_t>(internal::ReadyReason::kStartedNext);
-      break;
-    case StartOrder::kBack:
-      desc->start_reason = static_cast<std::uint8_t>(internal::ReadyReason::kStartedBack);
-      break;
-    default:
-      LOG(FATAL) << "Fiber::Attributes::start_order="
-                 << static_cast<int>(attributes.start_order)
-                 << " is invalid: expected kDefault, kNext or kBack";
-  }
+  // How the strategy queues it, by StartOrder (kDefault, kNext, kBack).
+  static constexpr internal::ReadyReason kStartReasons[] = {
+      internal::ReadyReason::kStarted, internal::ReadyReason::kStartedNext,
+      internal::ReadyReason::kStartedBack};
+  const auto order = static_cast<std::size_t>(attributes.start_order);
+  CHECK_LT(order, std::size(kStartReasons))
+      << "Fiber::Attributes::start_order=" << order
+      << " is invalid: expected kDefault, kNext or kBack";
+  desc->start_reason = static_cast<std::uint8_t>(kStartReasons[order]);
   internal::SchedulingGroup* group = ChooseGroup(attributes);
   internal::FiberEntity* self = internal::GetCurrentFiberEntity();
   const bool in_fiber = self != nullptr && !self->is_master();

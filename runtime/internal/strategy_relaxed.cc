@@ -107,10 +107,10 @@
 #include <thread>
 
 #include "fiber/internal/spinlock.h"
+#include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "runtime/internal/fiber_desc.h"
 #include "runtime/internal/futex.h"
-#include "gflags/gflags.h"
 
 DEFINE_uint64(fiber_relaxed_lists_per_worker, 2,
               "Strategy relaxed: the group's queue has this many FIFO lists per worker "
@@ -154,7 +154,6 @@ StrategyRelaxedSettings StrategyRelaxedSettings::FromFlags() {
 
 namespace spindle::internal {
 namespace {
-
 
 // The queue's size, checked here (in the constructor's initializer list, before the
 // queue exists) so that a bad value names the flag rather than the queue's bound.

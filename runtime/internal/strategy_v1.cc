@@ -157,10 +157,6 @@ std::size_t BitIndex(std::uint64_t bit) {
   return static_cast<std::size_t>(__builtin_ctzll(bit));
 }
 
-}  // namespace
-
-namespace {
-
 std::unique_ptr<SchedulingStrategy> CreateV1(const SchedulingGroupOptions& options) {
   return std::unique_ptr<SchedulingStrategy>(new (options.memory_node) StrategyV1(options));
 }

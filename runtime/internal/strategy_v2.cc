@@ -153,10 +153,10 @@
 #include <chrono>
 
 #include "fiber/internal/spinlock.h"
+#include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "runtime/internal/fiber_desc.h"
 #include "runtime/internal/futex.h"
-#include "gflags/gflags.h"
 
 DEFINE_uint64(fiber_v2_local_queue_size, 256,
               "Strategy v2: capacity of each worker's local queue, in fibers (default "
