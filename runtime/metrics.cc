@@ -93,7 +93,7 @@ RuntimeMetrics GetRuntimeMetrics() {
   metrics.live_fibers = internal::GetLiveFiberCount();
   for (std::size_t g = 0; g < runtime.group_count(); ++g) {
     const internal::SchedulingGroup& group = *runtime.group(g);
-    internal::SchedulingStrategy& strategy = *group.strategy();
+    const internal::IdleNotifier& notifier = group.strategy()->notifier();
     if (g == 0) metrics.strategy = group.options().strategy;
     GroupMetrics m;
     m.index = g;
@@ -123,8 +123,8 @@ RuntimeMetrics GetRuntimeMetrics() {
       WorkerMetrics worker;
       worker.index = w;
       worker.fibers_run = group.fibers_run(w);
-      worker.sleeps = strategy.sleeps(w);
-      worker.spurious_wakeups = strategy.spurious_wakeups(w);
+      worker.sleeps = notifier.sleeps(w);
+      worker.spurious_wakeups = notifier.spurious_wakeups(w);
       if (w < stats.local_queue_sizes.size()) {
         worker.local_queue_depth = stats.local_queue_sizes[w];
       }

@@ -342,34 +342,16 @@ FiberEntity* SchedulingGroup::Instantiate(FiberDesc* desc, std::size_t worker) {
   return fiber;
 }
 
-FiberEntity* SchedulingGroup::FindRunnable(std::size_t worker, IdleHooks& hooks) {
-  // On the worker's own stack, holding no fiber's lock: where a busy poll may dispatch
-  // and due timers may fire (Halt() comes here when either is due). With a poller,
-  // every pass looks at the clock, as a reactor's latency wants; for the timers alone,
-  // only when Halt() found them due or every 64th pass (a clock read on every fiber's
-  // exit cost spawn_join 25%).
-  if (worker < options_.workers) {
-    WorkerCounters& counters = worker_counters_[worker];
-    if (counters.poll_due || (++counters.switches & 63) == 0 ||
-        strategy_->poller() != nullptr) {
-      counters.poll_due = false;
-      PollAndFireIfDue();
-    }
+void SchedulingGroup::PollAndFireFromIdle(std::size_t worker) {
+  // With a poller, every pass looks at the clock, as a reactor's latency wants; for the
+  // timers alone, only when Halt() found them due or every 64th pass (a clock read on
+  // every fiber's exit cost spawn_join 25%).
+  WorkerCounters& counters = worker_counters_[worker];
+  if (counters.poll_due || (++counters.switches & 63) == 0 ||
+      strategy_->poller() != nullptr) {
+    counters.poll_due = false;
+    PollAndFireIfDue();
   }
-  std::uintptr_t entry = strategy_->FindRunnable(worker, hooks);
-  // Our sleep left the poller vacant (see Sleep()): a sleeping sibling takes it over
-  // (it finds no fiber, sleeps again, and wins the token), unless someone already has.
-  // Our sleeping bit is clear by now, so the wake-up cannot come back to us.
-  // (A hand-off implies a poller, maybe set while we slept: read it again.)
-  if (strategy_->TakePollerHandOff(worker) && strategy_->poller()->vacant()) {
-    strategy_->WakeOneSleeper();
-  }
-  if (entry == 0) return nullptr;
-  strategy_->NoteFoundWork(worker);
-  if constexpr (kTestSeams) {
-    if (ChaosDecides()) entry = ChaosPick(entry, worker);
-  }
-  return MakeRunning(entry, worker);
 }
 
 void SchedulingGroup::EnsurePollerAwake() {
@@ -530,7 +512,7 @@ void SchedulingGroup::Halt(FiberEntity* self, std::unique_lock<Spinlock> self_lo
   self->SetState(FiberState::kWaiting);
   self_lock.release();  // unlocked by the landing hook below
   // A busy poll is due: we hold our own lock, which dispatching could need (our own
-  // IO wait), so go through the worker's loop, which polls (FindRunnable).
+  // IO wait), so go through the worker's idle path, which polls first.
   FiberEntity* next = nullptr;
   if (!BusyPollDue(self->scheduling_worker)) {
     if constexpr (kTestSeams) {

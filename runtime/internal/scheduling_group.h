@@ -30,8 +30,8 @@ namespace spindle::internal {
 // (strategy_v1.cc, strategy_v2.cc), chosen once from SchedulingGroupOptions::strategy.
 //
 // Thread-safety: the producer side (StartFiber*, Resume, QueueReady*) is callable from
-// any thread. FindRunnable is called by the group's FiberWorker number `worker` only,
-// after BindWorkerThread(worker) on that thread. Yield/Halt/Dispatch are called by the
+// any thread. The idle path (idle_path.h) of worker `worker` runs on that worker's
+// thread only, after BindWorkerThread(worker) there. Yield/Halt/Dispatch are called by the
 // fiber they name, running on one of this group's workers. Owned by the Runtime;
 // outlives its workers and every fiber that ran in it.
 //
@@ -70,18 +70,16 @@ class SchedulingGroup {
   // (SchedulingStrategy::EnqueueWoken: v2 runs them ahead of its local queues).
   void QueueTimerRound(FiberEntity* const* fibers, std::size_t n);
 
-  // ---- Worker side (worker `worker` of this group only).
+  // ---- Worker side (worker `worker` of this group only). Its idle path (idle_path.h)
+  // is a friend: it takes entries from the strategy and makes them Running here.
 
-  // The idle path (SchedulingStrategy::FindRunnable): a fiber made Running, or nullptr
-  // after a sleep, a poll plan, or at once while stopping (the caller loops).
-  FiberEntity* FindRunnable(std::size_t worker, IdleHooks& hooks);
   // Called by worker `worker`'s thread before it takes its first fiber, and with
   // kNoWorker when it leaves: how the group knows which of its workers a thread is.
   void BindWorkerThread(std::size_t worker);
 
   // ---- Thief side (a worker of this group, taking from another group `victim`).
 
-  // A stealable entry of `victim` (counted as stolen), for this group's FindRunnable to
+  // A stealable entry of `victim` (counted as stolen), for this group's idle path to
   // make Running; 0 if none. Never blocks.
   std::uintptr_t StealEntryFrom(SchedulingGroup* victim);
   // A racy hint: whether stealing from this group may find something.
@@ -110,22 +108,17 @@ class SchedulingGroup {
   // reference to `desc` (FiberDesc::run_inline_refs).
   void TakeBackRunInline(FiberEntity* joiner, FiberDesc* desc);
 
-  // ---- Tests only: what FindRunnable does with an entry a test took from the strategy.
-  FiberEntity* MakeRunningForTesting(std::uintptr_t entry) {
-    return MakeRunning(entry, kNoWorker);
-  }
-
   // ---- Lifetime.
 
-  // Makes every worker's next FindRunnable return nullptr; the caller then joins the
-  // workers. Called once no fiber is alive.
-  void Stop() { strategy_->Stop(); }
+  // Makes every worker's idle path return nullptr from now on; the caller then joins
+  // the workers. Called once no fiber is alive.
+  void Stop() { strategy_->Stop(options_.workers); }
   // The group's event source (io/'s reactor), or null; see group_poller.h. Set once,
   // before or while workers run; the poller outlives the group.
   void SetPoller(GroupPoller* poller) { strategy_->SetPoller(poller); }
   // The group's timers, fired by busy workers when due (group_timers.h); nullptr
   // removes them. release: pairs with the acquire load in BusyPollDue() and
-  // FindRunnable(), which then see the object built.
+  // the idle path, which then see the object built.
   void SetTimers(GroupTimers* timers) { timers_.store(timers, std::memory_order_release); }
   GroupPoller* poller() const { return strategy_->poller(); }
   // Called by a fiber about to park on IO: if nobody holds the poller token while
@@ -170,6 +163,8 @@ class SchedulingGroup {
   static std::uint32_t ReadySamplePeriod();
 
  private:
+  friend class IdlePath;
+
   void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason);
   // Enqueue() from a thread that already read its binding: `origin` is its worker
   // number in this group or kNoWorker, `foreign` whether it is no group's worker.
@@ -227,6 +222,10 @@ class SchedulingGroup {
     return BusyPollDueSlow(worker);
   }
   __attribute__((noinline)) bool BusyPollDueSlow(std::size_t worker);
+  // Step 1 of the idle path (idle_path.cc), on worker `worker`'s own stack: the busy
+  // poll and the timers, when Halt() found them due, every 64th pass, or on every pass
+  // while the group has a poller.
+  void PollAndFireFromIdle(std::size_t worker);
   // From a worker holding no fiber's lock: the busy poll and the timers, where due.
   void PollAndFireIfDue();
   // The landing hook of Yield and Dispatch. Not analysed: releases the scheduler lock
@@ -263,9 +262,9 @@ class SchedulingGroup {
     SingleWriterCounter fibers_begun;
     SingleWriterCounter fibers_run_inline;
     // Yield/Halt and loop passes on this worker: every 64th looks at the clock
-    // (BusyPollDue, FindRunnable).
+    // (BusyPollDue, PollAndFireFromIdle).
     std::uint64_t switches = 0;
-    // BusyPollDue() said yes: the worker's loop (FindRunnable) polls and fires next.
+    // BusyPollDue() said yes: the worker's idle path polls and fires next.
     bool poll_due = false;
     SingleWriterHistogram ready_latency;  // nanoseconds
     // Descriptors that fibers on this worker ran inline and could not take back yet,

@@ -11,6 +11,7 @@
 #include "fiber/internal/fiber_entity.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/fiber_desc.h"
+#include "runtime/internal/idle_path.h"
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/internal/scheduling_group.h"
 #include "runtime/internal/scheduling_strategy.h"
@@ -31,19 +32,22 @@ using namespace std::chrono_literals;
 // Runs a fiber just taken from a group on this plain thread until it finishes.
 void RunToCompletion(FiberEntity* fiber) { GetMasterFiberEntity()->SwitchTo(fiber); }
 
-// A FiberWorker's idle loop without stealing, as worker `index` of `group`, run on this
+// A FiberWorker's loop without stealing, as worker `index` of `group`, run on this
 // plain thread until the group stops or `done` (if given) is set.
 void RunIdleLoop(SchedulingGroup* group, std::size_t index,
                  const std::atomic<bool>* done = nullptr) {
   group->BindWorkerThread(index);
-  NoIdleHooks hooks;
+  IdlePath idle(group, index);
   while (!group->stopping() && (done == nullptr || !done->load())) {
-    if (FiberEntity* fiber = group->FindRunnable(index, hooks)) RunToCompletion(fiber);
+    if (FiberEntity* fiber = idle.FindRunnable()) RunToCompletion(fiber);
   }
   group->BindWorkerThread(SchedulingGroup::kNoWorker);
 }
 
 StrategyV1* V1(SchedulingGroup* group) { return static_cast<StrategyV1*>(group->strategy()); }
+const SpinnerNotifier& Protocol(SchedulingGroup* group) {
+  return V1(group)->spinner_notifier();
+}
 
 // What the hook below does; the test sets the flags, the workers' threads read them.
 struct Script {
@@ -82,25 +86,25 @@ TEST(SchedulingGroupProtocolTest, ClaimOfASpinnerHoldingAFiberIsPassedOn) {
   // Worker A (0), until it has run W or the group stops.
   std::thread a([group, &w_ran] { RunIdleLoop(group, 0, &w_ran); });
   // 1. A and B spin; A is held before its first poll, so B will pop N.
-  ASSERT_TRUE(WaitFor([&] { return V1(group)->spinning_workers() == 0b01; }, 10s));
+  ASSERT_TRUE(WaitFor([&] { return Protocol(group).spinning_workers() == 0b01; }, 10s));
+  // Worker B (1): one pass of its idle path, which spins (S1), takes N and runs it.
   std::thread b([group] {
     group->BindWorkerThread(1);
-    if (std::uintptr_t entry = V1(group)->SpinningTake(1)) {
-      RunToCompletion(group->MakeRunningForTesting(entry));
-    }
+    IdlePath idle(group, 1);
+    if (FiberEntity* fiber = idle.FindRunnable()) RunToCompletion(fiber);
     group->BindWorkerThread(SchedulingGroup::kNoWorker);
   });
-  ASSERT_TRUE(WaitFor([&] { return V1(group)->spinning_workers() == 0b11; }, 10s));
+  ASSERT_TRUE(WaitFor([&] { return Protocol(group).spinning_workers() == 0b11; }, 10s));
   // 2-3. N claims A (the lowest spinner); B pops N and stops holding it, bit still set.
   group->StartFiber(NewFiberDesc([&n_ran] { n_ran = true; }));
   ASSERT_TRUE(WaitFor([&] { return script.worker1_holds_fiber.load(); }, 10s));
-  EXPECT_EQ(V1(group)->spinning_workers(), 0b10u) << "N should have claimed worker 0";
+  EXPECT_EQ(Protocol(group).spinning_workers(), 0b10u) << "N should have claimed worker 0";
   // 4. A polls, finds nothing, and goes to sleep.
   script.hold_worker0_spinning = false;
-  ASSERT_TRUE(WaitFor([&] { return V1(group)->sleeping_workers() == 0b01; }, 10s));
+  ASSERT_TRUE(WaitFor([&] { return Protocol(group).sleeping_workers() == 0b01; }, 10s));
   // 5. W claims B, the only spinner.
   group->StartFiber(NewFiberDesc([&w_ran] { w_ran = true; }));
-  EXPECT_EQ(V1(group)->spinning_workers(), 0u) << "W should have claimed worker 1";
+  EXPECT_EQ(Protocol(group).spinning_workers(), 0u) << "W should have claimed worker 1";
   // 6-7. B leaves with N; W must still run, on A.
   script.release_worker1 = true;
   EXPECT_TRUE(WaitFor([&] { return w_ran.load(); }, 10s))

@@ -2,29 +2,7 @@
 
 #include "runtime/internal/scheduling_strategy.h"
 
-#include "fiber/internal/spinlock.h"
-
 namespace spindle::internal {
-
-namespace strategy_internal {
-#if SPINDLE_HAS_TEST_SEAMS
-std::atomic<SchedulerTestHook> g_test_hook{nullptr};
-std::atomic<bool> g_sleep_recheck_disabled{false};
-#endif
-}  // namespace strategy_internal
-
-
-#if SPINDLE_HAS_TEST_SEAMS
-void SetSchedulerTestHook(SchedulerTestHook hook) {
-  // relaxed: see g_test_hook.
-  strategy_internal::g_test_hook.store(hook, std::memory_order_relaxed);
-}
-
-void DisableSleepRecheckForTesting(bool disabled) {
-  // relaxed: see g_sleep_recheck_disabled.
-  strategy_internal::g_sleep_recheck_disabled.store(disabled, std::memory_order_relaxed);
-}
-#endif
 
 void* SchedulingStrategy::operator new(std::size_t size, int numa_node) {
   return AllocateOnNode(size, numa_node);  // page-aligned, so alignas(64) holds
@@ -40,47 +18,14 @@ void SchedulingStrategy::operator delete(void* pointer, int) {
   (void)pointer;
 }
 
-void SchedulingStrategy::Sleep(std::size_t worker, WaitSlot& slot,
-                               std::chrono::nanoseconds limit) {
-  PerWorker& self = per_worker_[worker];
-  self.sleeps.Add(1);
-  if (self.slept_since_work) self.spurious.Add(1);  // the last wake-up found nothing
-  self.slept_since_work = true;
-  const Deadline deadline = limit.count() == 0 ? Deadline::None() : Deadline::In(limit);
-  GroupPoller* poller = poller_.load(std::memory_order_acquire);  // pairs with SetPoller
-  if (poller != nullptr && poller->HasInterest() && poller->TryAcquireOrMarkWanted()) {
-    slot.WaitPolling(poller, deadline);
-    const bool wanted = poller->Release();
-    // Leaving the poller with descriptors registered: the fibers we dispatched (or the
-    // work we were woken for) are about to run here, and our siblings may all sleep on
-    // their futexes. One of them takes the duty over (the caller wakes it once our own
-    // sleeping bit is clear, if the token is still vacant then).
-    self.hand_off_pending = wanted || (!stopping() && poller->HasInterest());
-    return;
+void SchedulingStrategy::WakeUpThief() {
+  // Nothing to do if a worker of ours already took the backlog.
+  if (thieves_.empty() || !MayHaveStealable()) return;
+  // relaxed: only spreads the wake-ups over the thieves.
+  const std::size_t turn = next_thief_.fetch_add(1, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < thieves_.size(); ++i) {
+    if (thieves_[(turn + i) % thieves_.size()]->WakeOneSleeper()) return;
   }
-  slot.Wait(deadline);
-}
-
-std::uintptr_t SchedulingStrategy::SearchForWork(
-    bool searching, std::chrono::nanoseconds spin_time, IdleHooks& hooks,
-    absl::FunctionRef<std::uintptr_t()> search_once) {
-  std::uintptr_t entry = 0;
-  const auto deadline = std::chrono::steady_clock::now() + spin_time;
-  for (int round = 0;; ++round) {
-    entry = search_once();
-    if (entry != 0 || !searching || stopping()) break;
-    if (hooks.ShouldPoll()) {
-      hooks.PausePolling();
-      continue;
-    }
-    if ((round & 15) == 15 && std::chrono::steady_clock::now() >= deadline) break;
-    for (int i = 0; i < 16; ++i) CpuRelax();
-  }
-  while (entry == 0 && !searching && hooks.ShouldPoll() && !stopping()) {
-    hooks.PausePolling();
-    entry = search_once();
-  }
-  return entry;
 }
 
 std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k) {

@@ -13,8 +13,11 @@
 // Shared state: `spinning_workers_` and `sleeping_workers_`, 64-bit masks (bit i =
 // worker i), `pending_spinner_wakeup_`, and one counted WaitSlot per worker.
 //
-// Producer, after pushing a fiber (Enqueue: push + WakeUpOneWorker):
-//   P1. seq_cst fence (pairs with W3's fence; see "no lost wake-up").
+// The protocol is SpinnerNotifier's (strategy_v1.h); the idle path that calls its idle
+// side is the same for every strategy (idle_path.cc), where "searching" is spinning.
+//
+// Producer, after pushing a fiber (Enqueue: push + SpinnerNotifier::Notify):
+//   P1. seq_cst fence (pairs with W2's fence; see "no lost wake-up").
 //   P2. Claim the lowest spinning worker: clear its bit with fetch_and. Whoever clears a
 //       spinner's bit owns that spinner's next poll: the spinner will take a fiber. No
 //       system call. Done.
@@ -22,7 +25,7 @@
 //   P4. If nobody spins or sleeps, every worker is busy and will pop the fiber when it
 //       finishes its current one.
 //
-// Worker, when the queue looked empty:
+// Worker, when its first look found the queue empty (idle_path.cc):
 //   S1. If fewer than two bits are set in `spinning_workers_`, set ours (CAS) and poll
 //       the queue until `spin_time` passes or a producer clears our bit (P2).
 //   S2. A spinner that sees `pending_spinner_wakeup_` takes it and wakes one sleeper
@@ -31,7 +34,7 @@
 //       already clear, a producer claimed us (P2, or a batch): we owe it a poll. Without
 //       a fiber we poll the queue once more. With one (maybe popped before the claim
 //       landed) we cannot take a second: if the queue still holds fibers, we pass the
-//       claim on with P1-P4 (WakeUpOneWorker; "more work" below).
+//       claim on with P1-P4 (Notify; "more work" below).
 //       If we got a fiber and fewer than two workers remain spinning, set
 //       `pending_spinner_wakeup_`: under load a new spinner should be recruited before
 //       the next push arrives.
@@ -43,8 +46,10 @@
 //       them (the banked count makes our next Wait() return early: harmless).
 //       Otherwise, if the group is stopping or our worker has a victim with fibers to
 //       steal (T2 below), clear our bit and return without sleeping.
-//   W4. Otherwise Wait() on our slot; then poll, and if we got a fiber and the queue
-//       still holds fibers, wake another worker ("more work").
+//   W4. Otherwise Wait() on our slot. Woken by a producer (our bit was cleared for us),
+//       we look once more (the poll its wake-up paid for), and if we got a fiber and
+//       the queue still holds fibers, wake another worker ("more work"). Woken without
+//       a claim (a time limit, a wake-up banked earlier), start over from the top.
 //
 // No lost wake-up. The pair (push; P1; read masks) against (W1; W2; read queue) is
 // the store-buffering (Dekker) pattern with a seq_cst fence on each side: at least one
@@ -109,7 +114,7 @@
 // list). The overflow size is part of what W3 re-checks, and a spilling producer runs
 // P1-P3 like any other, so the no-lost-wake-up argument covers it unchanged.
 //
-// Stealing (between groups; the policy of when to try lives in fiber_worker.cc; it reaches this strategy through IdleHooks). A thief
+// Stealing (between groups; the policy of when to try lives in idle_path.cc). A thief
 // (a worker of another group) calls RunQueue::Steal() on the victim's ring: it takes the
 // oldest entry unless that entry was pushed by a scheduling_group_local fiber (PIN bit),
 // so such fibers never leave their group. The stolen fiber's `scheduling_group` becomes
@@ -123,7 +128,7 @@
 //       ("every worker is busy") is where that shows: then, if the queue is still not
 //       empty, the producer wakes one sleeping worker of a group that may steal from us
 //       (`thieves_`, tried in turn until one has a sleeper), which then polls its
-//       victims and steals (see fiber_worker.cc; it reaches this strategy through IdleHooks); one that finds nothing sleeps again.
+//       victims and steals (see idle_path.cc); one that finds nothing sleeps again.
 //       The woken thief is running from the v1 point of view of its own group, and it
 //       polls its own queue on every round. Cost: nothing while the runtime is idle or
 //       our workers keep up (P2/P3 succeed first); a futex wake only while all our
@@ -167,25 +172,22 @@ const StrategyEntry kStrategyV1Entry = {
     "v1", [] { return std::string(); }, &CreateV1};
 
 StrategyV1::StrategyV1(const SchedulingGroupOptions& options)
-    : options_(options),
-      queue_(options.index, options.run_queue_capacity, options.memory_node) {}
-
-void StrategyV1::SetThieves(std::vector<SchedulingStrategy*> thieves) {
-  thieves_ = std::move(thieves);
-}
+    : SchedulingStrategy(notifier_),
+      options_(options),
+      queue_(options.index, options.run_queue_capacity, options.memory_node),
+      notifier_(*this, options.workers) {}
 
 void StrategyV1::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason,
                          std::size_t) {
-  queue_.Push(entry, stealable, [this] { WakeUpWorkers(options_.workers); });
-  WakeUpOneWorker();
+  queue_.Push(entry, stealable, [this] { notifier_.NotifyMany(options_.workers); });
+  notifier_.Notify();
 }
 
 void StrategyV1::EnqueueBatch(const std::uintptr_t* entries, const bool* stealable,
                               std::size_t n, std::size_t) {
-  queue_.PushMany(entries, stealable, n, [this] { WakeUpWorkers(options_.workers); });
-  SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
-  StoreLoadFence();  // P1 of the protocol, pairs with W2 in WaitForEntry().
-  WakeUpWorkers(n);
+  queue_.PushMany(entries, stealable, n,
+                  [this] { notifier_.NotifyMany(options_.workers); });
+  notifier_.NotifyMany(n);
 }
 
 #if SPINDLE_HAS_TEST_SEAMS
@@ -198,7 +200,7 @@ std::uint64_t StrategyV1::BeginStalledPushForTesting() {
 void StrategyV1::FinishStalledPushForTesting(std::uint64_t position, std::uintptr_t entry,
                                              bool stealable) {
   queue_.PublishForTesting(position, entry, stealable);
-  WakeUpOneWorker();
+  notifier_.Notify();
 }
 #endif  // SPINDLE_HAS_TEST_SEAMS
 
@@ -208,7 +210,7 @@ std::uintptr_t StrategyV1::Steal() {
   bool moved_pinned = false;
   const std::uintptr_t entry = queue_.Steal(&moved_pinned);
   // A moved entry was out of the queue for a moment, as if pushed again: P1-P4.
-  if (moved_pinned) WakeUpOneWorker();
+  if (moved_pinned) notifier_.Notify();
   return entry;
 }
 
@@ -226,140 +228,130 @@ void StrategyV1::NoteDeadEntries() { queue_.NoteDeadEntries(); }
 
 bool StrategyV1::UnsafeEmpty() const { return queue_.UnsafeEmpty(); }
 
-std::uintptr_t StrategyV1::FindRunnable(std::size_t worker, IdleHooks& hooks) {
-  // The idle path, in fiber_worker.cc's terms: L1 our queue, L2 other sources (stealing
-  // between groups), L4 polling them while they look promising, else L3 spinning on our
-  // queue (S1-S3) and L5 sleeping (W1-W4).
-  for (;;) {
-    if (std::uintptr_t entry = queue_.Take()) return entry;          // L1
-    if (std::uintptr_t entry = hooks.TryOtherSources()) return entry;  // L2
-    if (!hooks.ShouldPoll()) break;
-    if (stopping()) return 0;
-    hooks.PausePolling();                                              // L4
-  }
-  if (std::uintptr_t entry = SpinningTake(worker)) return entry;  // L3
-  return WaitForEntry(worker, hooks);                             // L5
+
+StrategyStats StrategyV1::stats() const {
+  StrategyStats stats;
+  stats.wakeups = notifier_.wakeups();
+  stats.global_queue_size = queue_.UnsafeSize();
+  return stats;
 }
 
-std::uintptr_t StrategyV1::SpinningTake(std::size_t worker) {
-  const std::uint64_t self = std::uint64_t{1} << worker;
+// ---- The spinner notifier.
+
+SpinnerNotifier::SpinnerNotifier(StrategyV1& owner, std::size_t workers) : owner_(owner) {
+  CHECK_LE(workers, kMaxWorkersPerGroup);
+}
+
+void SpinnerNotifier::Notify() {
+  SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorkerIndex);
+  StoreLoadFence();  // P1: pairs with W2 (Announce) and the spinner's CAS (S1).
+  if (WakeUpOneSpinningWorker()) return;  // P2
+  if (WakeUpOneSleepingWorker()) return;  // P3
+  owner_.WakeUpThief();                   // P4: all busy
+}
+
+void SpinnerNotifier::NotifyMany(std::size_t n) {
+  SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorkerIndex);
+  StoreLoadFence();  // P1, as in Notify().
+  WakeUpWorkers(n);
+}
+
+bool SpinnerNotifier::WakeOneSleeper() { return WakeUpOneSleepingWorker(); }
+
+bool SpinnerNotifier::StartSearching(std::size_t w) {
+  // S1.
+  const std::uint64_t self = std::uint64_t{1} << w;
   // relaxed: a hint; the CAS below decides.
   std::uint64_t spinning = spinning_workers_.load(std::memory_order_relaxed);
   do {
-    if (CountBits(spinning) >= 2) return 0;
+    if (CountBits(spinning) >= 2) return false;
     // seq_cst CAS. No fence follows it, so a poll may still miss a push whose producer
     // read the mask before our bit: harmless, since that producer claimed or woke
     // someone else (P2-P4), and a producer that did claim us is seen by S3's acquire.
   } while (!spinning_workers_.compare_exchange_weak(spinning, spinning | self,
                                                     std::memory_order_seq_cst,
                                                     std::memory_order_relaxed));
-  SchedulerTestPointReached(SchedulerTestPoint::kSpinning, worker);
-  std::uintptr_t entry = 0;
-  const auto deadline = std::chrono::steady_clock::now() + options_.spin_time;
-  for (int round = 0;; ++round) {
-    // relaxed load + exchange: a hand-over flag between spinners; the woken worker
-    // re-checks the queue itself, so no ordering is carried by it.
-    if (pending_spinner_wakeup_.load(std::memory_order_relaxed) &&
-        pending_spinner_wakeup_.exchange(false, std::memory_order_relaxed)) {
-      WakeUpOneSleepingWorker();
-    }
-    entry = queue_.Take();
-    if (entry != 0) {
-      SchedulerTestPointReached(SchedulerTestPoint::kSpinnerTookFiber, worker);
-      break;
-    }
-    // relaxed: a producer cleared our bit (P2); we poll once more below either way.
-    if ((spinning_workers_.load(std::memory_order_relaxed) & self) == 0) break;
-    if ((round & 15) == 15 && std::chrono::steady_clock::now() >= deadline) break;
-    for (int i = 0; i < 16; ++i) CpuRelax();
+  mode_[w] = Mode::kSpinning;
+  SchedulerTestPointReached(SchedulerTestPoint::kSpinning, w);
+  return true;
+}
+
+bool SpinnerNotifier::KeepSearching(std::size_t w) {
+  if (mode_[w] != Mode::kSpinning) return false;  // a woken worker looks once
+  // S2. relaxed load + exchange: a hand-over flag between spinners; the woken worker
+  // re-checks the queue itself, so no ordering is carried by it.
+  if (pending_spinner_wakeup_.load(std::memory_order_relaxed) &&
+      pending_spinner_wakeup_.exchange(false, std::memory_order_relaxed)) {
+    WakeUpOneSleepingWorker();
   }
-  // S3. acq_rel: leaving the spinner set; the acquire side orders the final poll below
+  // relaxed: a producer cleared our bit (P2); S3 polls once more either way.
+  return (spinning_workers_.load(std::memory_order_relaxed) & (std::uint64_t{1} << w)) != 0;
+}
+
+std::uintptr_t SpinnerNotifier::StopSearching(std::size_t w, bool searching,
+                                              std::uintptr_t entry) {
+  const Mode mode = mode_[w];
+  mode_[w] = Mode::kIdle;
+  if (!searching) return entry;
+  if (mode == Mode::kWoken) {
+    // After W4: a producer's wake-up was spent on us; if fibers are still queued, pass
+    // it on (W4's "more work").
+    if (entry != 0) WakeAnotherIfQueued();
+    return entry;
+  }
+  // S3.
+  if (entry != 0) SchedulerTestPointReached(SchedulerTestPoint::kSpinnerTookFiber, w);
+  const std::uint64_t self = std::uint64_t{1} << w;
+  // acq_rel: leaving the spinner set; the acquire side orders the final poll below
   // after a producer's claim of our bit (its fence P1 precedes its RMW).
   const bool claimed =
       (spinning_workers_.fetch_and(~self, std::memory_order_acq_rel) & self) == 0;
-  if (entry == 0) entry = queue_.Take();  // the poll a claim is owed
+  if (entry == 0) entry = owner_.TakeNext(w);  // the poll a claim is owed
   // A claimed spinner holding a fiber may owe a poll it cannot make (the claim landed
-  // after its pop): if fibers are still queued, pass the claim on (S3).
+  // after its pop): if fibers are still queued, pass the claim on.
   if (claimed && entry != 0) WakeAnotherIfQueued();
   if (entry != 0 && CountBits(spinning_workers_.load(std::memory_order_relaxed)) < 2) {
-    // relaxed: see the exchange above.
+    // relaxed: see S2.
     pending_spinner_wakeup_.store(true, std::memory_order_relaxed);
   }
   return entry;
 }
 
-std::uintptr_t StrategyV1::WaitForEntry(std::size_t worker, IdleHooks& hooks) {
-  const std::uint64_t self = std::uint64_t{1} << worker;
-  SchedulerTestPointReached(SchedulerTestPoint::kBeforeSleep, worker);
+void SpinnerNotifier::Announce(std::size_t w) {
   // W1. seq_cst RMW, then W2: pairs with P1 in the producer.
-  sleeping_workers_.fetch_or(self, std::memory_order_seq_cst);
+  sleeping_workers_.fetch_or(std::uint64_t{1} << w, std::memory_order_seq_cst);
   StoreLoadFence();
-  SchedulerTestPointReached(SchedulerTestPoint::kMarkedSleeping, worker);
-  // W3.
-  if (std::uintptr_t entry = queue_.Take()) {
-    // acq_rel: whoever clears the bit first owns the wake-up; if a producer did (P3),
-    // the acquire side makes its push visible to the check below, which passes its
-    // wake-up on if its fiber is still queued.
-    sleeping_workers_.fetch_and(~self, std::memory_order_acq_rel);
-    WakeAnotherIfQueued();
-    return entry;
-  }
-  // Then T2: the plan is made only now, after W2, so a victim's fiber queued before the
-  // producer could see our bit is seen here (by polling, or by a bounded sleep when
-  // stealing keeps failing). stopping(): acquire, pairs with the release in Stop().
-  const IdlePlan plan = stopping() ? IdlePlan{true, {}} : hooks.PlanWhenMarkedSleeping();
-  if (plan.poll) {
-    // acq_rel: if a producer cleared the bit first (P3), its Wake() stays banked in our
-    // slot and only makes a later Wait() return early, and the fiber it pushed is ours
-    // to take: the acquire side (with the producer's fence P1 before its RMW) makes the
-    // push visible, and the caller looks at our own queue (L1) before anything else.
-    sleeping_workers_.fetch_and(~self, std::memory_order_acq_rel);
-    return 0;
-  }
-  SchedulerTestPointReached(SchedulerTestPoint::kBeforeWait, worker);
-  // W4 (with a time limit if the plan has one). If it expires and a producer claims our
-  // bit just after, its Wake() stays banked (harmless) and the caller polls our queue
-  // again anyway. The sleep may be in the group's poller (Sleep()).
-  Sleep(worker, wait_slots_[worker], plan.limit);
-  // A producer (or Stop) cleared our bit before waking us; clear it in case the wake-up
-  // was one banked earlier, or the time limit expired. acq_rel: as in the poll case
-  // above, a producer's claim that lands after a time-out makes its push visible to
-  // the poll below (and the caller polls our queue first again if it finds nothing).
-  sleeping_workers_.fetch_and(~self, std::memory_order_acq_rel);
-  const std::uintptr_t entry = queue_.Take();
-  if (entry != 0) WakeAnotherIfQueued();  // W4's "more work" rule
-  return entry;
 }
 
-void StrategyV1::WakeAnotherIfQueued() {
+void SpinnerNotifier::Cancel(std::size_t w, bool found) {
+  // acq_rel: whoever clears the bit first owns the wake-up. If a producer did (P3), the
+  // acquire side makes its push visible: with a fiber in hand, the check below passes
+  // its wake-up on if its fiber is still queued; with a poll plan, its Wake() stays
+  // banked in our slot (a later Wait() returns early) and the idle path looks at our
+  // own queue before anything else.
+  sleeping_workers_.fetch_and(~(std::uint64_t{1} << w), std::memory_order_acq_rel);
+  if (found) WakeAnotherIfQueued();
+}
+
+bool SpinnerNotifier::EndSleep(std::size_t w) {
+  // A producer (or Stop) cleared our bit before waking us; clear it in case the wake-up
+  // was one banked earlier, or the time limit expired. acq_rel: as in Cancel(); a
+  // producer's claim that lands after a time-out makes its push visible to our poll.
+  const std::uint64_t self = std::uint64_t{1} << w;
+  const bool claimed =
+      (sleeping_workers_.fetch_and(~self, std::memory_order_acq_rel) & self) == 0;
+  if (claimed) mode_[w] = Mode::kWoken;
+  return claimed;
+}
+
+void SpinnerNotifier::WakeAnotherIfQueued() {
   // A relaxed snapshot. Every caller has taken a fiber after an acquire that made the
   // pushes it must account for visible (a WaitSlot wake-up, or a claim RMW after the
   // producer's fence P1), so their positions are in the queue's tail as we read it.
-  if (!queue_.UnsafeEmpty()) WakeUpOneWorker();
+  if (!owner_.UnsafeEmpty()) Notify();
 }
 
-void StrategyV1::WakeUpOneWorker() {
-  SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
-  StoreLoadFence();  // P1: pairs with W2 (WaitForEntry) and the spinner's CAS (S1).
-  if (WakeUpOneSpinningWorker()) return;
-  if (WakeUpOneSleepingWorker()) return;
-  WakeUpThief();  // P4: all busy
-}
-
-void StrategyV1::WakeUpThief() {
-  // T1 at the top, after the caller's fence P1. Nothing to do if a worker of ours
-  // already took the fiber.
-  if (thieves_.empty() || queue_.UnsafeRingSize() == 0) return;
-  // relaxed: only spreads the wake-ups over the thieves.
-  const std::size_t turn = next_thief_.fetch_add(1, std::memory_order_relaxed);
-  for (std::size_t i = 0; i < thieves_.size(); ++i) {
-    if (thieves_[(turn + i) % thieves_.size()]->WakeOneSleeper()) return;
-  }
-}
-
-bool StrategyV1::WakeOneSleeper() { return WakeUpOneSleepingWorker(); }
-
-bool StrategyV1::WakeUpOneSpinningWorker() {
+bool SpinnerNotifier::WakeUpOneSpinningWorker() {
   // relaxed: ordered after the push by the caller's fence P1.
   std::uint64_t spinning = spinning_workers_.load(std::memory_order_relaxed);
   while (spinning != 0) {
@@ -372,7 +364,7 @@ bool StrategyV1::WakeUpOneSpinningWorker() {
   return false;
 }
 
-bool StrategyV1::WakeUpOneSleepingWorker() {
+bool SpinnerNotifier::WakeUpOneSleepingWorker() {
   // relaxed: ordered after the push by the caller's fence P1.
   std::uint64_t sleeping = sleeping_workers_.load(std::memory_order_relaxed);
   while (sleeping != 0) {
@@ -381,8 +373,7 @@ bool StrategyV1::WakeUpOneSleepingWorker() {
     // covers a worker that clears its own bit without sleeping (W3, the poll plan, a
     // time-out) and acquires it there.
     if (sleeping_workers_.fetch_and(~bit, std::memory_order_release) & bit) {
-      wakeups_.Add(1);  // per-thread cells: no shared read-modify-write
-      wait_slots_[BitIndex(bit)].Wake();
+      Wake(BitIndex(bit));
       return true;
     }
     sleeping = sleeping_workers_.load(std::memory_order_relaxed);
@@ -390,7 +381,7 @@ bool StrategyV1::WakeUpOneSleepingWorker() {
   return false;
 }
 
-void StrategyV1::WakeUpWorkers(std::size_t n) {
+void SpinnerNotifier::WakeUpWorkers(std::size_t n) {
   // Claim every spinner: each will take one of the new fibers, or pass its claim on
   // (S3) if it already holds one.
   // release: as in WakeUpOneSpinningWorker().
@@ -406,34 +397,20 @@ void StrategyV1::WakeUpWorkers(std::size_t n) {
   } while (!sleeping_workers_.compare_exchange_weak(
       sleeping, sleeping & ~chosen, std::memory_order_release, std::memory_order_relaxed));
   const std::size_t woken = static_cast<std::size_t>(CountBits(chosen));
-  wakeups_.Add(woken);
   while (chosen != 0) {
     const std::uint64_t bit = LowestBit(chosen);
     chosen &= ~bit;
-    wait_slots_[BitIndex(bit)].Wake();
+    Wake(BitIndex(bit));
   }
   // P4 for the rest of the batch: every worker of ours is taken; recruit a thief.
-  if (claimed + woken < n) WakeUpThief();
-}
-
-void StrategyV1::Stop() {
-  // release: pairs with the acquire load in stopping().
-  stopping_.store(true, std::memory_order_release);
-  for (std::size_t i = 0; i < options_.workers; ++i) wait_slots_[i].WakeForever();
-}
-
-StrategyStats StrategyV1::stats() const {
-  StrategyStats stats;
-  stats.wakeups = wakeups_.Read();
-  stats.global_queue_size = queue_.UnsafeSize();
-  return stats;
+  if (claimed + woken < n) owner_.WakeUpThief();
 }
 
 // relaxed: snapshots for tests and debugging.
-std::uint64_t StrategyV1::spinning_workers() const {
+std::uint64_t SpinnerNotifier::spinning_workers() const {
   return spinning_workers_.load(std::memory_order_relaxed);
 }
-std::uint64_t StrategyV1::sleeping_workers() const {
+std::uint64_t SpinnerNotifier::sleeping_workers() const {
   return sleeping_workers_.load(std::memory_order_relaxed);
 }
 

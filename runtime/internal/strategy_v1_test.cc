@@ -2,21 +2,25 @@
 //
 // Strategy v1's two policies, each with a test that fails when it breaks: at most two
 // workers spin (poll the queue) at once, and a producer that finds no spinner wakes the
-// lowest-numbered sleeper. Plain threads play the workers through v1's public steps
-// (SpinningTake, WaitForEntry), as a FiberWorker's idle loop would call them.
+// lowest-numbered sleeper. Plain threads play the workers: through the spinner
+// notifier's steps, and through the idle path a FiberWorker runs.
 
 #include "runtime/internal/strategy_v1.h"
 
 #include <atomic>
 #include <bitset>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "fiber/internal/fiber_entity.h"
 #include "runtime/internal/fiber_desc.h"
+#include "runtime/internal/idle_path.h"
 #include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/scheduling_group.h"
 #include "runtime/internal/scheduling_strategy.h"
 
 namespace spindle::internal {
@@ -43,95 +47,89 @@ std::uintptr_t Desc() { return EncodeEntry(AllocateFiberDesc()); }
 void Free(std::uintptr_t entry) { FreeFiberDesc(DecodeDesc(entry)); }
 std::size_t Bits(std::uint64_t mask) { return std::bitset<64>(mask).count(); }
 
-// Four workers want to spin; two may. The other two's SpinningTake returns at once
-// (with nothing) while two spin, however long the spin time.
+// Four workers want to spin; two may (S1). A push then claims the lowest spinner (P2),
+// which stops spinning and takes the fiber with the poll its claim is owed (S3); the
+// other spinner keeps spinning until it leaves empty-handed.
 TEST(StrategyV1Test, AtMostTwoWorkersSpin) {
-  StrategyPtr v1 = MakeV1(4, 60s);  // spinners leave only with a fiber or a claim
-  std::vector<std::uintptr_t> taken(4, 0);
-  std::atomic<int> returned{0};
+  StrategyPtr v1 = MakeV1(4, 60s);
+  IdleNotifier& notifier = v1->notifier();
+  bool spins[4] = {};
   std::vector<std::thread> workers;
   for (std::size_t i = 0; i < 4; ++i) {
-    workers.emplace_back([&, i] {
-      taken[i] = v1->SpinningTake(i);
-      returned.fetch_add(1);
-    });
-  }
-  // Two spin and two came back empty-handed.
-  ASSERT_TRUE(WaitFor([&] { return returned.load() == 2; }, 10s))
-      << "spinners: " << std::bitset<4>(v1->spinning_workers());
-  EXPECT_EQ(Bits(v1->spinning_workers()), 2u);
-  // Nobody else joins them later.
-  std::this_thread::yield();
-  EXPECT_EQ(Bits(v1->spinning_workers()), 2u)
-      << "spinners: " << std::bitset<4>(v1->spinning_workers());
-  EXPECT_EQ(returned.load(), 2);
-  // Release the spinners: each push claims the lowest spinner, but an unclaimed one may
-  // pop the fiber first and leave the claimed one with nothing to take (in a real idle
-  // loop that worker then re-checks on its way to sleep). So push until both have left
-  // with a fiber, then take back what is left.
-  int pushed = 0;
-  while (returned.load() < 4) {
-    ASSERT_LT(pushed, 1000) << "the spinners did not take the fibers pushed for them";
-    v1->Enqueue(Desc(), true, ReadyReason::kStarted, SchedulingStrategy::kNoWorker);
-    ++pushed;
-    WaitFor([&] { return returned.load() == 4; }, 100ms);
+    workers.emplace_back([&, i] { spins[i] = notifier.StartSearching(i); });
   }
   for (auto& worker : workers) worker.join();
-  std::size_t with_fiber = 0;
-  for (std::uintptr_t entry : taken) {
-    if (entry != 0) {
-      ++with_fiber;
-      Free(entry);
+  const std::uint64_t spinners = v1->spinner_notifier().spinning_workers();
+  ASSERT_EQ(Bits(spinners), 2u) << "spinners: " << std::bitset<4>(spinners);
+  std::size_t lowest = 4, other = 4;
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(spins[i], ((spinners >> i) & 1) != 0) << "worker " << i;
+    if (spins[i]) (lowest == 4 ? lowest : other) = i;
+  }
+  v1->Enqueue(Desc(), true, ReadyReason::kStarted, SchedulingStrategy::kNoWorker);
+  EXPECT_EQ(v1->spinner_notifier().spinning_workers(), std::uint64_t{1} << other)
+      << "the push should claim the lowest spinner";
+  EXPECT_FALSE(notifier.KeepSearching(lowest)) << "a claimed spinner stops spinning";
+  EXPECT_TRUE(notifier.KeepSearching(other));
+  const std::uintptr_t taken = notifier.StopSearching(lowest, true, 0);
+  ASSERT_NE(taken, 0u) << "a claimed spinner polls once more and takes the fiber";
+  Free(taken);
+  EXPECT_EQ(notifier.StopSearching(other, true, 0), 0u);
+  EXPECT_EQ(v1->spinner_notifier().spinning_workers(), 0u);
+}
+
+// A FiberWorker's loop without stealing, as worker `index` of `group`, on a plain
+// thread: until it has run one fiber, or `stop`.
+void RunUntilOneFiber(SchedulingGroup* group, std::size_t index,
+                      const std::atomic<bool>& stop) {
+  group->BindWorkerThread(index);
+  IdlePath idle(group, index);
+  while (!stop.load()) {
+    if (FiberEntity* fiber = idle.FindRunnable()) {
+      GetMasterFiberEntity()->SwitchTo(fiber);
+      break;  // the others keep sleeping
     }
   }
-  // Every fiber pushed is taken exactly once: by a spinner or left in the queue.
-  std::size_t left = 0;
-  while (std::uintptr_t entry = v1->TakeNext(0)) {
-    Free(entry);
-    ++left;
-  }
-  EXPECT_GE(with_fiber, 1u);
-  EXPECT_EQ(with_fiber + left, static_cast<std::size_t>(pushed));
-  EXPECT_EQ(v1->spinning_workers(), 0u);
+  group->BindWorkerThread(SchedulingGroup::kNoWorker);
 }
 
 // Three workers sleep (no spinner). A producer's fiber goes to the lowest-numbered one,
 // worker 0: v1 keeps the low workers busy and lets the high ones sleep on.
 TEST(StrategyV1Test, AProducerWakesTheLowestSleeper) {
-  StrategyPtr v1 = MakeV1(3, 0ns);
+  SchedulingGroupOptions options;
+  options.workers = 3;
+  options.run_queue_capacity = 64;
+  options.strategy = "v1";
+  options.spin_time = 0ns;
+  auto* group = new (kNoNumaNode) SchedulingGroup(options);
+  const auto& protocol = static_cast<StrategyV1*>(group->strategy())->spinner_notifier();
   std::atomic<bool> stop{false};
-  std::atomic<int> taker{-1};
   std::vector<std::thread> workers;
   for (std::size_t i = 0; i < 3; ++i) {
-    workers.emplace_back([&, i] {
-      NoIdleHooks hooks;
-      while (!stop.load()) {
-        if (std::uintptr_t entry = v1->WaitForEntry(i, hooks)) {
-          Free(entry);
-          taker.store(static_cast<int>(i));
-          return;  // the others keep sleeping
-        }
-      }
-    });
+    workers.emplace_back(RunUntilOneFiber, group, i, std::cref(stop));
   }
   // Marked sleeping is not enough: a worker between its mark (W1) and its re-check (W3)
   // would take the fiber itself. Wait until each has gone to sleep (its sleeps count).
   ASSERT_TRUE(WaitFor(
       [&] {
-        return v1->sleeping_workers() == 0b111 && v1->sleeps(0) >= 1 &&
-               v1->sleeps(1) >= 1 && v1->sleeps(2) >= 1;
+        return protocol.sleeping_workers() == 0b111 && protocol.sleeps(0) >= 1 &&
+               protocol.sleeps(1) >= 1 && protocol.sleeps(2) >= 1;
       },
       10s))
-      << "sleepers: " << std::bitset<3>(v1->sleeping_workers());
-  v1->Enqueue(Desc(), true, ReadyReason::kStarted, SchedulingStrategy::kNoWorker);
+      << "sleepers: " << std::bitset<3>(protocol.sleeping_workers());
+  std::atomic<int> taker{-1};
+  group->StartFiber(NewFiberDesc([&taker] {
+    taker.store(static_cast<int>(GetCurrentFiberEntity()->scheduling_worker));
+  }));
   ASSERT_TRUE(WaitFor([&] { return taker.load() >= 0; }, 10s)) << "nobody woke";
   EXPECT_EQ(taker.load(), 0) << "the fiber went to worker " << taker.load();
-  EXPECT_TRUE(WaitFor([&] { return v1->sleeping_workers() == 0b110; }, 10s))
+  EXPECT_TRUE(WaitFor([&] { return protocol.sleeping_workers() == 0b110; }, 10s))
       << "only the lowest sleeper should be woken; sleepers: "
-      << std::bitset<3>(v1->sleeping_workers());
+      << std::bitset<3>(protocol.sleeping_workers());
   stop = true;
-  v1->Stop();  // wakes every sleeper
+  group->Stop();  // wakes every sleeper
   for (auto& worker : workers) worker.join();
+  delete group;
 }
 
 }  // namespace

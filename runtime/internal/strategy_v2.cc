@@ -61,81 +61,27 @@
 //   T3. The local queue (FIFO), then runnext again.
 //   T4. A batch from the global queue (the first runs, the rest go to the local queue).
 //
-// Idle path (FindRunnable), like Go's findRunnable:
-//   I1. TakeNext.
-//   I2. Become a searcher (searching_ + 1) if fewer than max_searching_ workers search
-//       (half the group, at least one), or always when a producer woke us (N4).
-//   I3. Search: our own queues and the global queue (TakeNext), then siblings (half an
-//       inbox, moved to our own inbox; half a local queue, or one entry with
-//       --fiber_v2_steal=one; then a runnext), then the
-//       IdleHooks (stealing between
-//       groups; the reactor next). A searcher repeats this for up to the spin time; a
-//       non-searcher looks once. While the hooks say their sources are worth polling,
-//       poll them (fiber_worker.cc's L4).
-//   I4. Stop searching (searching_ - 1, a seq_cst RMW, then a fence). A searcher that
-//       found work and was the last one wakes another worker if any queue still holds
-//       work (Go's resetspinning/wakep): producers skipped their wake-up while it
-//       searched, and their fibers may be among those still queued.
-//   W1. Announce: set our bit in sleeping_ (seq_cst RMW).
-//   W2. seq_cst fence.
-//   W3. Re-check every source: our own queues, the global queue, every sibling's inbox,
-//       local queue and runnext (stealing), the stop flag, then the hooks' plan (T2 of
-//       fiber_worker.cc). Found something: cancel (clear our bit) and, if more is
-//       queued, wake another ("more work", as in v1). A poll plan: cancel, return.
-//   W4. Commit: wait on our WaitSlot (counted, so a Wake() after W3 is not lost). On
-//       wake-up, clear our bit; if a producer had cleared it (N4) we are its searcher:
-//       searching_ + 1, wake_pending_ = false, and back to I3.
+// Searching (StealInGroup, asked by the idle path after TakeNext): siblings' inboxes
+// first (half of one, moved to our own inbox: timer wake-ups are overdue), then half a
+// sibling's local queue (or one entry with --fiber_v2_steal=one), then a runnext slot.
 //
-// Producer (Notify, after every push: local, global, or a round's inbox posts):
-//   N1. seq_cst fence (pairs with W2 and with I4's fence).
-//   N2. searching_ != 0: return. A searcher will find the fiber, or leaves through I4
-//       and W1-W3, whose re-check sees it.
-//   N3. wake_pending_ set: return (the worker being woken searches, I2). Else set it.
-//   N4. Claim the lowest sleeping bit (fetch_and) and Wake() its slot. The claimed
-//       worker clears wake_pending_ when it wakes (W4) or, if it had already cancelled
-//       with work (W3), when it finds its bit gone.
-//   N5. Nobody sleeps: clear wake_pending_, fence, and read sleeping_ again; a worker
-//       that announced itself meanwhile may have re-checked before the pushes of
-//       producers that skipped at N3 while we held the token, so go round (N2-N4) for
-//       it. Still nobody: every worker is busy or will re-check after those pushes. If
-//       a backlog is queued, wake a sleeping thief of another group (v1's T1).
-//       (The first version cleared the token and returned: timer_test's yield storm
-//       under v2 hung with both workers asleep and a fiber queued.)
-// Pushing to one's own local queue costs N1 and two loads while anyone searches or
-// nobody sleeps: "notifies nobody unless idle workers exist and no one is looking".
-//
-// No lost wake-up. Take a fiber F pushed by producer P, and any worker X that goes to
-// sleep without running it.
-//   - P's (push; N1; read searching_, wake_pending_, sleeping_) against X's (I4
-//     decrement; fence; ...; W1; W2; re-check) are store-buffering pairs with a seq_cst
-//     fence on each side. If P read searching_ != 0 because of X, X's re-check after
-//     its decrement sees F. If P read X's sleeping bit as clear, X's re-check sees F.
-//   - If P skipped at N3, the in-flight wake-up's worker Y clears wake_pending_ only
-//     after it counts itself as searching (W4) or after it holds a fiber and checks for
-//     more (W3 cancel): in both cases Y's later steps (I4 or "more work") see F.
-//     If the token's holder found nobody to wake, it gives the token back and reads
-//     sleeping_ again after a fence (N5): a worker announced after that read re-checks
-//     after F's push; one announced before it is woken.
-//   - A searcher that finds some other fiber and was the last one wakes another while
-//     anything is queued (I4), so F is not left behind a busy searcher.
+// Waking: the searcher/sleeper notifier shared with relaxed (notifier.cc, steps N1-N5,
+// I2-I4, W1-W4, and its proof). What v2 adds to the proof:
+//   - The W3 re-check (TakeNext, then StealInGroup) reads every queue a push may go to:
+//     the global queue, every worker's inbox, local queue and runnext. AnyQueued(), which
+//     "more work" and the last searcher out read, reads the same set.
 //   - M1. A worker that moves entries into its local queue (the rest of a global batch,
-//     the rest of a stolen half) notifies after the move, like any producer: while the
-//     entries sat in its private buffer, a searcher X's re-check could miss them, and
-//     their producers had skipped their wake-up because X searched; if the mover is
-//     not a searcher, nobody else would run them while it runs a long fiber. (Found by
-//     timed_waiter_test under TSan with 2 workers: the second of two fibers that spin
-//     for each other sat in the first one's local queue for 10 s while the other
-//     worker slept.)
-//   - Inboxes. A round's posts are pushes followed by N1 like any other, and every
-//     re-check that the argument above relies on reads every inbox (W3 through
-//     TakeNext's T0 and StealFromInboxes; I4 and "more work" through AnyQueued), so a
-//     fiber posted to a sleeping or busy worker's inbox is found as one in its local
-//     queue would be. A thief that moves half an inbox into its own notifies after the
-//     move (M1). The choice of workers (sleeping_) is only a hint.
-// Every decision to wake nobody is thus backed by a worker whose later re-check, after
-// a fence, must see F; the WaitSlot counts wake-ups, so a Wake() between W3 and W4 is
-// kept. DisableSleepRecheckForTesting() removes W3; scheduling_group_test's hammer then
-// fails (the note of issue 13 shows it).
+//     the rest of a stolen half, half a sibling's inbox) notifies after the move, like
+//     any producer: while the entries sat in its private buffer, a searcher's re-check
+//     could miss them, and their producers had skipped their wake-up because it
+//     searched; if the mover is not a searcher, nobody else would run them while it
+//     runs a long fiber. (Found by timed_waiter_test under TSan with 2 workers: the
+//     second of two fibers that spin for each other sat in the first one's local queue
+//     for 10 s while the other worker slept.)
+//   - Inboxes. A round's posts are pushes followed by a Notify like any other; which
+//     workers a round goes to (the sleeping mask) is only a hint.
+// Pushing to one's own local queue costs the fence and two loads while anyone searches
+// or nobody sleeps: "notifies nobody unless idle workers exist and no one is looking".
 //
 // Stealing between groups (Steal, for thieves): the global queue's oldest stealable
 // entry, else one entry grabbed from a sibling's local queue. Local entries carry no
@@ -144,8 +90,8 @@
 // fiber never leaves its group and never hides what is behind it.
 //
 // Rejected: Taskflow <= 3.4's "a thief stays awake while any worker is active" rule
-// (burns a core per blocked fiber; removed upstream); waking on every push (a futex per
-// spawn); a lock around the global queue (Go's sched.lock): the lock-free ring exists.
+// (burns a core per blocked fiber; removed upstream); a lock around the global queue
+// (Go's sched.lock): the lock-free ring exists.
 
 #include "runtime/internal/strategy_v2.h"
 
@@ -247,10 +193,11 @@ bool IsStealable(std::uintptr_t entry) {
 
 StrategyV2::StrategyV2(const SchedulingGroupOptions& options,
                        const StrategyV2Settings& settings)
-    : options_(options),
+    : SchedulingStrategy(notifier_),
+      options_(options),
       settings_(settings),
-      max_searching_(std::max<std::size_t>(1, (options.workers + 1) / 2)),
-      global_(options.index, options.run_queue_capacity, options.memory_node) {
+      global_(options.index, options.run_queue_capacity, options.memory_node),
+      notifier_(*this, options.workers) {
   CHECK_GE(settings.global_check_interval, 1u)
       << "--fiber_v2_global_check_interval must be >= 1";
   workers_ = new std::unique_ptr<Worker>[options.workers];
@@ -264,10 +211,6 @@ StrategyV2::StrategyV2(const SchedulingGroupOptions& options,
 }
 
 StrategyV2::~StrategyV2() { delete[] workers_; }
-
-void StrategyV2::SetThieves(std::vector<SchedulingStrategy*> thieves) {
-  thieves_ = std::move(thieves);
-}
 
 // ---- Producer side.
 
@@ -308,7 +251,7 @@ void StrategyV2::EnqueueWoken(const std::uintptr_t* entries, const bool* stealab
     // A worker fired them (an assist): it is scheduling, so its own inbox, which it
     // takes from next; siblings steal from it like from any inbox.
     workers_[origin]->inbox.PostMany(entries, n);
-    Notify();  // N1-N5, as after any push
+    Notify();  // as after any push (notifier.cc)
     return;
   }
   // From the TimerWorker thread: in equal shares to the workers that do not sleep,
@@ -319,7 +262,7 @@ void StrategyV2::EnqueueWoken(const std::uintptr_t* entries, const bool* stealab
   std::size_t k = 0;
   // relaxed: a hint for the choice only; whoever the entries go to, N1-N5 below and
   // every worker's re-check (W3 looks at all inboxes) decide the wake-ups.
-  const std::uint64_t sleeping = sleeping_.load(std::memory_order_relaxed);
+  const std::uint64_t sleeping = notifier_.sleeping_hint();
   // relaxed: only spreads the rounds; any value is correct.
   const std::size_t start = next_woken_.fetch_add(1, std::memory_order_relaxed) % workers;
   for (std::size_t i = 0; i < workers; ++i) {
@@ -337,7 +280,7 @@ void StrategyV2::EnqueueWoken(const std::uintptr_t* entries, const bool* stealab
     workers_[chosen[i]]->inbox.PostMany(entries + done, m);
     done += m;
   }
-  Notify();  // N1-N5, as after any push
+  Notify();  // as after any push (notifier.cc)
 }
 
 void StrategyV2::PushLocal(std::size_t worker, std::uintptr_t entry) {
@@ -358,60 +301,6 @@ void StrategyV2::PushLocal(std::size_t worker, std::uintptr_t entry) {
   bool* stealable = me.overflow_stealable.get();
   for (std::size_t i = 0; i < n; ++i) stealable[i] = IsStealable(moved[i]);
   global_.PushMany(moved, stealable, n, [this] { Notify(); });
-}
-
-void StrategyV2::Notify() {
-  SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorker);
-  StoreLoadFence();  // N1: pairs with W2 and with I4's fence.
-  for (;;) {
-    // N2. relaxed: ordered after the push by N1 (or by the fence below).
-    if (searching_.load(std::memory_order_relaxed) != 0) return;
-    // N3. relaxed load first (cheap while a wake-up is in flight); the exchange decides.
-    if (wake_pending_.load(std::memory_order_relaxed) ||
-        wake_pending_.exchange(true, std::memory_order_acq_rel)) {
-      return;
-    }
-    if (WakeOneSleeper()) return;  // N4
-    // N5. Nobody to wake. Producers that skipped at N3 while we held the token count on
-    // a wake-up we could not make, and a worker may have announced itself after our read
-    // of sleeping_ but re-checked before their pushes: give the token back (seq_cst),
-    // fence, and look at sleeping_ again. Empty now: any later announcer's re-check
-    // comes after their pushes. Not empty: go round (N2-N4) for it.
-    wake_pending_.store(false, std::memory_order_seq_cst);
-    StoreLoadFence();
-    // relaxed: ordered by the fence above.
-    if (sleeping_.load(std::memory_order_relaxed) == 0) break;
-  }
-  WakeUpThief();
-}
-
-void StrategyV2::WakeUpThief() {
-  if (thieves_.empty() || !MayHaveStealable()) return;
-  // relaxed: only spreads the wake-ups over the thieves.
-  const std::size_t turn = next_thief_.fetch_add(1, std::memory_order_relaxed);
-  for (std::size_t i = 0; i < thieves_.size(); ++i) {
-    if (thieves_[(turn + i) % thieves_.size()]->WakeOneSleeper()) return;
-  }
-}
-
-bool StrategyV2::WakeOneSleeper() {
-  // N4 for a producer, and a thief's victim's wake-up (no fiber of ours involved). The
-  // woken worker counts itself as a searcher and clears wake_pending_ (W4), harmless
-  // when no producer set it. relaxed load: a producer's N1 orders it after the push;
-  // the fetch_and decides.
-  std::uint64_t sleeping = sleeping_.load(std::memory_order_relaxed);
-  while (sleeping != 0) {
-    const std::uint64_t bit = sleeping & (~sleeping + 1);
-    // release: a worker that clears its own bit without sleeping (W3's cancel) acquires
-    // it and sees the push; a sleeper gets it through the WaitSlot.
-    if (sleeping_.fetch_and(~bit, std::memory_order_release) & bit) {
-      wakeups_.Add(1);  // per-thread cells: no shared read-modify-write
-      workers_[static_cast<std::size_t>(__builtin_ctzll(bit))]->slot.Wake();
-      return true;
-    }
-    sleeping = sleeping_.load(std::memory_order_relaxed);
-  }
-  return false;
 }
 
 // ---- Worker side.
@@ -529,7 +418,7 @@ std::uintptr_t StrategyV2::TakeFromSiblingInbox(Worker& me) {
   return entry;
 }
 
-std::uintptr_t StrategyV2::StealFromSiblings(std::size_t worker) {
+std::uintptr_t StrategyV2::StealInGroup(std::size_t worker) {
   const std::size_t n = options_.workers;
   if (n == 1) return 0;
   Worker& me = *workers_[worker];
@@ -598,21 +487,6 @@ std::uintptr_t StrategyV2::StealFromInboxes(Worker& me, std::size_t worker,
   return 0;
 }
 
-std::uintptr_t StrategyV2::SearchOnce(std::size_t worker, IdleHooks* hooks) {
-  // TakeNext ends with the global queue (T4), so it is not polled a second time here.
-  if (std::uintptr_t entry = TakeNext(worker)) return entry;
-  if (std::uintptr_t entry = StealFromSiblings(worker)) return entry;
-  if (hooks != nullptr) return hooks->TryOtherSources();
-  return 0;
-}
-
-void StrategyV2::StopSearching(bool found) {
-  // I4. seq_cst RMW, then a fence: pairs with N1 (a producer that saw us searching).
-  const std::size_t before = searching_.fetch_sub(1, std::memory_order_seq_cst);
-  StoreLoadFence();
-  if (found && before == 1) WakeAnotherIfQueued();
-}
-
 bool StrategyV2::AnyQueued() const {
   if (!global_.UnsafeEmpty()) return true;
   for (std::size_t i = 0; i < options_.workers; ++i) {
@@ -624,71 +498,6 @@ bool StrategyV2::AnyQueued() const {
     }
   }
   return false;
-}
-
-void StrategyV2::WakeAnotherIfQueued() {
-  if (AnyQueued()) Notify();
-}
-
-bool StrategyV2::ClearSleepingBit(std::size_t worker) {
-  const std::uint64_t bit = std::uint64_t{1} << worker;
-  // acq_rel: if a producer cleared it first (N4), its push is visible to what we do
-  // next.
-  return (sleeping_.fetch_and(~bit, std::memory_order_acq_rel) & bit) == 0;
-}
-
-std::uintptr_t StrategyV2::FindRunnable(std::size_t worker, IdleHooks& hooks) {
-  if (std::uintptr_t entry = TakeNext(worker)) return entry;  // I1
-  bool searching = TryIncrementBelow(searching_, max_searching_);  // I2
-  for (;;) {
-    std::uintptr_t entry = SearchForWork(searching, options_.spin_time, hooks,  // I3
-                                         [&] { return SearchOnce(worker, &hooks); });
-    if (searching) {
-      StopSearching(entry != 0);  // I4
-      searching = false;
-    }
-    if (entry != 0) return entry;
-
-    const std::uint64_t bit = std::uint64_t{1} << worker;
-    SchedulerTestPointReached(SchedulerTestPoint::kBeforeSleep, worker);
-    sleeping_.fetch_or(bit, std::memory_order_seq_cst);  // W1
-    StoreLoadFence();                                     // W2: pairs with N1
-    SchedulerTestPointReached(SchedulerTestPoint::kMarkedSleeping, worker);
-    // W3. relaxed: a test switch.
-    if (SleepRecheckEnabled()) {
-      entry = SearchOnce(worker, nullptr);
-    }
-    if (entry != 0) {
-      if (ClearSleepingBit(worker)) {
-        // A producer claimed us and skips wake-ups until we search: we hold a fiber
-        // instead, so end its wait (release: pairs with N3's acquire) and pass it on.
-        wake_pending_.store(false, std::memory_order_release);
-        StoreLoadFence();
-      }
-      WakeAnotherIfQueued();  // "more work"
-      return entry;
-    }
-    const IdlePlan plan = stopping() ? IdlePlan{true, {}} : hooks.PlanWhenMarkedSleeping();
-    if (plan.poll) {
-      if (ClearSleepingBit(worker)) {
-        // As above; the caller polls our queues first when we return.
-        wake_pending_.store(false, std::memory_order_release);
-        StoreLoadFence();
-        WakeAnotherIfQueued();
-      }
-      return 0;
-    }
-    SchedulerTestPointReached(SchedulerTestPoint::kBeforeWait, worker);
-    Sleep(worker, workers_[worker]->slot, plan.limit);  // W4 (maybe in the poller)
-    const bool claimed = ClearSleepingBit(worker);
-    if (stopping()) return 0;
-    if (!claimed) return 0;  // a time limit, or a wake-up banked earlier: the caller loops
-    // Woken by a producer (N4) or a thief's victim: we are the searcher it counted on.
-    searching_.fetch_add(1, std::memory_order_seq_cst);
-    // release: pairs with N3's acquire; from here on producers see us searching.
-    wake_pending_.store(false, std::memory_order_release);
-    searching = true;
-  }
 }
 
 // ---- Victim side of stealing between groups.
@@ -738,12 +547,6 @@ bool StrategyV2::MayHaveStealable() const {
 
 // ---- Lifetime and statistics.
 
-void StrategyV2::Stop() {
-  // release: pairs with the acquire load in stopping().
-  stopping_.store(true, std::memory_order_release);
-  for (std::size_t i = 0; i < options_.workers; ++i) workers_[i]->slot.WakeForever();
-}
-
 void StrategyV2::TakeBack(std::size_t worker,
                           absl::FunctionRef<bool(std::uintptr_t)> wanted,
                           absl::FunctionRef<bool(std::uintptr_t)> taken) {
@@ -776,7 +579,7 @@ bool StrategyV2::UnsafeEmpty() const { return !AnyQueued(); }
 StrategyStats StrategyV2::stats() const {
   StrategyStats stats;
   // relaxed: statistics.
-  stats.wakeups = wakeups_.Read();
+  stats.wakeups = notifier_.wakeups();
   stats.steals_in_group = steals_in_group_.Read();
   stats.global_queue_size = global_.UnsafeSize();
   for (std::size_t i = 0; i < options_.workers; ++i) {

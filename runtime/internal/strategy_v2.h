@@ -14,7 +14,7 @@
 #include "runtime/internal/global_run_queue.h"
 #include "runtime/internal/local_queue.h"
 #include "runtime/internal/scheduling_strategy.h"
-#include "runtime/internal/wait_slot.h"
+#include "runtime/internal/notifier.h"
 #include "runtime/internal/wake_inbox.h"
 
 DECLARE_uint64(fiber_v2_local_queue_size);
@@ -39,8 +39,8 @@ extern const StrategyEntry kStrategyV2Entry;
 
 // Scheduling strategy v2: a bounded SPMC local queue, a `runnext` slot and an inbox for
 // timer wake-ups per worker, the group's bounded MPMC queue as the global queue, stealing half of a sibling's
-// queue, and a notifier that wakes a sleeper only when nobody is searching for work.
-// The protocol and why it loses no wake-up are at the top of strategy_v2.cc.
+// queue, and the searcher/sleeper notifier it shares with relaxed (notifier.cc).
+// The queues and what v2 adds to the notifier's proof are at the top of strategy_v2.cc.
 // Thread-safety as SchedulingStrategy says.
 class StrategyV2 final : public SchedulingStrategy {
  public:
@@ -54,12 +54,10 @@ class StrategyV2 final : public SchedulingStrategy {
   void EnqueueWoken(const std::uintptr_t* entries, const bool* stealable, std::size_t n,
                     std::size_t origin) override;
   std::uintptr_t TakeNext(std::size_t worker) override;
-  std::uintptr_t FindRunnable(std::size_t worker, IdleHooks& hooks) override;
+  // Siblings: half an inbox, half a local queue (or one entry), else a runnext.
+  std::uintptr_t StealInGroup(std::size_t worker) override;
   std::uintptr_t Steal() override;
   bool MayHaveStealable() const override;
-  bool WakeOneSleeper() override;
-  void SetThieves(std::vector<SchedulingStrategy*> thieves) override;
-  void Stop() override;
   void TakeBack(std::size_t worker, absl::FunctionRef<bool(std::uintptr_t)> wanted,
                 absl::FunctionRef<bool(std::uintptr_t)> taken) override;
   void NoteDeadEntries() override;
@@ -77,7 +75,6 @@ class StrategyV2 final : public SchedulingStrategy {
     // spawn-LIFO). Exchanged by the owner, CASed away by siblings that steal it.
     std::atomic<std::uintptr_t> runnext{0};
     LocalQueue local;
-    WaitSlot slot;
     // The owner's alone.
     // T1's count-down of fibers taken (reset after each check).
     std::uint64_t rounds_to_global_check = 1;
@@ -104,45 +101,20 @@ class StrategyV2 final : public SchedulingStrategy {
   // T0's look at one sibling's inbox, a different one each time.
   std::uintptr_t TakeFromSiblingInbox(Worker& me);
   std::uintptr_t TakeFromGlobal(Worker& me);
-  // One pass over the siblings: half of a local queue (or one entry), else a runnext.
-  std::uintptr_t StealFromSiblings(std::size_t worker);
-  // The whole search of an idle worker, once: own queues, global, siblings, hooks.
-  std::uintptr_t SearchOnce(std::size_t worker, IdleHooks* hooks);
   void PushLocal(std::size_t worker, std::uintptr_t entry);
-  // After a push: the notifier's producer side (N1-N5).
-  void Notify();
+  // After a push: the notifier's producer side (N1-N5 in notifier.cc).
+  void Notify() { notifier_.Notify(); }
   // Whether any queue of the group holds an entry (a relaxed snapshot).
   bool AnyQueued() const;
-  void WakeAnotherIfQueued();
-  void StopSearching(bool found);
-  // Clears our sleeping bit; returns whether a producer had claimed it (N4).
-  bool ClearSleepingBit(std::size_t worker);
-  void WakeUpThief();
 
   const SchedulingGroupOptions options_;
   const StrategyV2Settings settings_;
-  const std::size_t max_searching_;
   GlobalRunQueue global_;
   std::unique_ptr<Worker>* workers_ = nullptr;  // options_.workers of them
-
-  // Workers looking for work right now (Go's nmspinning): while it is not 0, producers
-  // wake nobody.
-  alignas(64) std::atomic<std::size_t> searching_{0};
-  // Bit i set: worker i announced that it sleeps (or is about to).
-  alignas(64) std::atomic<std::uint64_t> sleeping_{0};
-  // A producer claimed a sleeper and its wake-up is in flight: other producers wait for
-  // it to start searching instead of waking more.
-  alignas(64) std::atomic<bool> wake_pending_{false};
-  ThreadCounter wakeups_;  // statistics (metrics.h)
+  SearchNotifier notifier_;  // notifier.cc: the protocol relaxed shares
   // The worker the TimerWorker's next round starts with (EnqueueWoken).
-  std::atomic<std::size_t> next_woken_{0};
+  alignas(64) std::atomic<std::size_t> next_woken_{0};
   ThreadCounter steals_in_group_;
-
-  // Its own line: idle workers bump the cursors below on every steal attempt, which
-  // must not bounce the line of the flag above (pingpong's round trip cost 10% more
-  // when they shared one).
-  alignas(64) std::vector<SchedulingStrategy*> thieves_;  // immutable once workers run
-  std::atomic<std::size_t> next_thief_{0};
   std::atomic<std::size_t> next_victim_{0};  // spreads cross-group steals
 };
 

@@ -104,8 +104,8 @@ std::uint64_t StolenFromASiblingOfEight(bool steal_half) {
   for (std::uint64_t id = 1; id <= 8; ++id) {
     v2->Enqueue(Desc(id), true, ReadyReason::kStartedBack, /*origin=*/0);
   }
-  NoIdleHooks hooks;
-  const std::uint64_t first = TakeId(v2->FindRunnable(1, hooks));
+  EXPECT_EQ(v2->TakeNext(1), 0u) << "worker 1's own queues are empty";
+  const std::uint64_t first = TakeId(v2->StealInGroup(1));
   EXPECT_EQ(first, 1u) << "a thief takes the oldest of the victim's queue";
   const std::uint64_t stolen = v2->stats().steals_in_group;
   // What the thief moved into its own queue is now its own to run; the rest stays.
