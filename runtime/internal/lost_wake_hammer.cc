@@ -36,7 +36,7 @@ void BusyWaitMicros(int micros) {
 // are drawn around that moment; with spin_us = 0 it comes right away. The window is
 // still only nanoseconds wide, so a test hook stretches it: every worker pauses 0-3 us
 // right before it marks itself sleeping. (Checked: with the re-check W3 removed from
-// WaitForFiber(), this test failed at round 6295 of the first 10,000.)
+// the idle path (v1 at the time), this test failed at round 6295 of the first 10,000.)
 void PauseBeforeSleep(SchedulerTestPoint point, std::size_t) {
   if (point != SchedulerTestPoint::kBeforeSleep) return;
   thread_local std::minstd_rand random(std::random_device{}());
@@ -57,9 +57,9 @@ void LostWakeUpHammer(std::size_t workers, int spin_us, int rounds,
   if constexpr (kTestSeams) {
     SetSchedulerTestHook(&PauseBeforeSleep);
     // SPINDLE_V2_NO_RECHECK=1 (or SPINDLE_RELAXED_NO_RECHECK=1) removes the re-check
-    // before sleeping (v2's W3, relaxed's R-W3), to show that this hammer catches its
-    // absence: run under v2 or relaxed it then fails within 10,000 rounds ("did not
-    // run: lost wake-up"), and the stuck runtime hangs at teardown.
+    // before sleeping (W3 of the idle path, idle_path.cc), to show that this hammer
+    // catches its absence: it then fails within 10,000 rounds ("did not run: lost
+    // wake-up").
     DisableSleepRecheckForTesting(no_recheck);
   } else {
     ASSERT_FALSE(no_recheck) << "SPINDLE_V2_NO_RECHECK / SPINDLE_RELAXED_NO_RECHECK need a "
@@ -70,10 +70,15 @@ void LostWakeUpHammer(std::size_t workers, int spin_us, int rounds,
   for (int round = 1; round <= rounds; ++round) {
     BusyWaitMicros(static_cast<int>(random() % static_cast<unsigned>(2 * spin_us + 4)));
     StartFiberDetached([&ran, round] { ran.store(round, std::memory_order_release); });
-    ASSERT_TRUE(spindle::testing::WaitFor(
-        [&] { return ran.load(std::memory_order_acquire) == round; },
-        std::chrono::seconds(10)))
-        << "fiber of round " << round << " did not run: lost wake-up";
+    if (!spindle::testing::WaitFor(
+            [&] { return ran.load(std::memory_order_acquire) == round; },
+            std::chrono::seconds(10))) {
+      // Nudge the stranded fiber out (with the re-check back on, a new start wakes a
+      // worker that runs both), so the runtime tears down and the test reports.
+      if constexpr (kTestSeams) DisableSleepRecheckForTesting(false);
+      StartFiberDetached([] {});
+      FAIL() << "fiber of round " << round << " did not run: lost wake-up";
+    }
   }
   if constexpr (kTestSeams) SetSchedulerTestHook(nullptr);
 }
