@@ -50,6 +50,9 @@ static_assert(sizeof(FiberDesc) <= 96, "a million queued fibers pay for every by
 FiberDesc* AllocateFiberDesc();
 // Returns a descriptor whose fields have been moved from (any thread).
 void FreeFiberDesc(FiberDesc* desc);
+// A new descriptor for a fiber that runs `start_proc`, with a new id, counted as live
+// (live_fibers.h). Any thread.
+FiberDesc* NewFiberDesc(absl::AnyInvocable<void()> start_proc);
 
 // Drops one owner of a descriptor whose fiber a joiner ran inline (see
 // FiberDesc::run_inline_refs); the last owner frees it.
