@@ -30,7 +30,7 @@ struct FiberDesc {
   std::atomic<bool>* claim = nullptr;
   // Meaningful only once a joiner has won `claim`: the descriptor then has two owners,
   // the queue entry (whoever takes it drops it, ClaimEntry/DropIfRunInline) and the
-  // joiner (which may take the entry back itself, SchedulingGroup::TakeBackRunInline).
+  // joiner (which may take the entry back itself, TakeBackRunInline, take_back.h).
   // The joiner's reference keeps the address from being reused while it compares queue
   // entries with it. The last of the two frees the descriptor (ReleaseRunInlineDesc).
   std::atomic<int> run_inline_refs{2};
