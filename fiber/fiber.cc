@@ -17,6 +17,7 @@
 #include "glog/logging.h"
 #include "runtime/internal/live_fibers.h"
 #include "runtime/internal/runtime_impl.h"
+#include "runtime/internal/take_back.h"
 #include "sync/internal/timed_waiter.h"
 
 namespace spindle {
@@ -270,7 +271,7 @@ void Fiber::join() {
     // The descriptor is still queued somewhere; take it back (this hands over our
     // reference to it). `self` may be on another worker by now: the group reads
     // where it runs.
-    state->group->TakeBackRunInline(self, state->desc);
+    internal::TakeBackRunInline(state->group, self, state->desc);
   } else {
     state->Wait();
   }

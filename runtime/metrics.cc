@@ -99,14 +99,14 @@ RuntimeMetrics GetRuntimeMetrics() {
     m.index = g;
     m.numa_node = group.numa_node();
     m.workers = group.size();
-    m.fibers_started = group.fibers_started();
-    m.fibers_begun = group.fibers_begun();
-    m.fibers_run_inline = group.fibers_run_inline();
-    m.fibers_run = group.fibers_run();
-    m.steals_in_same_node = group.steals_in_same_node();
-    m.steals_in_cross_node = group.steals_in_cross_node();
-    m.steals_out = group.steals_out();
-    const internal::StrategyStats stats = group.strategy_stats();
+    m.fibers_started = group.stats().fibers_started();
+    m.fibers_begun = group.stats().fibers_begun();
+    m.fibers_run_inline = group.stats().fibers_run_inline();
+    m.fibers_run = group.stats().fibers_run();
+    m.steals_in_same_node = group.stats().steals_in_same_node();
+    m.steals_in_cross_node = group.stats().steals_in_cross_node();
+    m.steals_out = group.stats().steals_out();
+    const internal::StrategyStats stats = group.strategy()->stats();
     m.steals_in_group = stats.steals_in_group;
     m.wakeups = stats.wakeups;
     m.run_queue_depth = stats.global_queue_size;
@@ -114,7 +114,7 @@ RuntimeMetrics GetRuntimeMetrics() {
     if (const internal::TimerWorker* timers = internal::TimerWorkerFor(&group)) {
       m.timers_fired = timers->fired();
     }
-    if (const internal::GroupPoller* poller = group.poller()) {
+    if (const internal::GroupPoller* poller = group.strategy()->poller()) {
       const internal::GroupPoller::Counters counters = poller->counters();
       m.reactor_polls = counters.polls;
       m.reactor_events = counters.events;
@@ -122,13 +122,13 @@ RuntimeMetrics GetRuntimeMetrics() {
     for (std::size_t w = 0; w < group.size(); ++w) {
       WorkerMetrics worker;
       worker.index = w;
-      worker.fibers_run = group.fibers_run(w);
+      worker.fibers_run = group.stats().fibers_run(w);
       worker.sleeps = notifier.sleeps(w);
       worker.spurious_wakeups = notifier.spurious_wakeups(w);
       if (w < stats.local_queue_sizes.size()) {
         worker.local_queue_depth = stats.local_queue_sizes[w];
       }
-      worker.ready_latency = group.ready_latency(w);
+      worker.ready_latency = group.stats().ready_latency(w);
       m.sleeps += worker.sleeps;
       m.spurious_wakeups += worker.spurious_wakeups;
       m.ready_latency.MergeFrom(worker.ready_latency);

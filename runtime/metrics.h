@@ -16,7 +16,7 @@
 // Costs, on the paths they are counted on: counters are per-thread (or
 // per-worker) cells bumped with a plain load and store, never a shared
 // read-modify-write; the ready-to-run latency reads the cycle clock twice for
-// one readiness in 64 (SchedulingGroup::kReadySamplePeriod; Go samples 1 in 8,
+// one readiness in 64 (GroupStats::kDefaultReadySamplePeriod; Go samples 1 in 8,
 // which cost the yield workload 6% here) and nothing for the others. Reading a snapshot takes locks and walks every thread's
 // cells: do it at most a few times a second, not per request. The cost figures
 // are in the README.

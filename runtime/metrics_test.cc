@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"
-#include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/group_stats.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
 
@@ -111,7 +111,7 @@ TEST(ReadyLatencyTest, MovesWhenTheWorkerIsHeldBusy) {
   const RuntimeMetrics before = GetRuntimeMetrics();
   // ReadySamplePeriod() consecutive new fibers: one of them is sampled (their ids are
   // consecutive, and an id that is a multiple of the period is). Eight periods' worth.
-  const std::uint32_t kPeriod = internal::SchedulingGroup::ReadySamplePeriod();
+  const std::uint32_t kPeriod = internal::GroupStats::ReadySamplePeriod();
   std::vector<Fiber> waiting;
   for (std::uint32_t i = 0; i < 8 * kPeriod; ++i) waiting.emplace_back([] {});
   others_started.store(true, std::memory_order_release);

@@ -118,11 +118,11 @@ std::vector<SchedulingGroupStats> GetSchedulingGroupStats() {
     stats.numa_node = group.numa_node();
     stats.workers = group.size();
     stats.cpus = internal::FormatCpuList(runtime.layout().groups[g].cpus);
-    stats.fibers_run = group.fibers_run();
-    stats.steals_in_same_node = group.steals_in_same_node();
-    stats.steals_in_cross_node = group.steals_in_cross_node();
-    stats.steals_out = group.steals_out();
-    const internal::StrategyStats strategy = group.strategy_stats();
+    stats.fibers_run = group.stats().fibers_run();
+    stats.steals_in_same_node = group.stats().steals_in_same_node();
+    stats.steals_in_cross_node = group.stats().steals_in_cross_node();
+    stats.steals_out = group.stats().steals_out();
+    const internal::StrategyStats strategy = group.strategy()->stats();
     stats.wakeups = strategy.wakeups;
     stats.steals_in_group = strategy.steals_in_group;
     stats.run_queue_depth = strategy.global_queue_size + strategy.local_queue_size;

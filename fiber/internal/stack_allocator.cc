@@ -110,8 +110,7 @@ std::size_t PageSize() {
 std::size_t ReadMaxMapCount() {
   std::ifstream in("/proc/sys/vm/max_map_count");
   std::size_t value = 0;
-  if (in >> value && value > 0) return value;
-  return kDefaultMaxMapCount;
+  return in >> value && value > 0 ? value : kDefaultMaxMapCount;
 }
 
 void* MapReserved(std::size_t length) {
@@ -179,8 +178,7 @@ StackRegistry& Registry() {
   return *registry;
 }
 
-// Constructs the header of a new stack (kStackVacant; a released slab stack reads zero,
-// the same).
+// Constructs a new stack's header: kStackVacant (0, what a released slab stack reads).
 void InitStackHeader(const Stack& stack) {
   new (stack.top() - kStackHeaderSize) std::atomic<std::uint32_t>(kStackVacant);
 }

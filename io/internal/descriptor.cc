@@ -299,7 +299,7 @@ bool Descriptor::RegisteredWithLiveGroup() const {
   if (reactor_ == nullptr) return false;
   const auto& runtime = spindle::internal::Runtime::Get();
   return reactor_->index() < runtime.group_count() &&
-         runtime.group(reactor_->index())->poller() == reactor_;
+         runtime.group(reactor_->index())->strategy()->poller() == reactor_;
 }
 
 Descriptor::WaitResult Descriptor::WaitAsThread(

@@ -94,7 +94,7 @@ Reactor* Reactor::ForGroup(spindle::internal::SchedulingGroup* group) {
       g_reactors[index].store(reactor, std::memory_order_release);
     }
   }
-  if (group->poller() != reactor) group->SetPoller(reactor);
+  if (group->strategy()->poller() != reactor) group->strategy()->SetPoller(reactor);
   return reactor;
 }
 

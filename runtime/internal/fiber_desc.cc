@@ -6,7 +6,10 @@
 
 #include "runtime/internal/fiber_desc.h"
 
+#include <utility>
+
 #include "fiber/internal/batch_pool.h"
+#include "runtime/internal/live_fibers.h"
 
 namespace spindle::internal {
 
@@ -26,6 +29,14 @@ void FreeFiberDesc(FiberDesc* desc) {
   // relaxed: the descriptor is ours alone until it is handed out again.
   desc->run_inline_refs.store(2, std::memory_order_relaxed);
   PooledObjects<FiberDesc>::Delete(desc);
+}
+
+FiberDesc* NewFiberDesc(absl::AnyInvocable<void()> start_proc) {
+  FiberDesc* desc = AllocateFiberDesc();
+  desc->start_proc = std::move(start_proc);
+  desc->id = NewFiberId();
+  CountFiberStarted(1);
+  return desc;
 }
 
 }  // namespace spindle::internal

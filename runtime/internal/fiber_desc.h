@@ -30,7 +30,7 @@ struct FiberDesc {
   std::atomic<bool>* claim = nullptr;
   // Meaningful only once a joiner has won `claim`: the descriptor then has two owners,
   // the queue entry (whoever takes it drops it, ClaimEntry/DropIfRunInline) and the
-  // joiner (which may take the entry back itself, SchedulingGroup::TakeBackRunInline).
+  // joiner (which may take the entry back itself, TakeBackRunInline, take_back.h).
   // The joiner's reference keeps the address from being reused while it compares queue
   // entries with it. The last of the two frees the descriptor (ReleaseRunInlineDesc).
   std::atomic<int> run_inline_refs{2};
@@ -50,6 +50,9 @@ static_assert(sizeof(FiberDesc) <= 96, "a million queued fibers pay for every by
 FiberDesc* AllocateFiberDesc();
 // Returns a descriptor whose fields have been moved from (any thread).
 void FreeFiberDesc(FiberDesc* desc);
+// A new descriptor for a fiber that runs `start_proc`, with a new id, counted as live
+// (live_fibers.h). Any thread.
+FiberDesc* NewFiberDesc(absl::AnyInvocable<void()> start_proc);
 
 // Drops one owner of a descriptor whose fiber a joiner ran inline (see
 // FiberDesc::run_inline_refs); the last owner frees it.

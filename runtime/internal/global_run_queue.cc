@@ -81,7 +81,7 @@ std::size_t GlobalRunQueue::Compact() {
 void GlobalRunQueue::PushSlow(std::uintptr_t entry, bool stealable,
                               absl::FunctionRef<void()> make_room) {
   // The ring is full. Descriptors that joiners ran inline but could not take back
-  // (another fiber was in front of them; SchedulingGroup::TakeBackRunInline) may be
+  // (another fiber was in front of them; TakeBackRunInline, take_back.h) may be
   // what fills it: Compact() drops them when some were noted, so they do not hold up
   // this producer or make it spill.
   Compact();

@@ -68,6 +68,7 @@
 #include "fiber/internal/spinlock.h"
 #include "glog/logging.h"
 #include "runtime/internal/chaos.h"
+#include "runtime/internal/group_chaos.h"
 #include "runtime/internal/parker.h"
 #include "runtime/internal/scheduling_test_points.h"
 #include "runtime/internal/test_seams.h"
@@ -106,7 +107,7 @@ FiberEntity* IdlePath::FindRunnable() {
   if (entry == 0) return nullptr;
   slept_since_work_ = false;
   if constexpr (kTestSeams) {
-    if (ChaosDecides()) entry = group_->ChaosPick(entry, worker_);
+    if (ChaosDecides()) entry = ChaosPick(group_, entry, worker_);
   }
   return group_->MakeRunning(entry, worker_);
 }

@@ -1,6 +1,6 @@
 // Copyright 2026 The Spindle Authors.
 //
-// Counting live fibers (declared in scheduling_group.h): started minus finished, for
+// Counting live fibers (live_fibers.h): started minus finished, for
 // GetFiberCount() and for TerminateRuntime(), which waits until it is 0.
 
 #include <algorithm>

@@ -74,6 +74,7 @@
 
 #include <algorithm>
 
+#include "glog/logging.h"
 #include "runtime/internal/futex.h"
 #include "runtime/internal/scheduling_test_points.h"
 
@@ -95,8 +96,16 @@ bool TryIncrementBelow(std::atomic<std::size_t>& count, std::size_t max) {
 
 }  // namespace
 
+IdleNotifier::IdleNotifier(std::size_t workers) : workers_(workers) {
+  CHECK(workers >= 1 && workers <= kMaxWorkersPerGroup)
+      << "a scheduling group has 1 to " << kMaxWorkersPerGroup << " workers, not "
+      << workers;
+}
+
 SearchNotifier::SearchNotifier(NotifiedQueues& queues, std::size_t workers)
-    : queues_(queues), max_searching_(std::max<std::size_t>(1, (workers + 1) / 2)) {}
+    : IdleNotifier(workers),
+      queues_(queues),
+      max_searching_(std::max<std::size_t>(1, (workers + 1) / 2)) {}
 
 void SearchNotifier::Notify() {
   SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorkerIndex);

@@ -48,7 +48,7 @@ class NotifiedQueues {
 // never; the slots live in the object (allocated with the strategy on its node).
 class IdleNotifier {
  public:
-  IdleNotifier() = default;
+  explicit IdleNotifier(std::size_t workers);  // the group's size
   IdleNotifier(const IdleNotifier&) = delete;
   IdleNotifier& operator=(const IdleNotifier&) = delete;
 
@@ -78,9 +78,9 @@ class IdleNotifier {
   std::uint64_t sleeps(std::size_t w) const { return sleepers_[w].sleeps.Read(); }
   std::uint64_t spurious_wakeups(std::size_t w) const { return sleepers_[w].spurious.Read(); }
   std::uint64_t wakeups() const { return wakeups_.Read(); }  // futex wake-ups made
-  // Stopping: every present and future sleep of the first `workers` returns at once.
-  void WakeAll(std::size_t workers) {
-    for (std::size_t w = 0; w < workers; ++w) sleepers_[w].slot.WakeForever();
+  // Stopping: every present and future sleep returns at once.
+  void WakeAll() {
+    for (std::size_t w = 0; w < workers_; ++w) sleepers_[w].slot.WakeForever();
   }
 
  protected:
@@ -96,6 +96,7 @@ class IdleNotifier {
     SingleWriterCounter sleeps;    // worker w's thread only
     SingleWriterCounter spurious;
   };
+  const std::size_t workers_;
   Sleeper sleepers_[kMaxWorkersPerGroup];
   ThreadCounter wakeups_;
 };

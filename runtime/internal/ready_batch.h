@@ -3,6 +3,7 @@
 #ifndef SPINDLE_RUNTIME_INTERNAL_READY_BATCH_H_
 #define SPINDLE_RUNTIME_INTERNAL_READY_BATCH_H_
 
+#include <cstddef>
 #include <mutex>
 #include <vector>
 
@@ -11,9 +12,19 @@
 
 namespace spindle::internal {
 
+class SchedulingGroup;  // scheduling_group.h
+
 // What the layers above the scheduler (sync/, timer/, fiber/) need to block and wake
 // fibers, without the scheduler's headers. Each call goes to the fiber's own scheduling
 // group (FiberEntity::scheduling_group), whatever strategy it runs.
+//
+// The functions below are declared here and defined in scheduling_group.cc: a direct
+// call resolved at link time, no function pointer on the paths every wake-up and park
+// takes. This target (//runtime/internal:ready_batch) therefore does not depend on the
+// scheduler, and neither do the layers that use only it (//sync:mutex and the like);
+// any binary that runs fibers links the scheduler through //runtime, and with it the
+// definitions. In debug and sanitizer builds, ParkFiber and YieldFiber abort if the
+// calling thread holds a pthread mutex (os_lock_check.h).
 
 // Makes a Waiting fiber Ready and queues it. Takes the fiber's scheduler lock, so it
 // waits for a parking fiber to finish switching away (see ParkFiber()). Any thread.
@@ -28,6 +39,12 @@ void QueueReadyFiber(FiberEntity* fiber);
 void ParkFiber(FiberEntity* self, std::unique_lock<Spinlock> self_lock);
 // Lets other Ready fibers of self's group run; returns at once if there are none.
 void YieldFiber(FiberEntity* self);
+// Queues `n` Ready fibers of `group` at once and wakes up to `n` workers; with
+// `timer_round`, as the fibers woken by one firing round of the group's timers
+// (SchedulingStrategy::EnqueueWoken: v2 runs them ahead of its local queues). What
+// ReadyBatch's destructor calls for each group's share. Any thread.
+void QueueReadyFibers(SchedulingGroup* group, FiberEntity* const* fibers, std::size_t n,
+                      bool timer_round);
 
 // While alive on a thread, QueueReadyFiber() calls on that thread (and so ResumeFiber())
 // collect their fibers; the destructor queues them, one batch and one wake-up round per
@@ -53,6 +70,19 @@ class ReadyBatch {
   const Source source_;  // the outermost scope's decides
   bool outermost_ = false;  // this scope collects (into a thread-local buffer)
 };
+
+namespace ready_batch_internal {
+// The buffer the calling thread's outermost ReadyBatch collects into, or null (set and
+// cleared by ReadyBatch, on its own thread only; ready_batch.cc).
+extern thread_local std::vector<FiberEntity*>* collecting;
+}  // namespace ready_batch_internal
+
+// Where QueueReadyFiber() on this thread collects instead of queueing, or null when no
+// ReadyBatch is alive here. Inline: every wake-up asks. Not cached across a fiber
+// switch (a fiber may resume on another thread); no caller switches while it holds it.
+inline std::vector<FiberEntity*>* ThisThreadReadyBatch() {
+  return ready_batch_internal::collecting;
+}
 
 }  // namespace spindle::internal
 

@@ -14,6 +14,7 @@
 #include "glog/logging.h"
 #include "runtime/internal/chaos.h"
 #include "runtime/internal/test_seams.h"
+#include "runtime/internal/foreign_producers.h"
 #include "runtime/internal/live_fibers.h"
 
 namespace spindle::internal {
@@ -75,7 +76,7 @@ void Runtime::Terminate() {
   // A plain thread may still be finishing the wake-up of a fiber that has since run to
   // its end: it must leave the strategy before we free it.
   WaitForForeignProducers();
-  for (auto& group : runtime->groups_) group->Stop();
+  for (auto& group : runtime->groups_) group->strategy()->Stop();
   for (auto& worker : runtime->workers_) worker->Join();
   // No worker runs; the timer threads stopped before we were called.
   if constexpr (kTestSeams) StopChaos();
@@ -123,7 +124,7 @@ Runtime::Runtime(const RuntimeOptions& options) {
 }
 
 void Runtime::BuildGroups(const RuntimeOptions& options) {
-  SchedulingGroup::SetReadySamplePeriod(
+  GroupStats::SetReadySamplePeriod(
       static_cast<std::uint32_t>(options.ready_latency_sample_period));  // validated
   for (std::size_t g = 0; g < layout_.groups.size(); ++g) {
     const GroupPlan& plan = layout_.groups[g];

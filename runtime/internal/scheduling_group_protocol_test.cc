@@ -112,7 +112,7 @@ TEST(SchedulingGroupProtocolTest, ClaimOfASpinnerHoldingAFiberIsPassedOn) {
          "held a fiber was lost";
   b.join();
   EXPECT_TRUE(n_ran.load());
-  group->Stop();  // also wakes A if the claim was lost, so W runs and nothing leaks
+  group->strategy()->Stop();  // also wakes A if the claim was lost, so W runs and nothing leaks
   a.join();
   SetSchedulerTestHook(nullptr);
   g_script = nullptr;
@@ -146,9 +146,9 @@ TEST(SchedulingGroupProtocolTest, StalledPushDoesNotStrandTheFibersItHid) {
   const std::uint64_t position = V1(group)->BeginStalledPushForTesting();
   // 2. Producer B pushes F6 behind it and wakes X.
   std::atomic<bool> f6_ran{false}, f5_ok{false}, f5_done{false};
-  const std::uint64_t wakeups_before = group->strategy_stats().wakeups;
+  const std::uint64_t wakeups_before = group->strategy()->stats().wakeups;
   group->StartFiber(NewFiberDesc([&f6_ran] { f6_ran = true; }));
-  EXPECT_EQ(group->strategy_stats().wakeups, wakeups_before + 1);
+  EXPECT_EQ(group->strategy()->stats().wakeups, wakeups_before + 1);
   // 3. X finds the queue empty and goes back to W4.
   ASSERT_TRUE(WaitFor([] { return g_waits[0] >= 2; }, 10s));
   EXPECT_FALSE(f6_ran.load()) << "F6 ran past the unpublished position";
@@ -160,7 +160,7 @@ TEST(SchedulingGroupProtocolTest, StalledPushDoesNotStrandTheFibersItHid) {
                                          /*stealable=*/true);
   ASSERT_TRUE(WaitFor([&] { return f5_done.load(); }, 20s));
   EXPECT_TRUE(f5_ok.load()) << "F6 stayed queued behind F5 while worker 1 slept";
-  group->Stop();  // wakes Y if it still sleeps, so F6 runs and nothing leaks
+  group->strategy()->Stop();  // wakes Y if it still sleeps, so F6 runs and nothing leaks
   x.join();
   y.join();
   SetSchedulerTestHook(nullptr);

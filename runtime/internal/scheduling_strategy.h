@@ -167,9 +167,9 @@ class SchedulingStrategy : public NotifiedQueues {
 
   // ---- Lifetime.
   // Every idle worker's path returns at once from now on, without sleeping.
-  void Stop(std::size_t workers) {
+  void Stop() {
     stopping_.store(true, std::memory_order_release);  // pairs with stopping()'s acquire
-    notifier_.WakeAll(workers);
+    notifier_.WakeAll();
   }
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   // Whether any entry is still queued (a relaxed snapshot; exact once workers stopped).

@@ -238,9 +238,8 @@ StrategyStats StrategyV1::stats() const {
 
 // ---- The spinner notifier.
 
-SpinnerNotifier::SpinnerNotifier(StrategyV1& owner, std::size_t workers) : owner_(owner) {
-  CHECK_LE(workers, kMaxWorkersPerGroup);
-}
+SpinnerNotifier::SpinnerNotifier(StrategyV1& owner, std::size_t workers)
+    : IdleNotifier(workers), owner_(owner) {}
 
 void SpinnerNotifier::Notify() {
   SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorkerIndex);

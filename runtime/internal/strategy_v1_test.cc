@@ -127,7 +127,7 @@ TEST(StrategyV1Test, AProducerWakesTheLowestSleeper) {
       << "only the lowest sleeper should be woken; sleepers: "
       << std::bitset<3>(protocol.sleeping_workers());
   stop = true;
-  group->Stop();  // wakes every sleeper
+  group->strategy()->Stop();  // wakes every sleeper
   for (auto& worker : workers) worker.join();
   delete group;
 }
