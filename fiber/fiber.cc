@@ -16,6 +16,7 @@
 #include "fiber/internal/stack_allocator.h"
 #include "glog/logging.h"
 #include "runtime/internal/live_fibers.h"
+#include "runtime/internal/parking.h"
 #include "runtime/internal/runtime_impl.h"
 #include "runtime/internal/take_back.h"
 #include "sync/internal/timed_waiter.h"
@@ -178,7 +179,7 @@ internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
   const bool in_fiber = self != nullptr && !self->is_master();
   if (attributes.launch_policy == spindle::Launch::kDispatch && in_fiber &&
       self->scheduling_group == group) {
-    group->Dispatch(self, desc);
+    internal::DispatchFiber(self, desc);
     return group;
   }
   group->StartFiber(desc);

@@ -279,9 +279,9 @@ Descriptor::WaitResult Descriptor::WaitAsFiber(
 
   // Not pollable by epoll (see EnsureRegistered()): block the worker in poll(2).
   if (!pollable) return WaitAsThread(direction, deadline);
-  // Someone must poll while we wait (see SchedulingGroup::EnsurePollerAwake()).
+  // Someone must poll while we wait (see BusyPoll::EnsurePollerAwake()).
   if (direction != kNeither) {
-    spindle::internal::Runtime::Get().group(reactor_index)->EnsurePollerAwake();
+    spindle::internal::Runtime::Get().group(reactor_index)->busy_poll().EnsurePollerAwake();
   }
   const TimedWaiter::Result result =
       waiter.WaitUntil(deadline, spindle::internal::WaitKind::kSocket);

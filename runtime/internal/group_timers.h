@@ -22,7 +22,7 @@ namespace spindle::internal {
 //
 // Thread-safety: Due() from any thread (a relaxed load); FireDue() from a worker thread
 // holding no fiber's lock. Set on a group by the composition root
-// (SchedulingGroup::SetTimers) and cleared before the timers stop; FireDue() after
+// (BusyPoll::SetTimers) and cleared before the timers stop; FireDue() after
 // the stop does nothing.
 class GroupTimers {
  public:

@@ -70,6 +70,7 @@
 #include "runtime/internal/chaos.h"
 #include "runtime/internal/group_chaos.h"
 #include "runtime/internal/parker.h"
+#include "runtime/internal/parking.h"
 #include "runtime/internal/scheduling_test_points.h"
 #include "runtime/internal/test_seams.h"
 
@@ -101,7 +102,7 @@ FiberEntity* IdlePath::FindRunnable() {
   // We ran a fiber, or were woken (maybe by a saturated victim, T1): look again.
   fruitless_steals_ = 0;
   fruitless_at_last_pause_ = 0;
-  group_->PollAndFireFromIdle(worker_);  // 1
+  group_->busy_poll().FromIdle(worker_);  // 1
   std::uintptr_t entry = strategy_.TakeNext(worker_);  // 2
   if (entry == 0) entry = SearchAndSleep();
   if (entry == 0) return nullptr;
@@ -109,7 +110,7 @@ FiberEntity* IdlePath::FindRunnable() {
   if constexpr (kTestSeams) {
     if (ChaosDecides()) entry = ChaosPick(group_, entry, worker_);
   }
-  return group_->MakeRunning(entry, worker_);
+  return MakeRunning(group_, entry, worker_);
 }
 
 std::uintptr_t IdlePath::SearchAndSleep() {

@@ -106,7 +106,7 @@ void TakeBackRunInline(SchedulingGroup* group, FiberEntity* joiner, FiberDesc* d
   }
   // Only this worker's thread touches its list: the joiner runs on it, and does not
   // switch while it is in here.
-  auto& pending = home->worker_state_[joiner->scheduling_worker].pending_take_backs;
+  auto& pending = home->pending_take_backs_[joiner->scheduling_worker].entries;
   if (taken) {
     FreeFiberDesc(desc);
     // Taking it may have brought an earlier one of ours to the front.

@@ -163,7 +163,7 @@ void StartTimerWorkers(const std::vector<SchedulingGroup*>& groups) {
   }
   for (auto& worker : *workers) {
     worker->Start();
-    worker->group()->SetTimers(worker.get());  // busy workers fire due timers too
+    worker->group()->busy_poll().SetTimers(worker.get());  // busy workers fire due timers too
   }
   g_timer_workers.store(workers, std::memory_order_release);
 }
@@ -172,7 +172,7 @@ void StopTimerWorkers() {
   auto* workers = g_timer_workers.load(std::memory_order_acquire);
   CHECK(workers != nullptr) << "no timer workers to stop";
   for (auto& worker : *workers) {
-    worker->group()->SetTimers(nullptr);  // an assist already under way: Stop() waits
+    worker->group()->busy_poll().SetTimers(nullptr);  // an assist already under way: Stop() waits
     worker->Stop();
   }
 }
