@@ -58,6 +58,10 @@ std::string TryStartRuntime() {
   std::vector<internal::SchedulingGroup*> groups;
   for (std::size_t g = 0; g < runtime.group_count(); ++g) groups.push_back(runtime.group(g));
   internal::StartTimerWorkers(groups);
+  // Busy workers fire due timers too (group_timers.h).
+  for (internal::SchedulingGroup* group : groups) {
+    group->busy_poll().SetTimers(internal::TimerWorkerFor(group));
+  }
   g_terminate_grace = options.terminate_grace;
   internal::StartDumpSignalListener(options.dump_signal, [] { DumpFibers(std::cerr); });
   return "";
@@ -79,6 +83,10 @@ void TerminateRuntime() {
   // the groups' last fibers, so a late look-up still finds one.
   WaitForFibersLoggingStragglers();
   internal::StopDumpSignalListener();
+  // An assist already under way when the timers are removed: Stop() waits for it.
+  for (std::size_t g = 0; g < internal::Runtime::Get().group_count(); ++g) {
+    internal::Runtime::Get().group(g)->busy_poll().SetTimers(nullptr);
+  }
   internal::StopTimerWorkers();
   internal::Runtime::Terminate();
   internal::DestroyTimerWorkers();

@@ -13,9 +13,10 @@
 namespace spindle::internal {
 
 class SchedulingGroup;  // scheduling_group.h
+struct FiberDesc;       // fiber_desc.h
 
 // What the layers above the scheduler (sync/, timer/, fiber/) need to block and wake
-// fibers, without the scheduler's headers. Each call goes to the fiber's own scheduling
+// fibers, and the timer thread to start them, without the scheduler's headers. Each call goes to the fiber's own scheduling
 // group (FiberEntity::scheduling_group), whatever strategy it runs.
 //
 // The functions below are declared here and defined in scheduling_group.cc: a direct
@@ -39,6 +40,11 @@ void QueueReadyFiber(FiberEntity* fiber);
 void ParkFiber(FiberEntity* self, std::unique_lock<Spinlock> self_lock);
 // Lets other Ready fibers of self's group run; returns at once if there are none.
 void YieldFiber(FiberEntity* self);
+// Starts the new fiber `desc` in `group` (ownership passes to it) and wakes a worker:
+// how the timer thread runs a timer's callback. Any thread.
+void StartFiberIn(SchedulingGroup* group, FiberDesc* desc);
+// The index of `group` in its runtime, which its TimerWorker shares.
+std::size_t GroupIndex(const SchedulingGroup* group);
 // Queues `n` Ready fibers of `group` at once and wakes up to `n` workers; with
 // `timer_round`, as the fibers woken by one firing round of the group's timers
 // (SchedulingStrategy::EnqueueWoken: v2 runs them ahead of its local queues). What

@@ -137,6 +137,10 @@ void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
   EnqueueMany(descs, n, /*timer_round=*/false);
 }
 
+void StartFiberIn(SchedulingGroup* group, FiberDesc* desc) { group->StartFiber(desc); }
+
+std::size_t GroupIndex(const SchedulingGroup* group) { return group->index(); }
+
 void QueueReadyFibers(SchedulingGroup* group, FiberEntity* const* fibers, std::size_t n,
                       bool timer_round) {
   group->EnqueueMany(fibers, n, timer_round);

@@ -81,7 +81,7 @@
 #include "runtime/internal/futex.h"
 #include "glog/logging.h"
 #include "runtime/internal/global_run_queue.h"
-#include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/fiber_desc.h"
 
 namespace spindle::internal {
 namespace {
@@ -158,23 +158,17 @@ void StartTimerWorkers(const std::vector<SchedulingGroup*>& groups) {
       << "timer workers started twice";
   auto* workers = new std::vector<std::unique_ptr<TimerWorker>>;
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    CHECK_EQ(groups[g]->index(), g) << "groups must come in index order";
+    CHECK_EQ(GroupIndex(groups[g]), g) << "groups must come in index order";
     workers->push_back(std::make_unique<TimerWorker>(groups[g]));
   }
-  for (auto& worker : *workers) {
-    worker->Start();
-    worker->group()->busy_poll().SetTimers(worker.get());  // busy workers fire due timers too
-  }
+  for (auto& worker : *workers) worker->Start();
   g_timer_workers.store(workers, std::memory_order_release);
 }
 
 void StopTimerWorkers() {
   auto* workers = g_timer_workers.load(std::memory_order_acquire);
   CHECK(workers != nullptr) << "no timer workers to stop";
-  for (auto& worker : *workers) {
-    worker->group()->busy_poll().SetTimers(nullptr);  // an assist already under way: Stop() waits
-    worker->Stop();
-  }
+  for (auto& worker : *workers) worker->Stop();
 }
 
 void DestroyTimerWorkers() {
@@ -186,7 +180,7 @@ TimerWorker* TimerWorkerFor(const SchedulingGroup* group) {
   CHECK(workers != nullptr)
       << "no timer workers: the Spindle runtime is not running (call "
          "spindle::StartRuntime() first)";
-  return (*workers)[group->index()].get();
+  return (*workers)[GroupIndex(group)].get();
 }
 
 TimerWorker::TimerWorker(SchedulingGroup* group)
@@ -360,7 +354,7 @@ void TimerWorker::Fire(TimerEntry* entry) {
     entry->expires_at += entry->interval;
     Add(entry);
   });
-  group_->StartFiber(desc);
+  StartFiberIn(group_, desc);
 }
 
 bool TimerWorker::Due(std::int64_t now_ns) const {
@@ -459,7 +453,7 @@ void TimerWorker::CompactIfMostlyCancelled() {
 
 void TimerWorker::Run() {
   pthread_setname_np(pthread_self(),
-                     ("spindle-t" + std::to_string(group_->index())).substr(0, 15).c_str());
+                     ("spindle-t" + std::to_string(GroupIndex(group_))).substr(0, 15).c_str());
   // Timers should fire when due, not up to 50 us later (the default timer slack).
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   MarkThisThreadAsRuntimeThread(true);

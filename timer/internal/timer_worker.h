@@ -174,7 +174,9 @@ void SetTimerWorkerAssistTestHook(void (*hook)(TimerWorker* worker));
 // StartTimerWorkers() creates and starts one TimerWorker per group (`groups` in index
 // order) and publishes them; StopTimerWorkers() stops their threads (pending timers are
 // cancelled; no callback starts afterwards) and keeps the objects, so a late Add() still
-// finds one; DestroyTimerWorkers() frees them. Called in that order, by one thread.
+// finds one; DestroyTimerWorkers() frees them. Called in that order, by one thread. The
+// composition root also gives each group its TimerWorker as the timers its busy workers
+// fire (BusyPoll::SetTimers) after the start, and takes them back before the stop.
 void StartTimerWorkers(const std::vector<SchedulingGroup*>& groups);
 void StopTimerWorkers();
 void DestroyTimerWorkers();
