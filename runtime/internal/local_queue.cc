@@ -104,32 +104,24 @@
 #include <type_traits>
 
 #include "fiber/internal/spinlock.h"
+#include "runtime/internal/capacity.h"
 
 namespace spindle::internal {
 namespace {
 
-bool IsValidCapacity(std::uint64_t capacity) {
-  return capacity >= kMinLocalQueueCapacity && capacity <= kMaxLocalQueueCapacity &&
-         (capacity & (capacity - 1)) == 0;
-}
-
 // Checked before the slots are allocated, so a bad value fails with a message rather
 // than with bad_alloc.
 std::size_t CheckedCapacity(std::size_t capacity) {
-  CHECK(IsValidCapacity(capacity))
-      << "LocalQueue capacity " << capacity << " is invalid: expected a power of two in ["
-      << kMinLocalQueueCapacity << ", " << kMaxLocalQueueCapacity << "]";
+  const std::string error =
+      PowerOfTwoError("LocalQueue capacity ", capacity, kMinLocalQueueCapacity, kMaxLocalQueueCapacity);
+  CHECK(error.empty()) << error;
   return capacity;
 }
 
 }  // namespace
 
 std::string ValidateLocalQueueCapacity(std::uint64_t capacity) {
-  if (IsValidCapacity(capacity)) return "";
-  return "--fiber_v2_local_queue_size=" + std::to_string(capacity) +
-         " is invalid: expected a power of two in [" +
-         std::to_string(kMinLocalQueueCapacity) + ", " +
-         std::to_string(kMaxLocalQueueCapacity) + "]";
+  return PowerOfTwoError("--fiber_v2_local_queue_size=", capacity, kMinLocalQueueCapacity, kMaxLocalQueueCapacity);
 }
 
 LocalQueue::LocalQueue(std::size_t capacity, int numa_node)

@@ -123,32 +123,24 @@
 #include <type_traits>
 
 #include "fiber/internal/spinlock.h"
+#include "runtime/internal/capacity.h"
 
 namespace spindle::internal {
 namespace {
 
-bool IsValidCapacity(std::uint64_t capacity) {
-  return capacity >= kMinRunQueueCapacity && capacity <= kMaxRunQueueCapacity &&
-         (capacity & (capacity - 1)) == 0;
-}
-
 // Checked before the slots are allocated, so a bad value fails with a message rather
 // than with bad_alloc.
 std::size_t CheckedCapacity(std::size_t capacity) {
-  CHECK(IsValidCapacity(capacity))
-      << "RunQueue capacity " << capacity << " is invalid: expected a power of two in ["
-      << kMinRunQueueCapacity << ", " << kMaxRunQueueCapacity << "]";
+  const std::string error =
+      PowerOfTwoError("RunQueue capacity ", capacity, kMinRunQueueCapacity, kMaxRunQueueCapacity);
+  CHECK(error.empty()) << error;
   return capacity;
 }
 
 }  // namespace
 
 std::string ValidateRunQueueCapacity(std::uint64_t capacity) {
-  if (IsValidCapacity(capacity)) return "";
-  return "--fiber_run_queue_size=" + std::to_string(capacity) +
-         " is invalid: expected a power of two in [" +
-         std::to_string(kMinRunQueueCapacity) + ", " +
-         std::to_string(kMaxRunQueueCapacity) + "]";
+  return PowerOfTwoError("--fiber_run_queue_size=", capacity, kMinRunQueueCapacity, kMaxRunQueueCapacity);
 }
 
 RunQueue::RunQueue(std::size_t capacity, int numa_node)
