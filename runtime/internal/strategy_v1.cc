@@ -48,8 +48,10 @@
 //       steal (T2 below), clear our bit and return without sleeping.
 //   W4. Otherwise Wait() on our slot. Woken by a producer (our bit was cleared for us),
 //       we look once more (the poll its wake-up paid for), and if we got a fiber and
-//       the queue still holds fibers, wake another worker ("more work"). Woken without
-//       a claim (a time limit, a wake-up banked earlier), start over from the top.
+//       the queue still holds fibers, wake another worker ("more work"); if the look
+//       found nothing, we spin (S1-S3) if fewer than two do, else sleep again. Woken
+//       without a claim (a time limit, a wake-up banked earlier), start over from the
+//       top.
 //
 // No lost wake-up. The pair (push; P1; read masks) against (W1; W2; read queue) is
 // the store-buffering (Dekker) pattern with a seq_cst fence on each side: at least one
@@ -257,7 +259,9 @@ void SpinnerNotifier::NotifyMany(std::size_t n) {
 
 bool SpinnerNotifier::WakeOneSleeper() { return WakeUpOneSleepingWorker(); }
 
-bool SpinnerNotifier::StartSearching(std::size_t w) {
+bool SpinnerNotifier::StartSearching(std::size_t w) { return TryJoinSpinners(w); }
+
+bool SpinnerNotifier::TryJoinSpinners(std::size_t w) {
   // S1.
   const std::uint64_t self = std::uint64_t{1} << w;
   // relaxed: a hint; the CAS below decides.
@@ -276,7 +280,12 @@ bool SpinnerNotifier::StartSearching(std::size_t w) {
 }
 
 bool SpinnerNotifier::KeepSearching(std::size_t w) {
-  if (mode_[w] != Mode::kSpinning) return false;  // a woken worker looks once
+  // A woken worker's look (the poll its wake-up paid for) found nothing: another
+  // worker took the fiber, or a stalled push hides it. Spin like any idle worker, if
+  // fewer than two do (S1), rather than sleep at once: the next push then claims us
+  // without a system call (spawn_join paid a futex wake per fiber without this).
+  if (mode_[w] == Mode::kWoken) return TryJoinSpinners(w);
+  if (mode_[w] != Mode::kSpinning) return false;
   // S2. relaxed load + exchange: a hand-over flag between spinners; the woken worker
   // re-checks the queue itself, so no ordering is carried by it.
   if (pending_spinner_wakeup_.load(std::memory_order_relaxed) &&

@@ -33,7 +33,9 @@ class SpinnerNotifier final : public IdleNotifier {
   bool WakeOneSleeper() override;          // P3 alone
 
   bool StartSearching(std::size_t w) override;  // S1
-  bool KeepSearching(std::size_t w) override;   // S2; false once a producer claimed w
+  // S2; false once a producer claimed w. A woken worker whose look found nothing joins
+  // the spinners here (S1).
+  bool KeepSearching(std::size_t w) override;
   std::uintptr_t StopSearching(std::size_t w, bool searching,
                                std::uintptr_t entry) override;  // S3
   void Announce(std::size_t w) override;                        // W1, W2
@@ -52,6 +54,8 @@ class SpinnerNotifier final : public IdleNotifier {
     kWoken,     // a producer cleared its sleeping bit and woke it: it owes a poll
   };
 
+  // S1: joins the spinner set if fewer than two spin (mode kSpinning); false if not.
+  bool TryJoinSpinners(std::size_t w);
   // After taking a fiber on a wake-up path: wakes one more worker if fibers are still
   // queued ("more work" at the top of strategy_v1.cc).
   void WakeAnotherIfQueued();
