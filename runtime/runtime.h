@@ -89,7 +89,7 @@ std::vector<SchedulingGroupStats> GetSchedulingGroupStats();
 //
 //   --- fiber dump: 3 fibers (1 ready, 1 running, 1 waiting); about 0 more started but not yet scheduled ---
 //   fiber 1025 group 0 waiting on event for 1.503s
-//     #0  0x55d0c0a1b2c3 spindle::internal::SchedulingGroup::Halt()
+//     #0  0x55d0c0a1b2c3 spindle::internal::ParkFiber()
 //     ...
 //     #9  0x55d0c0a1c4d5 ParkOnEvent()
 //   fiber 1026 group 0 running on worker 1 for 0.002s

@@ -124,7 +124,7 @@ void* MapReserved(std::size_t length) {
 // entry, not one per stack: 100k registered stacks took 8 MB of map nodes). Stacks are
 // created and destroyed rarely (they are recycled through caches), so mutexes are
 // enough. Two of them, because a worker may create a stack while it holds a fiber's
-// scheduler lock (Halt() instantiates the next fiber before its own lock is released)
+// scheduler lock (ParkFiber() instantiates the next fiber before its lock is released)
 // and a dump waits for scheduler locks: the dump holds `walk_mutex_`, which only
 // Remove() (a stack being freed, never under a scheduler lock) also takes, and holds
 // `list_mutex_`, which Add() and Grow() take, only to copy the list.

@@ -40,7 +40,7 @@
 //     this a long-running fiber on the former poller would delay every network event.
 // R5. Busy workers: every 64th fiber switch a worker looks at the clock, and if nobody
 //     holds the token and nobody polled for 100 us (GroupPoller::kBusyPollIntervalNs),
-//     polls without blocking (in Halt() by a detour through the worker's loop, where no
+//     polls without blocking (in ParkFiber() by a detour through the worker's loop, where no
 //     fiber lock is held). This is Go's "busy Ps poll", and it closes tRPC v2's
 //     saturation hole. A fiber that never switches still blocks its own worker (no
 //     preemption), but not the others.

@@ -33,7 +33,7 @@ void BusyPoll::PollAndFireIfDue() {
 
 void BusyPoll::FromIdle(std::size_t worker) {
   // With a poller, every pass looks at the clock, as a reactor's latency wants; for the
-  // timers alone, only when Halt() found them due or every 64th pass (a clock read on
+  // timers alone, only when ParkFiber() found them due or every 64th pass (a clock read on
   // every fiber's exit cost spawn_join 25%).
   PerWorker& self = per_worker_[worker];
   if (self.poll_due || (++self.switches & 63) == 0 || strategy_.poller() != nullptr) {

@@ -45,7 +45,7 @@ class BusyPoll {
   // timers, where due.
   void PollAndFireIfDue();
   // Step 1 of the idle path (idle_path.cc), on worker `worker`'s own stack: poll and
-  // fire when Halt() found them due, every 64th pass, or on every pass while the group
+  // fire when ParkFiber() found them due, every 64th pass, or on every pass while the group
   // has a poller.
   void FromIdle(std::size_t worker);
   // Called by a fiber about to park on IO: if nobody holds the poller token while
@@ -63,7 +63,7 @@ class BusyPoll {
   struct alignas(64) PerWorker {
     // Switches and idle passes on this worker: every 64th looks at the clock.
     std::uint64_t switches = 0;
-    // Due() said yes, and Halt() could not act on it: the idle path polls and fires.
+    // Due() said yes, and ParkFiber() could not act on it: the idle path polls and fires.
     bool poll_due = false;
   };
   PerWorker per_worker_[kMaxWorkersPerGroup];

@@ -17,13 +17,13 @@
 //         shared queue instead of a worker's local queue (SchedulingGroup::ChaosQueue).
 //         scheduling_group_local fibers never leave their group.
 //     D3. Forced yields. A fiber that comes back from a park sometimes yields at once
-//         (SchedulingGroup::Halt): only there, because a fiber that was allowed to park
+//         (ParkFiber, parking.cc): only there, because a fiber that was allowed to park
 //         at that point holds no lock that a yield could hurt; a yield after an arbitrary
 //         user call (Event::Set under a std::mutex) could deadlock a correct program.
 //   Timing (where the protocols are most fragile):
 //     P.  Short random pauses: spin for up to a few microseconds, give up the CPU, or
 //         sleep up to 100 us, at every step of the idle and wake-up protocols
-//         (SchedulerTestPoint), in WaitSlot's wait and wake, in Halt() between becoming
+//         (SchedulerTestPoint), in WaitSlot's wait and wake, in ParkFiber() between becoming
 //         Waiting and switching out, in TimedWaiter's park and wake, and in the
 //         TimerWorker's and reactor's loops.
 //

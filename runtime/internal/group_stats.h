@@ -99,7 +99,7 @@ class GroupStats {
   // Marks `fiber`/`desc` as made Ready now, for the ready-to-run latency (one in
   // ReadySamplePeriod() readinesses is stamped with the cycle clock; the rest with 0).
   // A fiber's stamp is written only when sampled, and cleared by the worker that takes
-  // it (SchedulingGroup::MakeRunning()): a waker on another CPU must not write the
+  // it (MakeRunning(), parking.h): a waker on another CPU must not write the
   // wakee's control block on every wake-up (that line then bounces between the CPUs:
   // pingpong's round trip cost 10% more when every wake-up wrote a stamp or a count
   // there). The caller owns `fiber`/`desc` until it queues it.

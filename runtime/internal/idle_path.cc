@@ -7,7 +7,7 @@
 //   1. Timers and the poller, when due (group_timers.h, group_poller.h): fired or
 //      polled here, on the worker's own stack, holding no fiber's lock. Before the
 //      queues, as Go checks its timers first: a worker whose queues never empty must
-//      still fire them (a Halt() that finds a poll due comes here for it).
+//      still fire them (a ParkFiber() that finds a poll due comes here for it).
 //   2. Our own queues (the strategy's TakeNext).
 //   I2. Become a searcher, if the notifier lets us (notifier.h: v2 and relaxed count
 //      searchers up to half the group; v1 lets two workers spin).

@@ -5,7 +5,7 @@
 // Fiber waiter:
 //   1. Arm a deadline timer (an inline TimerWorker callback, OnDeadline).
 //   2. Take our scheduler lock. If state_ is no longer kWaiting (someone already won),
-//      unlock and go on. Otherwise Halt(): we become Waiting and the lock is released by
+//      unlock and go on. Otherwise ParkFiber(): we become Waiting and the lock is released by
 //      the context we switch to, once we are saved.
 //   3. Woken (or never parked): cancel the timer. If the cancel fails, the timer has
 //      fired, so wait for OnDeadline to report it is done with us. Return the winner.
