@@ -15,10 +15,10 @@ esac
 command -v nm >/dev/null || { echo "nm (binutils) is missing" >&2; exit 2; }
 
 # Symbols of the seams: chaos mode (chaos.h and SchedulingGroup's Chaos* members), the
-# scheduler's test points and its re-check switch (scheduling_strategy.h), v1's stalled
+# scheduler's test points and its re-check switch (scheduling_test_points.h), v1's stalled
 # push, the TimerWorker's hooks. The --fiber_chaos_seed flag itself stays in every build
 # (a nonzero value is refused by name), so its gflags symbols are left out.
-pattern='spindle::internal::(Chaos|StartChaos|StopChaos|SetChaosDecisionsForTesting|chaos_internal::|SchedulingGroup::Chaos|SetSchedulerTestHook|DisableSleepRecheckForTesting|strategy_internal::g_test_hook|strategy_internal::g_sleep_recheck_disabled|StrategyV1::(Begin|Finish)StalledPushForTesting|SetTimerWorker(Assist)?TestHook|timer_internal::g_(assist_)?test_hook)'
+pattern='spindle::internal::(Chaos|StartChaos|StopChaos|SetChaosDecisionsForTesting|chaos_internal::|SetSchedulerTestHook|DisableSleepRecheckForTesting|strategy_internal::g_test_hook|strategy_internal::g_sleep_recheck_disabled|StrategyV1::(Begin|Finish)StalledPushForTesting|SetTimerWorker(Assist)?TestHook|timer_internal::g_(assist_)?test_hook)'
 
 symbols=$(nm -C "$binary")
 [ -n "$symbols" ] || { echo "nm printed no symbols for $binary (stripped?)" >&2; exit 1; }
@@ -34,7 +34,7 @@ if [ "$expect" = absent ]; then
   echo "PASS: no test-seam symbols in $binary"
 else
   for must in 'spindle::internal::StartChaos' 'spindle::internal::SetSchedulerTestHook' \
-              'spindle::internal::SchedulingGroup::ChaosPick' \
+              'spindle::internal::ChaosPick(' 'spindle::internal::ChaosYield(' \
               'spindle::internal::SetTimerWorkerTestHook'; do
     if ! grep -qF "$must" <<<"$found"; then
       echo "FAIL: $binary was built with the test seams but has no $must" >&2
