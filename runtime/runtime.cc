@@ -84,8 +84,9 @@ void TerminateRuntime() {
   WaitForFibersLoggingStragglers();
   internal::StopDumpSignalListener();
   // An assist already under way when the timers are removed: Stop() waits for it.
-  for (std::size_t g = 0; g < internal::Runtime::Get().group_count(); ++g) {
-    internal::Runtime::Get().group(g)->busy_poll().SetTimers(nullptr);
+  internal::Runtime& runtime = internal::Runtime::Get();
+  for (std::size_t g = 0; g < runtime.group_count(); ++g) {
+    runtime.group(g)->busy_poll().SetTimers(nullptr);
   }
   internal::StopTimerWorkers();
   internal::Runtime::Terminate();

@@ -188,7 +188,7 @@ std::uintptr_t IdlePath::TryOtherGroups() {
     if (std::uintptr_t entry = group_->StealEntryFrom(victim.group)) return entry;
     // Only attempts at a queue that still looks non-empty count: the entry at its head
     // is not stealable, or another worker keeps beating us to it.
-    if (victim.group->strategy()->MayHaveStealable()) ++fruitless_steals_;
+    if (victim.group->MayHaveStealable()) ++fruitless_steals_;
   }
   return 0;
 }
@@ -222,7 +222,7 @@ IdlePath::Plan IdlePath::PlanWhenAnnounced() const {
 
 bool IdlePath::VictimsHaveFibers() const {
   for (const Victim& victim : victims_) {
-    if (victim.group->strategy()->MayHaveStealable()) return true;
+    if (victim.group->MayHaveStealable()) return true;
   }
   return false;
 }
