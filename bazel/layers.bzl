@@ -23,7 +23,7 @@ FIBER_INTERNAL_USERS = ["//:__subpackages__"]
 
 # Layer 2: scheduling; not the execution core.
 RUNTIME_INTERNAL_USERS = [
-    "//runtime/internal:__pkg__",
+    "//runtime/internal:__subpackages__",
     "//timer/internal:__pkg__",
     "//sync:__subpackages__",
 ] + _PUBLIC_AND_IO

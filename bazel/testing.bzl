@@ -1,8 +1,8 @@
 """Test macros: every scheduler-facing test runs under every scheduling strategy, and
-under chaos scheduling (runtime/internal/chaos.h) with a seed of its own."""
+under chaos scheduling (runtime/internal/seams/chaos.h) with a seed of its own."""
 
 # For target_compatible_with: a target that needs the test seams
-# (runtime/internal/test_seams.h) is built and run only under --config=seams (or the
+# (runtime/internal/seams/test_seams.h) is built and run only under --config=seams (or the
 # asan and tsan configs); other builds skip it.
 NEEDS_TEST_SEAMS = select({
     "//bazel:test_seams": [],

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test seams (runtime/internal/test_seams.h) are in a binary exactly when the build
+# The test seams (runtime/internal/seams/test_seams.h) are in a binary exactly when the build
 # asked for them: test_seams_symbols_test.sh absent|present BINARY. `absent` (every build
 # without --define=spindle_test_seams=1, -c opt among them; the opt lane of .ci/run runs
 # this there): spindle_bench's symbol table names no part of chaos mode and no scheduler

@@ -15,10 +15,10 @@
 #include "fiber/internal/fiber_entity.h"
 #include "fiber/internal/stack_allocator.h"
 #include "glog/logging.h"
-#include "runtime/internal/live_fibers.h"
-#include "runtime/internal/parking.h"
+#include "runtime/internal/group/live_fibers.h"
+#include "runtime/internal/group/parking.h"
+#include "runtime/internal/group/take_back.h"
 #include "runtime/internal/runtime_impl.h"
-#include "runtime/internal/take_back.h"
 #include "sync/internal/timed_waiter.h"
 
 namespace spindle {

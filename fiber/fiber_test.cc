@@ -443,7 +443,7 @@ TEST(FiberDeathTest, OutOfRangeSchedulingGroupIsRejected) {
 // Fiber::Attributes::start_order through the public API (strategy v2, one worker: the
 // strategy that honors it). A fiber starts three children and yields until they ran:
 // kBack runs them in the order they were started (seed 002's enqueue); kNext runs the
-// newest first, then the ones it displaced (spawn). runtime/internal/strategy_v2_test
+// newest first, then the ones it displaced (spawn). runtime/internal/strategies/strategy_v2_test
 // checks the same orders against --fiber_v2_spawn.
 TEST(FiberStartOrderTest, NextRunsTheNewestFirstAndBackKeepsTheStartOrder) {
   if (testing::UnderChaos()) GTEST_SKIP() << "chaos mode reorders ready fibers on purpose";

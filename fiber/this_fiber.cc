@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "fiber/internal/fiber_entity.h"
-#include "runtime/internal/ready_batch.h"
+#include "runtime/internal/group/ready_batch.h"
 #include "sync/internal/timed_waiter.h"
 
 namespace spindle {

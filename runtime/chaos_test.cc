@@ -1,6 +1,6 @@
 // Copyright 2026 The Spindle Authors.
 //
-// Chaos scheduling (runtime/internal/chaos.h): reproducible from its seed, and every
+// Chaos scheduling (runtime/internal/seams/chaos.h): reproducible from its seed, and every
 // kind of perturbation happens. The strategy comes from the environment (this target
 // and its _v2 twin); the seed is set here, not by the chaos twins (none are made).
 
@@ -13,9 +13,9 @@
 #include "fiber/this_fiber.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
-#include "runtime/internal/chaos.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/seams/chaos.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
 #include "sync/mutex.h"

@@ -21,7 +21,7 @@
 #include "gtest/gtest.h"
 #include "io/run_blocking.h"
 #include "io/stream.h"
-#include "runtime/internal/dump_signal.h"
+#include "runtime/internal/observability/dump_signal.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/runtime.h"

@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <sstream>
 
-#include "runtime/internal/group_poller.h"
-#include "runtime/internal/live_fibers.h"
+#include "runtime/internal/group/live_fibers.h"
+#include "runtime/internal/group/scheduling_group.h"
+#include "runtime/internal/idle/group_poller.h"
 #include "runtime/internal/runtime_impl.h"
-#include "runtime/internal/scheduling_group.h"
 #include "timer/internal/timer_worker.h"
 
 namespace spindle {

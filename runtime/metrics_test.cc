@@ -14,9 +14,9 @@
 #include "fiber/this_fiber.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
+#include "runtime/internal/group/group_stats.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"
-#include "runtime/internal/group_stats.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
 

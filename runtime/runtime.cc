@@ -9,13 +9,13 @@
 
 #include "fiber/internal/fiber_entity.h"
 #include "glog/logging.h"
-#include "runtime/internal/dump_signal.h"
-#include "runtime/internal/fiber_dump.h"
 #include "runtime/internal/fiber_worker.h"
-#include "runtime/internal/live_fibers.h"
+#include "runtime/internal/group/live_fibers.h"
+#include "runtime/internal/group/scheduling_group.h"
+#include "runtime/internal/observability/dump_signal.h"
+#include "runtime/internal/observability/fiber_dump.h"
 #include "runtime/internal/runtime_impl.h"
 #include "runtime/internal/runtime_options.h"
-#include "runtime/internal/scheduling_group.h"
 #include "sync/internal/timed_waiter.h"
 #include "timer/internal/timer_worker.h"
 

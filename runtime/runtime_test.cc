@@ -16,9 +16,9 @@
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_options.h"
-#include "runtime/metrics.h"
 #include "runtime/internal/runtime_testing.h"
-#include "runtime/internal/test_seams.h"
+#include "runtime/internal/seams/test_seams.h"
+#include "runtime/metrics.h"
 
 namespace spindle {
 namespace {
@@ -65,7 +65,7 @@ TEST(RuntimeFlagsTest, EachOutOfRangeFlagIsRejectedByName) {
   ExpectRejected("fiber_worker_accessible_cpus", "1023", "not in the process's affinity mask");
 }
 
-// Chaos scheduling is a test seam (runtime/internal/test_seams.h): a build without the
+// Chaos scheduling is a test seam (runtime/internal/seams/test_seams.h): a build without the
 // seams refuses a seed by name instead of running without the chaos it asked for; a
 // build with them runs under it.
 TEST(RuntimeFlagsTest, ChaosSeedNeedsTheTestSeams) {

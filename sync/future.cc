@@ -12,8 +12,8 @@
 #include "sync/future.h"
 
 #include "fiber/internal/fiber_entity.h"
+#include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/runtime_impl.h"
-#include "runtime/internal/scheduling_group.h"
 
 namespace spindle::internal {
 namespace {

@@ -10,7 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "fiber/internal/spinlock.h"
 #include "glog/logging.h"
-#include "runtime/internal/ready_batch.h"
+#include "runtime/internal/group/ready_batch.h"
 #include "sync/internal/wait_queue.h"
 
 namespace spindle {

@@ -19,10 +19,10 @@
 #include "fiber/this_fiber.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
+#include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/lost_wake_hammer.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"
-#include "runtime/internal/scheduling_group.h"
 #include "runtime/runtime.h"
 
 namespace spindle {
@@ -128,7 +128,7 @@ void RunPerturbedPairs(std::size_t workers, bool partner_yields) {
   FLAGS_fiber_worker_spin_time_us = 200;
   ScopedRuntime runtime(workers);
   const char* hook_env = std::getenv("SPINDLE_TEST_PROTOCOL_HOOK");
-  // The hook is a test seam (runtime/internal/test_seams.h): without the seams the
+  // The hook is a test seam (runtime/internal/seams/test_seams.h): without the seams the
   // rounds run unperturbed.
   const bool hook = internal::kTestSeams && !testing::UnderChaos() &&
                     (hook_env == nullptr || std::string(hook_env) != "0");

@@ -15,7 +15,7 @@
 
 namespace spindle::internal {
 
-class SchedulingGroup;  // runtime/internal/scheduling_group.h (a layer above)
+class SchedulingGroup;  // runtime/internal/group/scheduling_group.h (a layer above)
 
 // A fiber's life cycle. Every change happens under the fiber's scheduler_lock:
 //
@@ -29,7 +29,7 @@ enum class FiberState : std::uint8_t { kReady, kRunning, kWaiting, kDead };
 
 const char* FiberStateName(FiberState state);
 
-// What a Waiting fiber waits for, for the fiber dump (runtime/internal/fiber_dump.h).
+// What a Waiting fiber waits for, for the fiber dump (runtime/internal/observability/fiber_dump.h).
 // Recorded by the park path (TimedWaiter) under the fiber's scheduler_lock; meaningful
 // only while the state is kWaiting.
 enum class WaitKind : std::uint8_t {
@@ -180,12 +180,12 @@ class FiberEntity {
   ExceptionState exception_state_;
 
  public:
-  // The ready-to-run latency sample (runtime/internal/metrics.h): the cycle clock when
-  // the fiber was last made Ready, if that readiness was sampled, else 0. Written by
-  // whoever makes the fiber Ready (only when sampled), before it is queued; read and
-  // cleared by the worker that takes it (ordered by the queue). Last, after the fields
-  // every switch touches, so as not to move them to other cache lines (spawn_join
-  // cost 7% more with it among the scheduling fields).
+  // The ready-to-run latency sample (runtime/internal/observability/metrics.h): the
+  // cycle clock when the fiber was last made Ready, if that readiness was sampled, else
+  // 0. Written by whoever makes the fiber Ready (only when sampled), before it is
+  // queued; read and cleared by the worker that takes it (ordered by the queue). Last,
+  // after the fields every switch touches, so as not to move them to other cache lines
+  // (spawn_join cost 7% more with it among the scheduling fields).
   std::uint64_t ready_stamp = 0;
 
   // The fiber's FiberLocal values and execution context (fiber/fiber_local.h,

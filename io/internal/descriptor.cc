@@ -15,9 +15,9 @@
 #include "fiber/internal/os_mutex.h"
 #include "glog/logging.h"
 #include "io/internal/reactor.h"
-#include "runtime/internal/ready_batch.h"
+#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/runtime_impl.h"
-#include "runtime/internal/scheduling_group.h"
 #include "sync/internal/timed_waiter.h"
 
 namespace spindle::io::internal {

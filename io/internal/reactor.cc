@@ -66,9 +66,9 @@
 
 #include "glog/logging.h"
 #include "io/internal/descriptor.h"
-#include "runtime/internal/chaos.h"
-#include "runtime/internal/ready_batch.h"
-#include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/group/scheduling_group.h"
+#include "runtime/internal/seams/chaos.h"
 
 namespace spindle::io::internal {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/internal/group_poller.h"
+#include "runtime/internal/idle/group_poller.h"
 
 namespace spindle::internal {
 class SchedulingGroup;

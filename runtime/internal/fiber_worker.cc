@@ -14,9 +14,9 @@
 #include "fiber/internal/spinlock.h"
 #include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
-#include "runtime/internal/chaos.h"
-#include "runtime/internal/test_seams.h"
-#include "runtime/internal/global_run_queue.h"
+#include "runtime/internal/queues/global_run_queue.h"
+#include "runtime/internal/seams/chaos.h"
+#include "runtime/internal/seams/test_seams.h"
 
 namespace spindle::internal {
 namespace {

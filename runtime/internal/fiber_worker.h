@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/internal/idle_path.h"
-#include "runtime/internal/scheduling_group.h"
+#include "runtime/internal/group/scheduling_group.h"
+#include "runtime/internal/idle/idle_path.h"
 
 namespace spindle::internal {
 

@@ -10,11 +10,11 @@
 #include "fiber/fiber.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
+#include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"
-#include "runtime/internal/scheduling_group.h"
-#include "runtime/internal/scheduling_strategy.h"
-#include "runtime/internal/test_seams.h"
+#include "runtime/internal/seams/test_seams.h"
+#include "runtime/internal/strategies/scheduling_strategy.h"
 
 namespace spindle::internal {
 namespace {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "glog/logging.h"
-#include "runtime/internal/chaos.h"
-#include "runtime/internal/test_seams.h"
-#include "runtime/internal/foreign_producers.h"
-#include "runtime/internal/live_fibers.h"
+#include "runtime/internal/group/foreign_producers.h"
+#include "runtime/internal/group/live_fibers.h"
+#include "runtime/internal/seams/chaos.h"
+#include "runtime/internal/seams/test_seams.h"
 
 namespace spindle::internal {
 namespace {

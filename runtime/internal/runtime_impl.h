@@ -8,10 +8,10 @@
 #include <memory>
 #include <vector>
 
-#include "runtime/internal/fiber_desc.h"
 #include "runtime/internal/fiber_worker.h"
+#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/runtime_options.h"
-#include "runtime/internal/scheduling_group.h"
 
 namespace spindle::internal {
 

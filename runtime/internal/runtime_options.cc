@@ -12,10 +12,10 @@
 #include <sstream>
 
 #include "gflags/gflags.h"
-#include "runtime/internal/run_queue.h"
-#include "runtime/internal/scheduling_strategy.h"
-#include "runtime/internal/strategy_registry.h"
-#include "runtime/internal/test_seams.h"
+#include "runtime/internal/queues/run_queue.h"
+#include "runtime/internal/seams/test_seams.h"
+#include "runtime/internal/strategies/scheduling_strategy.h"
+#include "runtime/internal/strategies/strategy_registry.h"
 
 DEFINE_uint64(fiber_concurrency, 0,
               "Fiber worker threads in all (default 0 = the CPUs in the process's "

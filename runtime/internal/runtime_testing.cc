@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"
-#include "runtime/internal/test_seams.h"
+#include "runtime/internal/seams/test_seams.h"
 
 namespace spindle::testing {
 namespace {

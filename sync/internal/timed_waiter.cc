@@ -29,9 +29,9 @@
 #include <thread>
 
 #include "glog/logging.h"
-#include "runtime/internal/chaos.h"
-#include "runtime/internal/parker.h"
-#include "runtime/internal/ready_batch.h"
+#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/idle/parker.h"
+#include "runtime/internal/seams/chaos.h"
 
 namespace spindle::internal {
 namespace {

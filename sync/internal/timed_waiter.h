@@ -7,7 +7,7 @@
 #include <chrono>
 
 #include "fiber/internal/fiber_entity.h"
-#include "runtime/internal/parker.h"
+#include "runtime/internal/idle/parker.h"
 #include "timer/internal/timer_worker.h"
 
 namespace spindle::internal {

@@ -61,7 +61,7 @@ void NotifySide(Round& round, int delay_us) {
 // assumption that hides scheduler bugs but a check of the wake-up protocol: the second
 // fiber is started while the first spins on one worker, and it must be handed to the
 // other, idle worker. On 16 cores this test found a lost claim of a spinner (S3 in
-// runtime/internal/scheduling_group.cc); the 2-core reproductions are in
+// runtime/internal/group/scheduling_group.cc); the 2-core reproductions are in
 // scheduling_group_test and scheduler_stress_test.
 class TimedWaiterRaceTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 

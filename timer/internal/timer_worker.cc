@@ -74,14 +74,14 @@
 #include <ctime>
 
 #include "fiber/internal/batch_pool.h"
-#include "runtime/internal/chaos.h"
-#include "runtime/internal/live_fibers.h"
-#include "runtime/internal/test_seams.h"
-#include "runtime/internal/ready_batch.h"
-#include "runtime/internal/futex.h"
 #include "glog/logging.h"
-#include "runtime/internal/global_run_queue.h"
-#include "runtime/internal/fiber_desc.h"
+#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/group/live_fibers.h"
+#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/idle/futex.h"
+#include "runtime/internal/queues/global_run_queue.h"
+#include "runtime/internal/seams/chaos.h"
+#include "runtime/internal/seams/test_seams.h"
 
 namespace spindle::internal {
 namespace {

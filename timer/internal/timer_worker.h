@@ -15,8 +15,8 @@
 #include "absl/functional/any_invocable.h"
 #include "fiber/internal/os_mutex.h"
 #include "fiber/internal/spinlock.h"
-#include "runtime/internal/group_timers.h"
-#include "runtime/internal/parker.h"
+#include "runtime/internal/idle/group_timers.h"
+#include "runtime/internal/idle/parker.h"
 
 namespace spindle::internal {
 
@@ -156,7 +156,7 @@ class TimerWorker final : public GroupTimers {
   static constexpr int kMaxAssistRounds = 4;
 };
 
-// Test seams (runtime/internal/test_seams.h), defined only in builds with them.
+// Test seams (runtime/internal/seams/test_seams.h), defined only in builds with them.
 // Tests only: `hook` (nullptr removes it) runs on every TimerWorker's thread at the top
 // of each round of its loop, between reading the wake-up sequence (step 1 in
 // timer_worker.cc) and checking for Stop(), the window in which a Stop() must not be

@@ -1,7 +1,7 @@
 // Copyright 2026 The Spindle Authors.
 //
 // The TimerWorker's protocol windows, forced through its test hooks. Built only with the
-// test seams (runtime/internal/test_seams.h: --config=seams, and the asan and tsan
+// test seams (runtime/internal/seams/test_seams.h: --config=seams, and the asan and tsan
 // configs), which .ci/run tests as a lane of its own.
 
 #include <atomic>
@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_impl.h"
 #include "runtime/internal/runtime_testing.h"
-#include "runtime/internal/test_seams.h"
+#include "runtime/internal/seams/test_seams.h"
 #include "timer/internal/timer_worker.h"
 
 namespace spindle::internal {

@@ -1,0 +1,226 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Entries. A strategy queues words (fiber_desc.h): a new fiber's FiberDesc (no stack
+// yet; Instantiate() takes one on the worker that runs it, so stacks are taken and
+// returned on the same thread) or a Ready FiberEntity. MakeRunning() turns a taken
+// entry into a Running fiber of its group; a fiber stolen from another group becomes
+// the thief's there, so every later ResumeFiber()/YieldFiber() queues it there.
+//
+// Parking. A fiber parks (ParkFiber) while holding its own scheduler lock; the context
+// it switches to releases the lock in its landing hook (FiberEntity::SwitchTo).
+// ResumeFiber() takes that lock first, so it cannot queue the fiber before its
+// registers are saved. YieldFiber and DispatchFiber queue the fiber they leave from a
+// landing hook for the same reason, and that push is a producer's like any other, with
+// the strategy's wake-up decision (P1-P4 under v1). It used to wake nobody, on the
+// argument that the yielding worker is busy and comes back to the queue: true only once
+// the fiber it switched to stops running. A partner fiber yields, its worker takes the
+// waiter fiber and re-queues the partner, the waiter spins until the partner has run,
+// and the other worker sleeps: stranded (tests/scheduler_stress_test.cc,
+// PartnerThatYieldsAlwaysGetsAWorkerBack, failed in 2 runs of 2 that way). A runnable
+// fiber must never wait while a worker of its group is idle; the price is P1's fence
+// per yield.
+
+#include "runtime/internal/group/parking.h"
+
+#include <mutex>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "fiber/internal/stack_allocator.h"
+#include "glog/logging.h"
+#include "runtime/internal/group/group_chaos.h"
+#include "runtime/internal/group/group_stats.h"
+#include "runtime/internal/group/live_fibers.h"
+#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/observability/os_lock_check.h"
+#include "runtime/internal/seams/chaos.h"
+#include "runtime/internal/seams/test_seams.h"
+
+namespace spindle::internal {
+namespace {
+
+constexpr std::size_t kNoWorker = SchedulingGroup::kNoWorker;
+
+void ReclaimFiber(FiberEntity* dead) {
+  const Stack stack = DestroyFiberEntity(dead);
+  StackCache::ForStack(stack).Put(stack);
+  CountFiberFinished();
+}
+
+// Gives `desc` a stack on the calling thread, worker `worker` of `group` (or kNoWorker:
+// not one of its workers).
+FiberEntity* Instantiate(SchedulingGroup* group, FiberDesc* desc, std::size_t worker) {
+  FiberEntity* fiber = InstantiateFiberEntity(StackCache::ForThisThread(desc->stack_class).Get(),
+                                              std::move(desc->start_proc), desc->id);
+  fiber->exit_barrier_hook = std::move(desc->exit_hook);
+  fiber->scheduling_group = group;
+  fiber->scheduling_group_local = desc->scheduling_group_local;
+  fiber->reclaim = &ReclaimFiber;
+  group->stats().CountBegun(worker);
+  FreeFiberDesc(desc);
+  return fiber;
+}
+
+// The next Ready fiber for `self`, which leaves its worker (Yield, Park), made Running;
+// nullptr if none. Inlined into both (a call here cost yield 15 instructions per
+// switch). kChaos: chaos mode's decisions are on (ChaosDecides(), fixed for a runtime's
+// life; the callers look once per switch, not once per step). True only in builds with
+// the test seams.
+template <bool kChaos>
+__attribute__((always_inline)) inline FiberEntity* TakeNextForSwitch(FiberEntity* self) {
+  // self is Running here, on the worker MakeRunning() recorded.
+  SchedulingGroup* group = self->scheduling_group;
+  const std::size_t worker = self->scheduling_worker;
+  std::uintptr_t entry = group->strategy()->TakeNext(worker);
+  if (entry == 0) return nullptr;
+  if constexpr (kChaos) entry = ChaosPick(group, entry, worker);
+  return MakeRunning(group, entry, worker);
+}
+
+// The landing hook of Yield and Dispatch. Not analysed: releases the scheduler lock
+// that the fiber switched out took before the switch.
+template <bool kChaos>
+void UnlockAndRequeue(void* arg) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  auto* fiber = static_cast<FiberEntity*>(arg);
+  fiber->scheduler_lock.unlock();
+  GroupStats::StampReady(fiber);  // ours until queued: Ready, and no queue holds it yet
+  // A producer's push like any other, with its wake-up (see "Parking" at the top). We
+  // run on the worker the fiber left, which it recorded when it was made Running (none:
+  // a test's plain thread, a foreign producer).
+  if constexpr (kChaos) {
+    ChaosQueue(fiber->scheduling_group, EncodeEntry(fiber), fiber->scheduling_group_local,
+               ReadyReason::kYielded, fiber->scheduling_worker,
+               /*foreign=*/fiber->scheduling_worker >= fiber->scheduling_group->size());
+  } else {
+    fiber->scheduling_group->strategy()->Enqueue(EncodeEntry(fiber),
+                                                 !fiber->scheduling_group_local,
+                                                 ReadyReason::kYielded,
+                                                 fiber->scheduling_worker);
+  }
+}
+
+// Yield's switch to the next ready fiber, if any (kChaos: chaos mode's decisions). Not
+// analysed: takes self's scheduler lock for the landing hook to release on the other
+// side of the switch, a hand-over the thread-safety analysis cannot follow.
+template <bool kChaos>
+__attribute__((always_inline)) inline void SwitchToNext(FiberEntity* self)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  FiberEntity* next = TakeNextForSwitch<kChaos>(self);
+  if (next == nullptr) return;  // nothing else is ready: keep running
+  self->scheduler_lock.lock();
+  self->SetState(FiberState::kReady);
+  // Re-queued by the landing hook, once self is saved.
+  self->SwitchTo(next, LandingHook{&UnlockAndRequeue<kChaos>, self});
+}
+
+}  // namespace
+
+// Yield under chaos mode's decisions: out of line and cold, off the plain path.
+// Declared always, defined only in builds with the test seams (as group_chaos.h's).
+__attribute__((noinline, cold)) void ChaosYield(FiberEntity* self);
+#if SPINDLE_HAS_TEST_SEAMS
+void ChaosYield(FiberEntity* self) { SwitchToNext<true>(self); }
+#endif
+
+FiberEntity* MakeRunning(SchedulingGroup* group, std::uintptr_t entry, std::size_t worker) {
+  // The readiness stamp (written before the push, which our pop is ordered after).
+  std::uint64_t stamp;
+  FiberEntity* fiber;
+  if (IsDescEntry(entry)) {
+    FiberDesc* desc = DecodeDesc(entry);
+    stamp = desc->ready_stamp;
+    fiber = Instantiate(group, desc, worker);
+  } else {
+    fiber = DecodeFiber(entry);
+    stamp = fiber->ready_stamp;
+    if (stamp != 0) fiber->ready_stamp = 0;  // written only when sampled (StampReady)
+  }
+  // A fiber may have been stolen from another group: it belongs to ours from now on.
+  // Plain write: the fiber is not running and no one else holds it (we took its entry);
+  // whoever reads it next is ordered after us through the scheduler lock below.
+  fiber->scheduling_group = group;
+  fiber->scheduling_worker = static_cast<std::uint32_t>(worker);
+  if (worker != kNoWorker) group->stats().NoteRun(worker, stamp);
+  std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
+  fiber->SetState(FiberState::kRunning);
+  return fiber;
+}
+
+void YieldFiber(FiberEntity* self) {
+  CheckNoOsMutexHeld(self->id, "yield");  // even when nothing else is ready
+  BusyPoll& busy_poll = self->scheduling_group->busy_poll();
+  if (busy_poll.Due(self->scheduling_worker)) {
+    // No lock is held here: poll and fire in place (the fibers they ready queue behind
+    // us, or in the workers' timer inboxes).
+    busy_poll.PollAndFireIfDue();
+  }
+  // One look at chaos mode for the pick and the re-queue (two cost yield 1%).
+  if constexpr (kTestSeams) {
+    if (__builtin_expect(ChaosDecides(), 0)) return ChaosYield(self);
+  }
+  SwitchToNext<false>(self);
+}
+
+void ParkFiber(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
+  CheckNoOsMutexHeld(self->id, "park");
+  CHECK(self_lock.owns_lock() && self_lock.mutex() == &self->scheduler_lock)
+      << "ParkFiber() needs the fiber's own scheduler lock";
+  self->SetState(FiberState::kWaiting);
+  self_lock.release();  // unlocked by the landing hook below
+  // A busy poll is due: we hold our own lock, which dispatching could need (our own
+  // IO wait), so go through the worker's idle path, which polls first.
+  FiberEntity* next = nullptr;
+  if (!self->scheduling_group->busy_poll().Due(self->scheduling_worker)) {
+    if constexpr (kTestSeams) {
+      next = ChaosDecides() ? TakeNextForSwitch<true>(self) : TakeNextForSwitch<false>(self);
+    } else {
+      next = TakeNextForSwitch<false>(self);
+    }
+  }
+  FiberEntity* target = next != nullptr ? next : GetMasterFiberEntity();
+  ChaosPause();  // Waiting but not yet switched out: a waker spins on our lock meanwhile
+  // Not analysed: the hook releases the lock self_lock held (released above).
+  self->SwitchTo(target, LandingHook{[](void* fiber) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                       static_cast<FiberEntity*>(fiber)
+                                           ->scheduler_lock.unlock();
+                                     },
+                                     self});
+  // D3 (chaos.h): back from the park, holding no lock (a park is allowed only there),
+  // sometimes yield at once. We may have moved to another group meanwhile.
+  if constexpr (kTestSeams) {
+    if (ChaosDecides() && self->scheduling_worker < self->scheduling_group->size() &&
+        ChaosOneIn(8)) {
+      ChaosCount(ChaosEvent::kForcedYield);
+      YieldFiber(self);
+    }
+  }
+}
+
+// Not analysed: takes self's scheduler lock for the landing hook (UnlockAndRequeue) on
+// the other side of the switch to release.
+void DispatchFiber(FiberEntity* self, FiberDesc* desc) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  CheckNoOsMutexHeld(self->id, "dispatch");
+  SchedulingGroup* group = self->scheduling_group;
+  // Runs now, so nobody may run it inline later. relaxed: the only possible joiner is
+  // the caller's own handle, which this fiber creates after we return.
+  if (desc->claim != nullptr) desc->claim->store(true, std::memory_order_relaxed);
+  // self runs on its worker of its group (LaunchFiber dispatches only into self's
+  // group), so that worker's cells are this thread's.
+  group->stats().CountStarted(self->scheduling_worker, 1);
+  desc->ready_stamp = 0;  // runs at once: no ready-to-run wait to measure
+  FiberEntity* next = Instantiate(group, desc, self->scheduling_worker);
+  next->scheduling_worker = self->scheduling_worker;  // runs on self's worker
+  {
+    std::lock_guard<Spinlock> lock(next->scheduler_lock);
+    next->SetState(FiberState::kRunning);
+  }
+  self->scheduler_lock.lock();
+  self->SetState(FiberState::kReady);
+  void (*requeue)(void*) = &UnlockAndRequeue<false>;
+  if constexpr (kTestSeams) {
+    if (ChaosDecides()) requeue = &UnlockAndRequeue<true>;
+  }
+  self->SwitchTo(next, LandingHook{requeue, self});
+}
+
+}  // namespace spindle::internal

@@ -1,0 +1,186 @@
+// Copyright 2026 The Spindle Authors.
+//
+// The strategy-neutral face of a scheduling group. The strategies' protocols are at the
+// top of strategy_v1.cc, strategy_v2.cc and notifier.cc; entries and parking (how a
+// fiber leaves its worker) at the top of parking.cc; the idle path in idle_path.cc.
+
+#include "runtime/internal/group/scheduling_group.h"
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include "fiber/internal/switch_safe_tls.h"
+#include "glog/logging.h"
+#include "runtime/internal/group/foreign_producers.h"
+#include "runtime/internal/group/group_chaos.h"
+#include "runtime/internal/seams/chaos.h"
+#include "runtime/internal/seams/test_seams.h"
+#include "runtime/internal/strategies/strategy_registry.h"
+
+namespace spindle::internal {
+namespace {
+
+// Which worker of which group this thread is (none on other threads). Read through the
+// switch-safe accessor: a fiber may resume on another worker, so no read may be cached
+// across a switch. The hot paths (yield, park, taking a fiber) do not read it: they know
+// their worker (FiberEntity::scheduling_worker, or the caller's argument).
+struct BoundWorker {
+  const SchedulingGroup* group = nullptr;
+  std::size_t index = SchedulingGroup::kNoWorker;
+};
+thread_local BoundWorker tls_bound_worker;
+SPINDLE_SWITCH_SAFE_TLS_ACCESSOR(BoundWorker, tls_bound_worker, BoundWorkerSlot)
+
+std::unique_ptr<SchedulingStrategy> MakeStrategy(const SchedulingGroupOptions& options) {
+  const StrategyEntry* entry = FindStrategy(options.strategy);
+  CHECK(entry != nullptr) << ValidateSchedulingStrategy(options.strategy);
+  return entry->create(options);
+}
+
+}  // namespace
+
+SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
+    : options_(options),
+      strategy_(MakeStrategy(options)),  // checks the worker count (IdleNotifier)
+      busy_poll_(*strategy_, options.workers),
+      stats_(options.workers) {}
+
+SchedulingGroup::~SchedulingGroup() {
+  // Every queue is empty (checked below), so each pending descriptor has lost its queue
+  // reference: ours is the last. Freed here, on the thread that ends the runtime, not
+  // at a worker's exit: freeing runs the exit hook's destructors, which may use that
+  // thread's caches, already gone while its thread_local objects are destroyed.
+  for (PendingTakeBacks& pending : pending_take_backs_) {
+    for (auto& [group, desc] : pending.entries) ReleaseRunInlineDesc(desc);
+  }
+  CHECK(strategy_->UnsafeEmpty())
+      << "scheduling group " << index() << " destroyed with fibers still queued";
+}
+
+void* SchedulingGroup::operator new(std::size_t size, int numa_node) {
+  return AllocateOnNode(size, numa_node);  // page-aligned, so alignas(64) holds
+}
+
+void SchedulingGroup::operator delete(void* pointer, std::size_t size) {
+  FreeOnNode(pointer, size);
+}
+
+void SchedulingGroup::operator delete(void* pointer, int) {
+  FreeOnNode(pointer, sizeof(SchedulingGroup));
+}
+
+void SchedulingGroup::BindWorkerThread(std::size_t worker) {
+  CHECK(worker == kNoWorker || worker < options_.workers) << "no worker " << worker;
+  *BoundWorkerSlot() = worker == kNoWorker ? BoundWorker{} : BoundWorker{this, worker};
+}
+
+void SchedulingGroup::SetThieves(const std::vector<SchedulingGroup*>& thieves) {
+  std::vector<SchedulingStrategy*> strategies;
+  for (SchedulingGroup* thief : thieves) strategies.push_back(thief->strategy_.get());
+  strategy_->SetThieves(std::move(strategies));
+}
+
+__attribute__((always_inline)) inline void SchedulingGroup::EnqueueFrom(
+    std::size_t origin, bool foreign, std::uintptr_t entry, bool stealable,
+    ReadyReason reason) {
+  ForeignProducerScope scope(foreign);
+  strategy_->Enqueue(entry, stealable, reason, origin);
+}
+
+void SchedulingGroup::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason) {
+  // One read of the thread's binding serves both the count and the origin (a push is
+  // a hot path).
+  const BoundWorker bound = *BoundWorkerSlot();
+  EnqueueFrom(bound.group == this ? bound.index : kNoWorker, bound.group == nullptr, entry,
+              stealable, reason);
+}
+
+void SchedulingGroup::StartFiber(FiberDesc* desc) {
+  // One read of the binding for the count, the origin and the foreign-producer count
+  // (a call each cost spawn_join ~1.5%).
+  const BoundWorker bound = *BoundWorkerSlot();
+  const std::size_t origin = bound.group == this ? bound.index : kNoWorker;
+  stats_.CountStarted(origin, 1);
+  GroupStats::StampReady(desc);
+  EnqueueFrom(origin, bound.group == nullptr, EncodeEntry(desc),
+              !desc->scheduling_group_local,
+              static_cast<ReadyReason>(desc->start_reason));
+}
+
+template <class T>
+void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n, bool timer_round) {
+  const BoundWorker bound = *BoundWorkerSlot();
+  ForeignProducerScope scope(bound.group == nullptr);
+  const std::size_t origin = bound.group == this ? bound.index : kNoWorker;
+  constexpr std::size_t kChunk = 64;
+  std::uintptr_t entries[kChunk];
+  bool stealable[kChunk];
+  for (std::size_t done = 0; done < n; done += kChunk) {
+    const std::size_t count = std::min(kChunk, n - done);
+    for (std::size_t i = 0; i < count; ++i) {
+      GroupStats::StampReady(items[done + i]);
+      entries[i] = EncodeEntry(items[done + i]);
+      stealable[i] = !items[done + i]->scheduling_group_local;
+    }
+    if (timer_round) {
+      strategy_->EnqueueWoken(entries, stealable, count, origin);
+    } else {
+      strategy_->EnqueueBatch(entries, stealable, count, origin);
+    }
+  }
+}
+
+void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
+  const BoundWorker bound = *BoundWorkerSlot();
+  stats_.CountStarted(bound.group == this ? bound.index : kNoWorker, n);
+  EnqueueMany(descs, n, /*timer_round=*/false);
+}
+
+void StartFiberIn(SchedulingGroup* group, FiberDesc* desc) { group->StartFiber(desc); }
+
+std::size_t GroupIndex(const SchedulingGroup* group) { return group->index(); }
+
+void QueueReadyFibers(SchedulingGroup* group, FiberEntity* const* fibers, std::size_t n,
+                      bool timer_round) {
+  group->EnqueueMany(fibers, n, timer_round);
+}
+
+void ResumeFiber(FiberEntity* fiber) {
+  {
+    std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
+    fiber->SetState(FiberState::kReady);
+  }
+  fiber->scheduling_group->QueueReady(fiber);
+}
+
+void QueueReadyFiber(FiberEntity* fiber) { fiber->scheduling_group->QueueReady(fiber); }
+
+void SchedulingGroup::QueueReady(FiberEntity* fiber) {
+  if (std::vector<FiberEntity*>* batch = ThisThreadReadyBatch()) {
+    batch->push_back(fiber);  // stamped when the batch is queued
+    return;
+  }
+  GroupStats::StampReady(fiber);
+  if constexpr (kTestSeams) {
+    if (ChaosDecides()) {
+      const BoundWorker bound = *BoundWorkerSlot();
+      ChaosQueue(this, EncodeEntry(fiber), fiber->scheduling_group_local,
+                 ReadyReason::kWoken, bound.group == this ? bound.index : kNoWorker,
+                 bound.group == nullptr);
+      return;
+    }
+  }
+  Enqueue(EncodeEntry(fiber), !fiber->scheduling_group_local, ReadyReason::kWoken);
+}
+
+std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup* victim) {
+  const std::uintptr_t entry = victim->strategy_->Steal();
+  if (entry == 0) return 0;
+  // relaxed: statistics.
+  victim->stats_.CountStealOut();
+  stats_.CountStealIn(victim->numa_node() == numa_node());
+  return entry;
+}
+
+}  // namespace spindle::internal

@@ -1,0 +1,129 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_SCHEDULING_GROUP_H_
+#define SPINDLE_RUNTIME_INTERNAL_SCHEDULING_GROUP_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "fiber/internal/fiber_entity.h"
+#include "fiber/internal/spinlock.h"
+#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/group/group_stats.h"
+#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/idle/busy_poll.h"
+#include "runtime/internal/strategies/scheduling_strategy.h"
+
+namespace spindle::internal {
+
+// One scheduling group: a set of workers that share ready fibers, whatever the strategy.
+// This is the strategy-neutral face: starting fibers and making them ready (the
+// producer side of ready_batch.h), on the strategy chosen once from
+// SchedulingGroupOptions::strategy, which keeps ready fibers and wakes idle workers.
+// The rest are units of their own: running and parking fibers (parking.h, and
+// ready_batch.h's ParkFiber/YieldFiber), the idle path (idle_path.h), the busy workers'
+// poll and timers (busy_poll.h), statistics (group_stats.h), an inline join's take-back
+// (take_back.h).
+//
+// Thread-safety: the producer side (StartFiber*, and ready_batch.h's ResumeFiber and
+// QueueReady*) is callable from any thread. BindWorkerThread by each worker's thread.
+// Owned by the Runtime; outlives its workers and every fiber that ran in it.
+//
+// Stealing between groups: a worker of another group (a thief) calls
+// thief->StealEntryFrom(victim) from its idle path. Allocate groups with
+// `new (options.memory_node) SchedulingGroup(options)`: the object and its strategy's
+// state and queues then live on that node.
+class SchedulingGroup {
+ public:
+  static constexpr std::size_t kMaxWorkers = kMaxWorkersPerGroup;
+  static constexpr std::size_t kNoWorker = SchedulingStrategy::kNoWorker;
+
+  explicit SchedulingGroup(const SchedulingGroupOptions& options);
+  ~SchedulingGroup();
+  static void* operator new(std::size_t size, int numa_node);
+  static void operator delete(void* pointer, std::size_t size);
+  static void operator delete(void* pointer, int numa_node);  // a throwing constructor
+  SchedulingGroup(const SchedulingGroup&) = delete;
+  SchedulingGroup& operator=(const SchedulingGroup&) = delete;
+
+  // Queues a new fiber (ownership of `desc` passes to the group) and wakes a worker.
+  // Any thread.
+  void StartFiber(FiberDesc* desc);
+  // Queues `n` new fibers at once and wakes up to `n` workers. Any thread.
+  void StartFibers(FiberDesc* const* descs, std::size_t n);
+  // Called by worker `worker`'s thread before it takes its first fiber, and with
+  // kNoWorker when it leaves: how the group knows which of its workers a thread is.
+  void BindWorkerThread(std::size_t worker);
+
+  // ---- Thief side (a worker of this group, taking from another group `victim`).
+
+  // A stealable entry of `victim` (counted as stolen), for this group's idle path to
+  // make Running; 0 if none. Never blocks.
+  std::uintptr_t StealEntryFrom(SchedulingGroup* victim);
+  // A racy hint: whether stealing from this group may find something.
+  bool MayHaveStealable() const { return strategy_->MayHaveStealable(); }
+  // Groups whose workers may steal from this one (see SchedulingStrategy::SetThieves).
+  void SetThieves(const std::vector<SchedulingGroup*>& thieves);
+
+  bool stopping() const { return strategy_->stopping(); }
+
+  std::size_t index() const { return options_.index; }
+  int numa_node() const { return options_.numa_node; }
+  std::size_t size() const { return options_.workers; }
+  const SchedulingGroupOptions& options() const { return options_; }
+  // The strategy behind this face: its poller (SetPoller), Stop(), its statistics, and
+  // for tests its protocol step by step.
+  SchedulingStrategy* strategy() const { return strategy_.get(); }
+  // The busy workers' share of the group's poller and timers (SetTimers,
+  // EnsurePollerAwake, what Yield and Park check on every switch).
+  BusyPoll& busy_poll() { return busy_poll_; }
+  // The strategy-neutral statistics. Counting is no change to the group (hence const):
+  // each Count* call has GroupStats' thread rules.
+  GroupStats& stats() const { return stats_; }
+
+ private:
+  // ready_batch.h's producer functions, for the fiber's group.
+  friend void ResumeFiber(FiberEntity* fiber);
+  friend void QueueReadyFiber(FiberEntity* fiber);
+  friend void QueueReadyFibers(SchedulingGroup* group, FiberEntity* const* fibers,
+                               std::size_t n, bool timer_round);
+  // take_back.h's, which keeps its pending lists in pending_take_backs_.
+  friend void TakeBackRunInline(SchedulingGroup* group, FiberEntity* joiner,
+                                FiberDesc* desc);
+
+  void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason);
+  // Enqueue() from a thread that already read its binding: `origin` is its worker
+  // number in this group or kNoWorker, `foreign` whether it is no group's worker.
+  void EnqueueFrom(std::size_t origin, bool foreign, std::uintptr_t entry, bool stealable,
+                   ReadyReason reason);
+  // Queues n descriptors or Ready fibers in batches of 64 (EnqueueBatch, or
+  // EnqueueWoken for a timer round queued from outside the group).
+  template <class T>
+  void EnqueueMany(T* const* items, std::size_t n, bool timer_round);
+  // QueueReadyFiber(): `fiber` is Ready (the caller made it so under its lock).
+  void QueueReady(FiberEntity* fiber);
+
+  const SchedulingGroupOptions options_;
+  std::unique_ptr<SchedulingStrategy> strategy_;
+  BusyPoll busy_poll_;
+  // Per worker, its thread's only: descriptors that fibers on this worker ran inline
+  // and could not take back yet, each with its group and the joiner's reference
+  // (take_back.cc).
+  struct alignas(64) PendingTakeBacks {
+    std::vector<std::pair<SchedulingGroup*, FiberDesc*>> entries;
+  };
+  PendingTakeBacks pending_take_backs_[kMaxWorkers];
+  mutable GroupStats stats_;
+};
+static_assert(SchedulingGroup::kMaxWorkers <= GroupStats::kMaxWorkers,
+              "GroupStats keeps a cell per worker");
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_SCHEDULING_GROUP_H_

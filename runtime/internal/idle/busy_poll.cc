@@ -1,0 +1,54 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "runtime/internal/idle/busy_poll.h"
+
+#include "runtime/internal/idle/parker.h"
+
+namespace spindle::internal {
+
+bool BusyPoll::DueSlow(std::size_t worker) {
+  PerWorker& self = per_worker_[worker];
+  GroupPoller* poller = strategy_.poller();
+  // acquire: pairs with SetTimers().
+  GroupTimers* timers = timers_.load(std::memory_order_acquire);
+  if (poller == nullptr && timers == nullptr) return false;
+  const std::int64_t now = MonotonicNowNs();
+  self.poll_due = (poller != nullptr && poller->PollDue(now)) ||
+                  (timers != nullptr && timers->Due(now));
+  return self.poll_due;
+}
+
+void BusyPoll::PollAndFireIfDue() {
+  GroupPoller* poller = strategy_.poller();
+  // acquire: pairs with SetTimers().
+  GroupTimers* timers = timers_.load(std::memory_order_acquire);
+  if (poller == nullptr && timers == nullptr) return;
+  const std::int64_t now = MonotonicNowNs();
+  if (poller != nullptr && poller->PollDue(now) && poller->PollNow(now)) {
+    strategy_.WakeOneSleeper();
+  }
+  // The fibers it wakes are queued as a timer round (ReadyBatch), like the TimerWorker's.
+  if (timers != nullptr && timers->Due(now)) timers->FireDue(now);
+}
+
+void BusyPoll::FromIdle(std::size_t worker) {
+  // With a poller, every pass looks at the clock, as a reactor's latency wants; for the
+  // timers alone, only when ParkFiber() found them due or every 64th pass (a clock read on
+  // every fiber's exit cost spawn_join 25%).
+  PerWorker& self = per_worker_[worker];
+  if (self.poll_due || (++self.switches & 63) == 0 || strategy_.poller() != nullptr) {
+    self.poll_due = false;
+    PollAndFireIfDue();
+  }
+}
+
+void BusyPoll::EnsurePollerAwake() {
+  GroupPoller* poller = strategy_.poller();
+  // The token is free (nobody blocks in epoll_wait) although something is registered:
+  // a sleeping worker, if any, becomes the poller; busy ones poll as they switch.
+  if (poller != nullptr && poller->vacant() && poller->HasInterest()) {
+    strategy_.WakeOneSleeper();
+  }
+}
+
+}  // namespace spindle::internal

@@ -1,0 +1,150 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_NOTIFIER_H_
+#define SPINDLE_RUNTIME_INTERNAL_NOTIFIER_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/internal/idle/wait_slot.h"
+#include "runtime/internal/observability/metrics.h"
+
+namespace spindle::internal {
+
+inline constexpr std::size_t kMaxWorkersPerGroup = 64;  // one bit each in a 64-bit mask
+
+// What a notifier asks of the queues it guards (its SchedulingStrategy).
+class NotifiedQueues {
+ public:
+  // Whether nothing is queued: a relaxed snapshot, read after the caller's fence.
+  virtual bool UnsafeEmpty() const = 0;
+  // Every worker of the group is busy and a backlog may wait: wake a sleeping worker of
+  // a group that may steal from this one (T1 at the top of strategy_v1.cc).
+  virtual void WakeUpThief() = 0;
+
+ protected:
+  ~NotifiedQueues() = default;
+};
+
+// How one group's idle workers search, announce that they sleep, sleep and are woken:
+// the protocol between producers (after a push) and the idle path (idle_path.cc, which
+// calls the idle side in a fixed order, the same for every strategy):
+//
+//   searching = StartSearching(w)            I2: become a searcher (or not)
+//   ... search rounds while KeepSearching(w) ...
+//   entry = StopSearching(w, searching, entry)   I4
+//   Announce(w)                              W1, W2
+//   ... the re-check of the group's queues ...   W3
+//   Cancel(w, found)                         W3 found work, or a poll plan: withdraw
+//   ... sleep on slot(w) ...                 W4
+//   claimed = EndSleep(w)                    withdraw; claimed: search on a waker's behalf
+//
+// Two protocols implement it: SearchNotifier below (v2 and relaxed), and v1's
+// SpinnerNotifier (strategy_v1.cc), its two spinners and their hand-off.
+//
+// Thread-safety: the idle side is called by worker w's thread only; Notify*,
+// WakeOneSleeper and WakeAll from any thread. Owned by its strategy, which it outlives
+// never; the slots live in the object (allocated with the strategy on its node).
+class IdleNotifier {
+ public:
+  explicit IdleNotifier(std::size_t workers);  // the group's size
+  IdleNotifier(const IdleNotifier&) = delete;
+  IdleNotifier& operator=(const IdleNotifier&) = delete;
+
+  // ---- Producer side (any thread), after a push of one entry, or of `n` at once.
+  virtual void Notify() = 0;
+  virtual void NotifyMany(std::size_t n) = 0;
+  // Wakes one sleeping worker so that it searches (a thief's victim with a backlog, a
+  // vacant poller); false if none sleeps.
+  virtual bool WakeOneSleeper() = 0;
+
+  // ---- Idle side (worker `w`'s thread), in the order above.
+  virtual bool StartSearching(std::size_t w) = 0;
+  virtual bool KeepSearching(std::size_t w) = 0;
+  virtual std::uintptr_t StopSearching(std::size_t w, bool searching,
+                                       std::uintptr_t entry) = 0;
+  virtual void Announce(std::size_t w) = 0;
+  virtual void Cancel(std::size_t w, bool found) = 0;
+  virtual bool EndSleep(std::size_t w) = 0;
+
+  // Where worker w sleeps (W4), and its sleep statistics: CountSleep() at each W4,
+  // `spurious` when the last wake-up found no fiber (relaxed snapshots for metrics).
+  WaitSlot& slot(std::size_t w) { return sleepers_[w].slot; }
+  void CountSleep(std::size_t w, bool spurious) {
+    sleepers_[w].sleeps.Add(1);
+    if (spurious) sleepers_[w].spurious.Add(1);
+  }
+  std::uint64_t sleeps(std::size_t w) const { return sleepers_[w].sleeps.Read(); }
+  std::uint64_t spurious_wakeups(std::size_t w) const { return sleepers_[w].spurious.Read(); }
+  std::uint64_t wakeups() const { return wakeups_.Read(); }  // futex wake-ups made
+  // Stopping: every present and future sleep returns at once.
+  void WakeAll() {
+    for (std::size_t w = 0; w < workers_; ++w) sleepers_[w].slot.WakeForever();
+  }
+
+ protected:
+  ~IdleNotifier() = default;
+  void Wake(std::size_t w) {
+    wakeups_.Add(1);  // per-thread cells: no shared read-modify-write
+    sleepers_[w].slot.Wake();
+  }
+
+ private:
+  struct alignas(64) Sleeper {
+    WaitSlot slot;
+    SingleWriterCounter sleeps;    // worker w's thread only
+    SingleWriterCounter spurious;
+  };
+  const std::size_t workers_;
+  Sleeper sleepers_[kMaxWorkersPerGroup];
+  ThreadCounter wakeups_;
+};
+
+// The searcher/sleeper protocol of strategies v2 and relaxed (Go's nmspinning and
+// wakep(), with the searcher count handed to the worker it wakes): producers wake
+// nobody while any worker searches, and at most one sleeper at a time otherwise. The
+// steps and why no wake-up is lost are at the top of notifier.cc.
+class SearchNotifier final : public IdleNotifier {
+ public:
+  // `queues`: the strategy this notifier serves; `workers`: the group's size.
+  SearchNotifier(NotifiedQueues& queues, std::size_t workers);
+
+  void Notify() override;
+  void NotifyMany(std::size_t) override { Notify(); }
+  bool WakeOneSleeper() override;
+
+  bool StartSearching(std::size_t w) override;
+  bool KeepSearching(std::size_t) override { return true; }
+  std::uintptr_t StopSearching(std::size_t w, bool searching, std::uintptr_t entry) override;
+  void Announce(std::size_t w) override;
+  void Cancel(std::size_t w, bool found) override;
+  bool EndSleep(std::size_t w) override;
+
+  // Bit i set: worker i announced that it sleeps (a relaxed snapshot: a hint for
+  // placing work, never for a wake-up decision).
+  std::uint64_t sleeping_hint() const { return sleeping_.load(std::memory_order_relaxed); }
+
+ private:
+  // N4/N5: takes a searcher count (from 0 only when `only_if_none_search`), gives it to
+  // the lowest sleeper and wakes it; false if there was none (the count given back).
+  bool WakeSleeperAsSearcher(bool only_if_none_search);
+  // I4's give-back of a count (seq_cst RMW, fence); the last one out that found work
+  // wakes another worker while anything is queued.
+  void GiveBackCount(bool found);
+  // Clears w's sleeping bit; true if a waker had cleared it (w then holds its count).
+  bool ClearSleepingBit(std::size_t w);
+  void WakeAnotherIfQueued();
+
+  NotifiedQueues& queues_;
+  const std::size_t max_searching_;  // half the group, at least one
+  // Workers searching for work, plus workers a waker chose and that have not yet run
+  // (Go's nmspinning): while it is not 0, producers wake nobody.
+  alignas(64) std::atomic<std::size_t> searching_{0};
+  // Bit i set: worker i announced that it sleeps (or is about to).
+  alignas(64) std::atomic<std::uint64_t> sleeping_{0};
+};
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_NOTIFIER_H_

@@ -1,0 +1,72 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "runtime/internal/idle/parker.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <chrono>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace spindle::internal {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(DeadlineTest, NoneExpiredAndPointsOnTheMonotonicClock) {
+  EXPECT_TRUE(Deadline::None().is_none());
+  EXPECT_FALSE(Deadline::None().Passed());
+  EXPECT_EQ(Deadline::At(std::chrono::steady_clock::time_point::max()), Deadline::None());
+  EXPECT_TRUE(Deadline::Expired().Passed());
+  EXPECT_EQ(Deadline::In(0ns), Deadline::Expired());
+  EXPECT_EQ(Deadline::In(-5ms), Deadline::Expired());
+  EXPECT_EQ(Deadline::AtNs(-3), Deadline::Expired());
+  // One clock: steady_clock's now and MonotonicNowNs() agree to well within a second.
+  const Deadline now = Deadline::At(std::chrono::steady_clock::now());
+  EXPECT_LT(std::abs(now.ns() - MonotonicNowNs()), 1'000'000'000);
+  const Deadline later = Deadline::In(1h);
+  EXPECT_FALSE(later.Passed());
+  EXPECT_GT(later.ns(), now.ns());
+}
+
+TEST(ParkerTest, APassedDeadlineReturnsFalseWithoutSleeping) {
+  Parker parker;
+  EXPECT_FALSE(parker.ParkWhile(0, Deadline::Expired()));
+  EXPECT_FALSE(parker.ParkWhile(0, Deadline::AtNs(MonotonicNowNs() - 1)));
+}
+
+TEST(ParkerTest, AWordThatChangedIsNotSleptOn) {
+  Parker parker(7);
+  EXPECT_TRUE(parker.ParkWhile(6, Deadline::None()));  // returns at once: 7 != 6
+}
+
+// A bounded park ends by itself: the loop below stops once ParkWhile reports the
+// deadline passed, however the sleeps were cut.
+TEST(ParkerTest, ABoundedParkEndsAtItsDeadline) {
+  Parker parker;
+  const Deadline deadline = Deadline::In(20ms);
+  int parks = 0;
+  while (parker.ParkWhile(0, deadline)) ++parks;
+  EXPECT_TRUE(deadline.Passed());
+  EXPECT_GE(parks, 1);
+}
+
+// The protocol every user follows: change the word, then unpark. A change made before
+// the waiter parks is seen (the kernel compares the word); one made after wakes it.
+TEST(ParkerTest, ChangeThenUnparkIsNeverSleptThrough) {
+  for (int round = 0; round < 2000; ++round) {
+    Parker parker;
+    std::thread waker([&] {
+      parker.word().store(1, std::memory_order_release);
+      parker.Unpark();
+    });
+    while (parker.word().load(std::memory_order_acquire) == 0) {
+      parker.ParkWhile(0, Deadline::None());
+    }
+    waker.join();
+  }
+}
+
+}  // namespace
+}  // namespace spindle::internal

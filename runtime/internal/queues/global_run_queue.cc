@@ -1,0 +1,172 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "runtime/internal/queues/global_run_queue.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "glog/logging.h"
+#include "runtime/internal/group/fiber_desc.h"
+
+namespace spindle::internal {
+namespace {
+
+thread_local bool tls_is_runtime_thread = false;
+
+}  // namespace
+
+void MarkThisThreadAsRuntimeThread(bool is_runtime_thread) {
+  tls_is_runtime_thread = is_runtime_thread;
+}
+
+GlobalRunQueue::GlobalRunQueue(std::size_t group_index, std::size_t capacity,
+                               int numa_node)
+    : group_index_(group_index), ring_(capacity, numa_node) {}
+
+GlobalRunQueue::~GlobalRunQueue() = default;
+
+void GlobalRunQueue::PushMany(const std::uintptr_t* entries, const bool* stealable,
+                              std::size_t n, absl::FunctionRef<void()> make_room) {
+  constexpr std::size_t kMaxChunk = 64;
+  const std::size_t chunk = std::min(kMaxChunk, ring_.capacity());
+  for (std::size_t done = 0; done < n;) {
+    const std::size_t count = std::min(chunk, n - done);
+    const bool all_stealable =
+        std::all_of(stealable + done, stealable + done + count, [](bool s) { return s; });
+    if (!all_stealable || !ring_.BatchPush(entries + done, count, true)) {
+      for (std::size_t i = done; i < done + count; ++i) {
+        Push(entries[i], stealable[i], make_room);
+      }
+    }
+    done += count;
+  }
+}
+
+std::size_t GlobalRunQueue::Compact() {
+  // Only when a joiner noted dead entries, so a ring full of live fibers keeps its
+  // order, stays stealable and costs nothing extra. relaxed: a hint (see
+  // NoteDeadEntries()); cleared first, so entries noted meanwhile trigger the next one.
+  if (!dead_entries_.load(std::memory_order_relaxed) ||
+      !dead_entries_.exchange(false, std::memory_order_relaxed)) {
+    return 0;
+  }
+  // Entries we pop are ours until we put them back, so looking inside them (whether a
+  // joiner ran the fiber inline) is safe here, unlike at the head of a live queue.
+  constexpr std::size_t kBatch = 256;
+  std::vector<std::uintptr_t> live;
+  live.reserve(std::min(kBatch, ring_.capacity()));
+  std::size_t dropped = 0;
+  const std::size_t limit = std::min(kBatch, ring_.capacity());
+  for (std::size_t i = 0; i < limit; ++i) {
+    const std::uintptr_t entry = ring_.Pop();
+    if (entry == 0) break;
+    if (DropIfRunInline(entry)) {
+      ++dropped;
+    } else {
+      live.push_back(entry);
+    }
+  }
+  if (live.empty()) return dropped;
+  // Appended, in their order: consumers take the overflow list first, so they do not
+  // fall behind what is still in the ring. They were out of every count for a moment;
+  // the producer's wake-up decision, after its push, covers them as it covers the push.
+  OsMutexGuard lock(overflow_lock_);
+  overflow_.insert(overflow_.end(), live.begin(), live.end());
+  overflow_size_.fetch_add(live.size(), std::memory_order_relaxed);  // relaxed: see PushSlow()
+  return dropped;
+}
+
+void GlobalRunQueue::PushSlow(std::uintptr_t entry, bool stealable,
+                              absl::FunctionRef<void()> make_room) {
+  // The ring is full. Descriptors that joiners ran inline but could not take back
+  // (another fiber was in front of them; TakeBackRunInline, take_back.h) may be
+  // what fills it: Compact() drops them when some were noted, so they do not hold up
+  // this producer or make it spill.
+  Compact();
+  if (tls_is_runtime_thread) {
+    if (ring_.Push(entry, stealable)) return;
+    LOG_EVERY_T(WARNING, 1) << "Run queue of scheduling group " << group_index_
+                            << " is full (" << ring_.capacity()
+                            << " fibers); spilling new fibers to an overflow list. Raise "
+                               "--fiber_run_queue_size if this persists.";
+    OsMutexGuard lock(overflow_lock_);
+    overflow_.push_back(entry);
+    // relaxed: the count is a hint read by consumers before they take the lock; the
+    // producer's fence before its wake-up decision orders it before the idle masks are
+    // read, as for a push into the ring.
+    overflow_size_.fetch_add(1, std::memory_order_relaxed);
+    (void)stealable;  // overflow entries are taken by this group's workers only
+    return;
+  }
+  while (!ring_.Push(entry, stealable)) {
+    LOG_EVERY_T(WARNING, 1) << "Run queue of scheduling group " << group_index_
+                            << " is full (" << ring_.capacity()
+                            << " fibers); the producer waits for room. Raise "
+                               "--fiber_run_queue_size if this persists.";
+    make_room();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    Compact();
+  }
+}
+
+std::uintptr_t GlobalRunQueue::PopOverflow() {
+  OsMutexGuard lock(overflow_lock_);
+  if (overflow_.empty()) return 0;
+  const std::uintptr_t entry = overflow_.front();
+  overflow_.pop_front();
+  overflow_size_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: see PushSlow()
+  return entry;
+}
+
+std::uintptr_t GlobalRunQueue::Take() {
+  for (;;) {
+    std::uintptr_t entry = 0;
+    // relaxed: a hint (see PushSlow()); the list is read under its lock. Spilled
+    // entries are older than anything in the ring, so they go first.
+    if (overflow_size_.load(std::memory_order_relaxed) != 0) entry = PopOverflow();
+    if (entry == 0) entry = ring_.Pop();
+    if (entry == 0 || ClaimEntry(entry)) return entry;
+  }
+}
+
+std::uintptr_t GlobalRunQueue::Steal(bool* moved_pinned) {
+  constexpr std::size_t kMaxMoved = 8;  // bounds one thief's work for its victim
+  std::size_t moved = 0;
+  for (;;) {
+    // The cheap refusal first: most heads are stealable, or the ring is empty.
+    std::uintptr_t entry = ring_.Steal();  // thieves leave the overflow list alone
+    if (entry == 0) {
+      if (moved == kMaxMoved || ring_.UnsafeEmpty()) return 0;
+      bool pinned = false;
+      entry = ring_.PopReportingPin(&pinned);
+      if (entry == 0) return 0;
+      if (pinned) {
+        OsMutexGuard lock(overflow_lock_);
+        overflow_.push_back(entry);
+        overflow_size_.fetch_add(1, std::memory_order_relaxed);  // relaxed: see PushSlow()
+        *moved_pinned = true;
+        ++moved;
+        continue;
+      }
+      // The head turned stealable meanwhile (another consumer took the pinned one).
+    }
+    if (ClaimEntry(entry)) return entry;
+  }
+}
+
+std::size_t GlobalRunQueue::TakeBatchUnclaimed(std::uintptr_t* out, std::size_t max) {
+  std::size_t n = 0;
+  while (n < max) {
+    std::uintptr_t entry = 0;
+    // relaxed: a hint, as in Take().
+    if (overflow_size_.load(std::memory_order_relaxed) != 0) entry = PopOverflow();
+    if (entry == 0) entry = ring_.Pop();
+    if (entry == 0) break;
+    out[n++] = entry;
+  }
+  return n;
+}
+
+}  // namespace spindle::internal

@@ -1,0 +1,200 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_SCHEDULING_STRATEGY_H_
+#define SPINDLE_RUNTIME_INTERNAL_SCHEDULING_STRATEGY_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "runtime/internal/idle/group_poller.h"
+#include "runtime/internal/idle/notifier.h"
+#include "runtime/internal/observability/metrics.h"
+#include "runtime/internal/seams/scheduling_test_points.h"
+#include "runtime/internal/topology.h"
+
+namespace spindle::internal {
+
+// What every strategy of a group is built from. A strategy's own settings (v2's local
+// queue, relaxed's lists) come from its own flags, through its entry in
+// strategy_registry.h, not from here.
+struct SchedulingGroupOptions {
+  std::size_t index = 0;                // the group's number in the runtime
+  int numa_node = kNoNumaNode;          // its node in the layout (real or fake)
+  int memory_node = kNoNumaNode;        // where its queues live (a real node)
+  std::size_t workers = 1;              // in [1, kMaxWorkersPerGroup]
+  std::size_t run_queue_capacity = 65536;  // a power of two: v1's queue, v2's global one
+  std::string strategy = "v1";          // a registered name (strategy_registry.h)
+  // How long an idle worker polls for work before it sleeps (--fiber_worker_spin_time_us).
+  std::chrono::nanoseconds spin_time = std::chrono::microseconds(20);
+};
+
+class SchedulingStrategy;
+
+// A scheduling strategy as the runtime knows it, defined once in the strategy's own
+// files and registered in strategy_registry.cc (see strategy_registry.h).
+struct StrategyEntry {
+  // The value of --fiber_scheduling_strategy that selects it.
+  const char* name;
+  // Reads the strategy's own flags (--fiber_<name>_*): the empty string when they are
+  // valid, else a message that names the flag, its value and the accepted range.
+  std::string (*validate_flags)();
+  // Builds the strategy of one group (on options.memory_node) from the group's options
+  // and the strategy's own flags, which validate_flags() accepted.
+  std::unique_ptr<SchedulingStrategy> (*create)(const SchedulingGroupOptions& options);
+};
+
+// Why a fiber is being queued: strategies may place it differently (v2 runs a fiber
+// started or woken by a worker's fiber next on that worker, and sends a yielding fiber
+// to the back of its worker's local queue, behind everything else ready there).
+enum class ReadyReason {
+  kStarted,  // a new fiber, queued as the strategy's flags say (--fiber_v2_spawn)
+  kStartedNext,  // a new fiber that asked to run next (StartOrder::kNext)
+  kStartedBack,  // a new fiber that asked for the back of the queue (StartOrder::kBack)
+  kWoken,    // a parked fiber made ready (mutex, event, timer, ...)
+  kYielded,  // a running fiber that yields (or dispatched a child and runs later)
+};
+
+// Counters a strategy keeps (relaxed snapshots).
+struct StrategyStats {
+  std::uint64_t wakeups = 0;          // sleeping workers woken (system calls made)
+  std::uint64_t steals_in_group = 0;  // fibers taken from a sibling worker's queue
+  std::uint64_t global_queue_size = 0;
+  std::uint64_t local_queue_size = 0;  // summed over the workers (v2)
+  // Per worker (v2; empty under v1, which has no local queues): runnext + local queue
+  // + timer inbox.
+  std::vector<std::uint64_t> local_queue_sizes;
+};
+
+// How one scheduling group keeps its ready fibers: storage and policy (push, take,
+// steal, take back) and the notifier that wakes its idle workers (notifier.h). The
+// loop an idle worker runs over them is the same for every strategy (idle_path.cc);
+// the SchedulingGroup in front turns entries into running fibers (and back). Entries
+// are run-queue words (fiber_desc.h: a FiberEntity or a FiberDesc, tagged); the
+// strategy never dereferences them except through ClaimEntry() (dropping descriptors a
+// joiner already ran). Each entry that goes in comes out exactly once, from
+// TakeNext/StealInGroup/Steal/TakeBack, or the strategy was destroyed with it queued
+// (a CHECK in the group).
+//
+// Thread-safety: Enqueue* from any thread. TakeNext/StealInGroup by worker `worker`'s
+// thread only (`worker` < the group's size). Steal/WakeOneSleeper/MayHaveStealable from
+// workers of other groups. Stop from the runtime. Allocated on the group's memory node
+// (operator new below); owned by its SchedulingGroup.
+class SchedulingStrategy : public NotifiedQueues {
+ public:
+  static constexpr std::size_t kNoWorker = kNoWorkerIndex;
+
+  virtual ~SchedulingStrategy() = default;
+  static void* operator new(std::size_t size, int numa_node);
+  static void operator delete(void* pointer, std::size_t size);
+  static void operator delete(void* pointer, int numa_node);  // a throwing constructor
+
+  // ---- Producer side. `origin` is the calling thread's worker number in this group, or
+  // kNoWorker (another group's worker, a timer thread, a plain thread). Each push ends
+  // with the notifier's producer side.
+  virtual void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason,
+                       std::size_t origin) = 0;
+  // `n` entries at once (all kStarted or all kWoken), waking up to `n` workers (v1
+  // wakes them at once; v2 and relaxed wake one searcher, and each searcher that finds
+  // work and was the last one wakes the next while work is queued).
+  virtual void EnqueueBatch(const std::uintptr_t* entries, const bool* stealable,
+                            std::size_t n, std::size_t origin) = 0;
+
+  // `n` fibers made Ready by one firing round of the group's timers (kWoken): by the
+  // TimerWorker thread (`origin` kNoWorker) or by worker `origin` that fired the due
+  // timers itself (group_timers.h). They are overdue by definition, so a strategy may
+  // run them ahead of fibers that were merely started (v2: the firing worker's
+  // WakeInbox, or spread over the workers' inboxes); the default queues them as
+  // EnqueueBatch() does.
+  virtual void EnqueueWoken(const std::uintptr_t* entries, const bool* stealable,
+                            std::size_t n, std::size_t origin) {
+    EnqueueBatch(entries, stealable, n, origin);
+  }
+
+  // ---- Worker side: never blocks, never sleeps.
+  // The next entry of the worker's own sources (between two fibers, Yield, park, and
+  // the idle path's first look); 0 if they are empty.
+  virtual std::uintptr_t TakeNext(std::size_t worker) = 0;
+  // An entry taken from the worker's siblings in this group (v2: their inboxes, local
+  // queues and runnext slots), or 0. The idle path asks after TakeNext; strategies whose
+  // TakeNext already sees the whole group (v1, relaxed) keep the default.
+  virtual std::uintptr_t StealInGroup(std::size_t /*worker*/) { return 0; }
+
+  // ---- Running fiber side: a joiner taking back fibers it already ran inline (so that
+  // join() in a loop leaves no dead entries behind; SchedulingGroup::TakeBackRunInline).
+  // `worker` is the joiner's worker in this group, or kNoWorker. Wherever the next entry
+  // to leave a queue the joiner may take from (under v2: its runnext and local queue,
+  // when `worker` is ours; the group's shared queue) is one that `wanted` accepts, it is
+  // removed and passed to `taken`, which returns whether more are wanted; repeated while
+  // that brings another wanted entry to the front. Values are only compared: nothing is
+  // dereferenced, so `wanted` must accept only values whose referents the caller keeps
+  // alive. Entries it could not reach: see NoteDeadEntries().
+  virtual void TakeBack(std::size_t worker, absl::FunctionRef<bool(std::uintptr_t)> wanted,
+                        absl::FunctionRef<bool(std::uintptr_t)> taken) = 0;
+  // A joiner left a dead entry it could not take back in this group's queues: a full
+  // shared queue is worth compacting (GlobalRunQueue::NoteDeadEntries()).
+  virtual void NoteDeadEntries() = 0;
+
+  // ---- Victim side of stealing between groups (callers: other groups' workers).
+  // A stealable entry, or 0. Never blocks; never takes a scheduling_group_local entry.
+  virtual std::uintptr_t Steal() = 0;
+  // A racy hint: whether Steal() may find something.
+  virtual bool MayHaveStealable() const = 0;
+  // Wakes one sleeping worker of this group so that it searches (and polls its
+  // victims); false if none sleeps.
+  bool WakeOneSleeper() { return notifier_.WakeOneSleeper(); }
+  // Groups whose workers may steal from this one, woken when every worker of this group
+  // is busy and fibers wait (WakeUpThief). Set before any worker starts.
+  void SetThieves(std::vector<SchedulingStrategy*> thieves) { thieves_ = std::move(thieves); }
+  // T1 (strategy_v1.cc): if a stealable backlog waits, wakes one sleeping worker of a
+  // thief group, tried in turn until one has a sleeper. Called by the notifier after its
+  // fence, when every worker of ours is busy.
+  void WakeUpThief() final;
+
+  // ---- The idle side (idle_path.cc): the notifier, and the group's poller.
+  IdleNotifier& notifier() const { return notifier_; }
+  // The group's poller (group_poller.h): set by the layer that owns it, or null.
+  void SetPoller(GroupPoller* poller) {
+    poller_.store(poller, std::memory_order_release);  // pairs with poller()'s acquire
+  }
+  GroupPoller* poller() const { return poller_.load(std::memory_order_acquire); }
+
+  // ---- Lifetime.
+  // Every idle worker's path returns at once from now on, without sleeping.
+  void Stop() {
+    stopping_.store(true, std::memory_order_release);  // pairs with stopping()'s acquire
+    notifier_.WakeAll();
+  }
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+  // Whether any entry is still queued (a relaxed snapshot; exact once workers stopped).
+  bool UnsafeEmpty() const override = 0;
+  virtual StrategyStats stats() const = 0;
+
+ protected:
+  // `notifier`: the strategy's own (a member of the derived class, so it is built
+  // after this base; only its address is kept here).
+  explicit SchedulingStrategy(IdleNotifier& notifier) : notifier_(notifier) {}
+
+ private:
+  IdleNotifier& notifier_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<GroupPoller*> poller_{nullptr};
+  // Its own line: the notifier bumps the cursor whenever every worker is busy, which
+  // must not bounce the lines producers read (pingpong's round trip cost 10% more when
+  // a steal cursor shared one with v2's wake flag).
+  alignas(64) std::vector<SchedulingStrategy*> thieves_;  // immutable once workers run
+  std::atomic<std::size_t> next_thief_{0};
+};
+
+// Returns the `k` lowest set bits of `mask` (all of them if it has fewer).
+std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k);
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_SCHEDULING_STRATEGY_H_

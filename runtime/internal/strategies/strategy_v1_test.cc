@@ -1,0 +1,136 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Strategy v1's two policies, each with a test that fails when it breaks: at most two
+// workers spin (poll the queue) at once, and a producer that finds no spinner wakes the
+// lowest-numbered sleeper. Plain threads play the workers: through the spinner
+// notifier's steps, and through the idle path a FiberWorker runs.
+
+#include "runtime/internal/strategies/strategy_v1.h"
+
+#include <atomic>
+#include <bitset>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "fiber/internal/fiber_entity.h"
+#include "gtest/gtest.h"
+#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/group/scheduling_group.h"
+#include "runtime/internal/idle/idle_path.h"
+#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/strategies/scheduling_strategy.h"
+
+namespace spindle::internal {
+namespace {
+
+using namespace std::chrono_literals;
+using spindle::testing::WaitFor;
+
+struct StrategyDeleter {
+  void operator()(StrategyV1* strategy) const { delete strategy; }
+};
+using StrategyPtr = std::unique_ptr<StrategyV1, StrategyDeleter>;
+
+StrategyPtr MakeV1(std::size_t workers, std::chrono::nanoseconds spin_time) {
+  SchedulingGroupOptions options;
+  options.workers = workers;
+  options.run_queue_capacity = 64;
+  options.strategy = "v1";
+  options.spin_time = spin_time;
+  return StrategyPtr(new (kNoNumaNode) StrategyV1(options));
+}
+
+std::uintptr_t Desc() { return EncodeEntry(AllocateFiberDesc()); }
+void Free(std::uintptr_t entry) { FreeFiberDesc(DecodeDesc(entry)); }
+std::size_t Bits(std::uint64_t mask) { return std::bitset<64>(mask).count(); }
+
+// Four workers want to spin; two may (S1). A push then claims the lowest spinner (P2),
+// which stops spinning and takes the fiber with the poll its claim is owed (S3); the
+// other spinner keeps spinning until it leaves empty-handed.
+TEST(StrategyV1Test, AtMostTwoWorkersSpin) {
+  StrategyPtr v1 = MakeV1(4, 60s);
+  IdleNotifier& notifier = v1->notifier();
+  bool spins[4] = {};
+  std::vector<std::thread> workers;
+  for (std::size_t i = 0; i < 4; ++i) {
+    workers.emplace_back([&, i] { spins[i] = notifier.StartSearching(i); });
+  }
+  for (auto& worker : workers) worker.join();
+  const std::uint64_t spinners = v1->spinner_notifier().spinning_workers();
+  ASSERT_EQ(Bits(spinners), 2u) << "spinners: " << std::bitset<4>(spinners);
+  std::size_t lowest = 4, other = 4;
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(spins[i], ((spinners >> i) & 1) != 0) << "worker " << i;
+    if (spins[i]) (lowest == 4 ? lowest : other) = i;
+  }
+  v1->Enqueue(Desc(), true, ReadyReason::kStarted, SchedulingStrategy::kNoWorker);
+  EXPECT_EQ(v1->spinner_notifier().spinning_workers(), std::uint64_t{1} << other)
+      << "the push should claim the lowest spinner";
+  EXPECT_FALSE(notifier.KeepSearching(lowest)) << "a claimed spinner stops spinning";
+  EXPECT_TRUE(notifier.KeepSearching(other));
+  const std::uintptr_t taken = notifier.StopSearching(lowest, true, 0);
+  ASSERT_NE(taken, 0u) << "a claimed spinner polls once more and takes the fiber";
+  Free(taken);
+  EXPECT_EQ(notifier.StopSearching(other, true, 0), 0u);
+  EXPECT_EQ(v1->spinner_notifier().spinning_workers(), 0u);
+}
+
+// A FiberWorker's loop without stealing, as worker `index` of `group`, on a plain
+// thread: until it has run one fiber, or `stop`.
+void RunUntilOneFiber(SchedulingGroup* group, std::size_t index,
+                      const std::atomic<bool>& stop) {
+  group->BindWorkerThread(index);
+  IdlePath idle(group, index);
+  while (!stop.load()) {
+    if (FiberEntity* fiber = idle.FindRunnable()) {
+      GetMasterFiberEntity()->SwitchTo(fiber);
+      break;  // the others keep sleeping
+    }
+  }
+  group->BindWorkerThread(SchedulingGroup::kNoWorker);
+}
+
+// Three workers sleep (no spinner). A producer's fiber goes to the lowest-numbered one,
+// worker 0: v1 keeps the low workers busy and lets the high ones sleep on.
+TEST(StrategyV1Test, AProducerWakesTheLowestSleeper) {
+  SchedulingGroupOptions options;
+  options.workers = 3;
+  options.run_queue_capacity = 64;
+  options.strategy = "v1";
+  options.spin_time = 0ns;
+  auto* group = new (kNoNumaNode) SchedulingGroup(options);
+  const auto& protocol = static_cast<StrategyV1*>(group->strategy())->spinner_notifier();
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> workers;
+  for (std::size_t i = 0; i < 3; ++i) {
+    workers.emplace_back(RunUntilOneFiber, group, i, std::cref(stop));
+  }
+  // Marked sleeping is not enough: a worker between its mark (W1) and its re-check (W3)
+  // would take the fiber itself. Wait until each has gone to sleep (its sleeps count).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return protocol.sleeping_workers() == 0b111 && protocol.sleeps(0) >= 1 &&
+               protocol.sleeps(1) >= 1 && protocol.sleeps(2) >= 1;
+      },
+      10s))
+      << "sleepers: " << std::bitset<3>(protocol.sleeping_workers());
+  std::atomic<int> taker{-1};
+  group->StartFiber(NewFiberDesc([&taker] {
+    taker.store(static_cast<int>(GetCurrentFiberEntity()->scheduling_worker));
+  }));
+  ASSERT_TRUE(WaitFor([&] { return taker.load() >= 0; }, 10s)) << "nobody woke";
+  EXPECT_EQ(taker.load(), 0) << "the fiber went to worker " << taker.load();
+  EXPECT_TRUE(WaitFor([&] { return protocol.sleeping_workers() == 0b110; }, 10s))
+      << "only the lowest sleeper should be woken; sleepers: "
+      << std::bitset<3>(protocol.sleeping_workers());
+  stop = true;
+  group->strategy()->Stop();  // wakes every sleeper
+  for (auto& worker : workers) worker.join();
+  delete group;
+}
+
+}  // namespace
+}  // namespace spindle::internal

@@ -1,0 +1,595 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Scheduling strategy v2: per-worker queues, a global queue, and a notifier. Designs
+// studied (../shared/reference/io_and_v2.md §1-2): Go's runq/runnext/findRunnable and
+// its spinning-M rule, Taskflow's notifier (announce, re-check, commit or cancel), and
+// tRPC-Cpp v2's routing. This is our own implementation; where it departs, it says why.
+//
+// Queues.
+//   - Each worker owns a bounded SPMC LocalQueue (local_queue.h: the owner's push is a
+//     plain release store, its pop one CAS; thieves grab half with one CAS) and a
+//     `runnext` slot.
+//   - The group's bounded MPMC queue (GlobalRunQueue, the same as v1's, with its
+//     overflow policy) takes fibers queued from outside the group (plain threads,
+//     timers, other groups) and the overflow of a full local queue (half of it moves,
+//     in one batch).
+//   - A fiber that yields goes to the tail of its worker's local queue, behind every
+//     fiber ready there. (Go's Gosched sends it to the global queue instead; then the
+//     1-in-61 global check below lets it overtake the local queue again and again, and
+//     fiber_test's YieldingFibersGetEqualShares saw a spread of 93 turns on 1 worker.)
+//   - A fiber started or woken by a fiber of worker w goes to w's runnext (seed 002's
+//     spawn-LIFO, Go's runnext); the entry it displaces goes to w's local tail. A
+//     displaced descriptor that its joiner already ran inline is freed instead of
+//     queued (DropIfRunInline), so join() in a loop leaves no dead entries behind.
+//     --fiber_v2_spawn=fifo turns runnext off (everything goes to the local tail).
+//   - Each worker has a WakeInbox (wake_inbox.h) for the fibers that a firing round of
+//     the group's TimerWorker makes Ready (EnqueueWoken, below). They are overdue by
+//     definition. Queued at the global tail, as before, they waited behind every fiber
+//     that had overflowed there: in spindle_bench's sleep workload (one fiber starts
+//     100k fibers that each sleep 1 ms) a woken fiber waited ~34 ms on average, while
+//     Go puts a timer's goroutine in runnext of the P that runs the timer.
+//
+// Timer rounds (EnqueueWoken). Due timers are fired by busy workers themselves (an
+// assist, group_timers.h), every 64th switch, or by the group's TimerWorker thread when
+// no worker does. An assist's fibers go to the firing worker's own inbox, which it
+// takes from next (Go's runnext of the P that runs the timer, for a whole round). The
+// thread's rounds are spread in equal shares over the workers that do not sleep,
+// starting one further each round; if all sleep, they go to the global queue (N4 wakes
+// one). Each post is made under the inbox's lock, then one Notify (N1-N5), as after
+// any push. A worker in one long fiber (the sleep workload's spawner) leaves its inbox
+// alone: its busy siblings take from it one entry per take when theirs is empty (T0),
+// its idle ones half of it (I3). (A first version chose workers whose count of takes
+// had moved in the last 100 us instead; it cost every take a store.)
+// Rejected: one shared priority queue (every worker's take would read a line the timer
+// thread writes, and all wake-ups would go through one queue again); the global
+// queue's head (its ring is FIFO).
+//
+// Taking (TakeNext, the worker's own sources, no blocking):
+//   T1. For every `global_check_interval`-th fiber taken (61, as Go), the global queue
+//       first, so fibers from outside cannot starve behind a worker that keeps feeding
+//       itself.
+//   T0. The inbox, unless it was picked kMaxInboxStreak (16) times in a row: fibers
+//       that sleep in a loop must not starve the local queue and runnext. If it is
+//       empty, one entry of one sibling's inbox, a different sibling each time (its
+//       owner may be in one long fiber). After T3, before T4, the own inbox again. Each
+//       empty check is one relaxed load of an inbox's own line, which changes only when
+//       a round posts to it or a worker takes from it.
+//   T2. runnext, unless it was picked kMaxRunnextStreak times in a row: we have no
+//       preemption, so two fibers that hand off to each other through runnext would
+//       otherwise starve the local queue forever (Go relies on sysmon; Tokio caps its
+//       LIFO slot the same way).
+//   T3. The local queue (FIFO), then runnext again.
+//   T4. A batch from the global queue (the first runs, the rest go to the local queue).
+//
+// Searching (StealInGroup, asked by the idle path after TakeNext): siblings' inboxes
+// first (half of one, moved to our own inbox: timer wake-ups are overdue), then half a
+// sibling's local queue (or one entry with --fiber_v2_steal=one), then a runnext slot.
+//
+// Waking: the searcher/sleeper notifier shared with relaxed (notifier.cc, steps N1-N5,
+// I2-I4, W1-W4, and its proof). What v2 adds to the proof:
+//   - The W3 re-check (TakeNext, then StealInGroup) reads every queue a push may go to:
+//     the global queue, every worker's inbox, local queue and runnext. AnyQueued(), which
+//     "more work" and the last searcher out read, reads the same set.
+//   - M1. A worker that moves entries into its local queue (the rest of a global batch,
+//     the rest of a stolen half, half a sibling's inbox) notifies after the move, like
+//     any producer: while the entries sat in its private buffer, a searcher's re-check
+//     could miss them, and their producers had skipped their wake-up because it
+//     searched; if the mover is not a searcher, nobody else would run them while it
+//     runs a long fiber. (Found by timed_waiter_test under TSan with 2 workers: the
+//     second of two fibers that spin for each other sat in the first one's local queue
+//     for 10 s while the other worker slept.)
+//   - Inboxes. A round's posts are pushes followed by a Notify like any other; which
+//     workers a round goes to (the sleeping mask) is only a hint.
+// Pushing to one's own local queue costs the fence and two loads while anyone searches
+// or nobody sleeps: "notifies nobody unless idle workers exist and no one is looking".
+//
+// Stealing between groups (Steal, for thieves): the global queue's oldest stealable
+// entry, else one entry grabbed from a sibling's local queue. Local entries carry no
+// stealable bit, so a thief that grabs a scheduling_group_local fiber gives it back
+// through the victim's global queue (with a Notify) and tries the next queue: such a
+// fiber never leaves its group and never hides what is behind it.
+//
+// Rejected: Taskflow <= 3.4's "a thief stays awake while any worker is active" rule
+// (burns a core per blocked fiber; removed upstream); a lock around the global queue
+// (Go's sched.lock): the lock-free ring exists.
+
+#include "runtime/internal/strategies/strategy_v2.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "fiber/internal/spinlock.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/idle/futex.h"
+
+DEFINE_uint64(fiber_v2_local_queue_size, 256,
+              "Strategy v2: capacity of each worker's local queue, in fibers (default "
+              "256). A power of two in [2, 65536]. A full local queue moves half of "
+              "itself to the group's global queue.");
+DEFINE_string(fiber_v2_steal, "half",
+              "Strategy v2: what an idle worker takes from a sibling's local queue "
+              "(default half). Accepted: half, one.");
+DEFINE_string(fiber_v2_spawn, "lifo",
+              "Strategy v2: where a fiber started or woken by a fiber goes (default "
+              "lifo: the worker's runnext slot, run next; fifo: the tail of its local "
+              "queue). Accepted: lifo, fifo. One start can choose otherwise: "
+              "Fiber::Attributes::start_order (kNext, kBack).");
+DEFINE_uint64(fiber_v2_global_check_interval, 61,
+              "Strategy v2: a worker looks at its group's global queue first once every "
+              "this many scheduling rounds, even with local work (default 61, as Go). "
+              "Range [1, 1000000].");
+
+namespace spindle::internal {
+namespace {
+
+constexpr std::uint64_t kMaxGlobalCheckInterval = 1000000;
+
+std::string ValidateV2Flags() {
+  std::string error = ValidateLocalQueueCapacity(FLAGS_fiber_v2_local_queue_size);
+  if (!error.empty()) return error;
+  if (FLAGS_fiber_v2_steal != "half" && FLAGS_fiber_v2_steal != "one") {
+    return "--fiber_v2_steal=" + FLAGS_fiber_v2_steal +
+           " is invalid: expected one of: half, one";
+  }
+  if (FLAGS_fiber_v2_spawn != "lifo" && FLAGS_fiber_v2_spawn != "fifo") {
+    return "--fiber_v2_spawn=" + FLAGS_fiber_v2_spawn +
+           " is invalid: expected one of: lifo, fifo";
+  }
+  if (FLAGS_fiber_v2_global_check_interval < 1 ||
+      FLAGS_fiber_v2_global_check_interval > kMaxGlobalCheckInterval) {
+    return "--fiber_v2_global_check_interval=" +
+           std::to_string(FLAGS_fiber_v2_global_check_interval) +
+           " is invalid: expected rounds in [1, " + std::to_string(kMaxGlobalCheckInterval) +
+           "]";
+  }
+  return "";
+}
+
+std::unique_ptr<SchedulingStrategy> CreateV2(const SchedulingGroupOptions& options) {
+  return std::unique_ptr<SchedulingStrategy>(
+      new (options.memory_node) StrategyV2(options, StrategyV2Settings::FromFlags()));
+}
+
+}  // namespace
+
+const StrategyEntry kStrategyV2Entry = {"v2", &ValidateV2Flags, &CreateV2};
+
+StrategyV2Settings StrategyV2Settings::FromFlags() {
+  StrategyV2Settings settings;
+  settings.local_queue_capacity = FLAGS_fiber_v2_local_queue_size;
+  settings.steal_half = FLAGS_fiber_v2_steal == "half";
+  settings.spawn_lifo = FLAGS_fiber_v2_spawn == "lifo";
+  settings.global_check_interval = FLAGS_fiber_v2_global_check_interval;
+  return settings;
+}
+
+}  // namespace spindle::internal
+
+namespace spindle::internal {
+namespace {
+
+constexpr unsigned kMaxRunnextStreak = 3;
+// T0: after this many inbox picks in a row, one from runnext or the local queue.
+constexpr unsigned kMaxInboxStreak = 16;
+
+
+std::uint64_t NextRandom(std::uint64_t& state) {
+  // xorshift64*: victim choice only.
+  state ^= state >> 12;
+  state ^= state << 25;
+  state ^= state >> 27;
+  return state * 0x2545F4914F6CDD1DULL;
+}
+
+bool IsStealable(std::uintptr_t entry) {
+  // The caller owns the entry (it grabbed it), so reading its flag is safe.
+  return IsDescEntry(entry) ? !DecodeDesc(entry)->scheduling_group_local
+                            : !DecodeFiber(entry)->scheduling_group_local;
+}
+
+}  // namespace
+
+StrategyV2::StrategyV2(const SchedulingGroupOptions& options,
+                       const StrategyV2Settings& settings)
+    : SchedulingStrategy(notifier_),
+      options_(options),
+      settings_(settings),
+      global_(options.index, options.run_queue_capacity, options.memory_node),
+      notifier_(*this, options.workers) {
+  CHECK_GE(settings.global_check_interval, 1u)
+      << "--fiber_v2_global_check_interval must be >= 1";
+  workers_ = new std::unique_ptr<Worker>[options.workers];
+  for (std::size_t i = 0; i < options.workers; ++i) {
+    workers_[i] = std::make_unique<Worker>(settings.local_queue_capacity,
+                                           options.memory_node);
+    workers_[i]->random = 0x9E3779B97F4A7C15ULL * (i + 1) + options.index;
+    workers_[i]->index = i;
+    workers_[i]->inbox_peek = i + 1;
+  }
+}
+
+StrategyV2::~StrategyV2() { delete[] workers_; }
+
+// ---- Producer side.
+
+void StrategyV2::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason,
+                         std::size_t origin) {
+  if (origin == kNoWorker) {
+    global_.Push(entry, stealable, [this] { Notify(); });
+  } else if (reason == ReadyReason::kYielded || reason == ReadyReason::kStartedBack ||
+             (reason != ReadyReason::kStartedNext && !settings_.spawn_lifo)) {
+    PushLocal(origin, entry);
+  } else {
+    Worker& me = *workers_[origin];
+    // The owner's exchange; a sibling may CAS the slot away concurrently (acq_rel: the
+    // entry's referent is published to whoever takes it, and we see what it published).
+    const std::uintptr_t old = me.runnext.exchange(entry, std::memory_order_acq_rel);
+    if (old != 0 && !DropIfRunInline(old)) PushLocal(origin, old);
+  }
+  Notify();
+}
+
+void StrategyV2::EnqueueBatch(const std::uintptr_t* entries, const bool* stealable,
+                              std::size_t n, std::size_t origin) {
+  if (origin == kNoWorker) {
+    global_.PushMany(entries, stealable, n, [this] { Notify(); });
+  } else {
+    for (std::size_t i = 0; i < n; ++i) PushLocal(origin, entries[i]);
+  }
+  // One Notify per entry at most wakes as many workers as there are fibers; each stops
+  // early once a searcher exists (N2), and woken searchers wake more while work remains
+  // (I4), so a batch ramps the group up without a system call per fiber.
+  Notify();
+}
+
+void StrategyV2::EnqueueWoken(const std::uintptr_t* entries, const bool* stealable,
+                              std::size_t n, std::size_t origin) {
+  if (n == 0) return;
+  if (origin < options_.workers) {
+    // A worker fired them (an assist): it is scheduling, so its own inbox, which it
+    // takes from next; siblings steal from it like from any inbox.
+    workers_[origin]->inbox.PostMany(entries, n);
+    Notify();  // as after any push (notifier.cc)
+    return;
+  }
+  // From the TimerWorker thread: in equal shares to the workers that do not sleep,
+  // starting one further each round. A share that lands on a worker stuck in one long
+  // fiber is taken by its siblings (T0's look at a sibling's inbox).
+  const std::size_t workers = options_.workers;
+  std::size_t chosen[kMaxWorkersPerGroup];
+  std::size_t k = 0;
+  // relaxed: a hint for the choice only; whoever the entries go to, N1-N5 below and
+  // every worker's re-check (W3 looks at all inboxes) decide the wake-ups.
+  const std::uint64_t sleeping = notifier_.sleeping_hint();
+  // relaxed: only spreads the rounds; any value is correct.
+  const std::size_t start = next_woken_.fetch_add(1, std::memory_order_relaxed) % workers;
+  for (std::size_t i = 0; i < workers; ++i) {
+    const std::size_t w = (start + i) % workers;
+    if (((sleeping >> w) & 1) == 0) chosen[k++] = w;
+  }
+  if (k == 0) {
+    // Everybody sleeps: the global queue, whose wake-up takes a sleeper.
+    EnqueueBatch(entries, stealable, n, kNoWorker);
+    return;
+  }
+  const std::size_t share = (n + k - 1) / k;
+  for (std::size_t i = 0, done = 0; done < n; ++i) {
+    const std::size_t m = std::min(share, n - done);
+    workers_[chosen[i]]->inbox.PostMany(entries + done, m);
+    done += m;
+  }
+  Notify();  // as after any push (notifier.cc)
+}
+
+void StrategyV2::PushLocal(std::size_t worker, std::uintptr_t entry) {
+  Worker& me = *workers_[worker];
+  if (me.local.Push(entry)) return;
+  // Full: move half of it, and the new entry, to the global queue in one batch (Go's
+  // runqputslow), so siblings and thieves see the backlog there too.
+  const std::size_t half = me.local.capacity() / 2 + 1;
+  std::uintptr_t* moved = me.overflow_buffer.get();  // half + 1 entries
+  const std::size_t grabbed = me.local.Grab(moved, half, /*half=*/true);
+  // Descriptors whose joiners ran them inline (and could not take them back) end here
+  // rather than costing the global queue capacity.
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < grabbed; ++i) {
+    if (!DropIfRunInline(moved[i])) moved[n++] = moved[i];
+  }
+  moved[n++] = entry;
+  bool* stealable = me.overflow_stealable.get();
+  for (std::size_t i = 0; i < n; ++i) stealable[i] = IsStealable(moved[i]);
+  global_.PushMany(moved, stealable, n, [this] { Notify(); });
+}
+
+// ---- Worker side.
+
+std::uintptr_t StrategyV2::TakeLocal(Worker& me) {
+  for (;;) {
+    const std::uintptr_t entry = me.local.Pop();
+    if (entry == 0 || ClaimEntry(entry)) return entry;
+  }
+}
+
+std::uintptr_t StrategyV2::TakeFromGlobal(Worker& me) {
+  // T4: a share of the global queue (Go's globrunqget), the first to run now.
+  const std::size_t share = std::min<std::size_t>(
+      global_.UnsafeSize() / options_.workers + 1, me.local.capacity() / 2);
+  std::uintptr_t batch[32];
+  for (;;) {
+    const std::size_t n =
+        global_.TakeBatchUnclaimed(batch, std::min<std::size_t>(share, 32));
+    if (n == 0) return 0;
+    // Claim only the one we run: the others are claimed by whoever takes them from our
+    // local queue (a second claim of the same descriptor would read as "its joiner ran
+    // it" and drop the fiber: runtime_test's idle test lost fibers that way).
+    std::size_t first = 0;
+    while (first < n && !ClaimEntry(batch[first])) ++first;
+    // A batch of descriptors that their joiners all ran says nothing about what is
+    // behind it: take the next batch (returning 0 here once left fibers queued while
+    // their worker went to sleep).
+    if (first == n) continue;
+    for (std::size_t i = first + 1; i < n; ++i) {
+      if (!me.local.Push(batch[i])) {
+        // Cannot happen while our local queue was empty enough; keep it safe anyway.
+        global_.Push(batch[i], IsStealable(batch[i]), [this] { Notify(); });
+      }
+    }
+    // M1: the rest of the batch was in no queue for a moment, so a worker's re-check
+    // may have missed it; moving it is a push, with the producer's wake-up decision.
+    if (first + 1 < n) Notify();
+    return batch[first];
+  }
+}
+
+std::uintptr_t StrategyV2::TakeNext(std::size_t worker) {
+  Worker& me = *workers_[worker];
+  // T1 counts fibers taken, as Go's schedtick counts goroutines run: polls that find
+  // nothing (an idle worker searching) do not move it, so its phase does not depend on
+  // how long a worker spun (chaos mode's same-seed-same-order on one worker needs
+  // that). A count-down, not a modulo: a 64-bit division cost this path more than the
+  // rest of it (perf annotate of the yield workload).
+  if (me.rounds_to_global_check == 1) {  // T1: this take is the interval-th
+    if (std::uintptr_t entry = global_.Take()) {
+      me.rounds_to_global_check = settings_.global_check_interval;
+      return entry;
+    }
+  }
+  const std::uintptr_t entry = TakeOwnSources(me);
+  if (entry != 0 && --me.rounds_to_global_check == 0) {
+    me.rounds_to_global_check = settings_.global_check_interval;
+  }
+  return entry;
+}
+
+// Inlined into TakeNext, its only caller: a call here cost the yield workload 17
+// instructions per switch (callgrind).
+__attribute__((always_inline)) inline std::uintptr_t StrategyV2::TakeOwnSources(Worker& me) {
+  auto take_runnext = [&me]() -> std::uintptr_t {
+    // relaxed load: a hint; acquire exchange: pairs with the producer's exchange.
+    while (me.runnext.load(std::memory_order_relaxed) != 0) {
+      const std::uintptr_t entry = me.runnext.exchange(0, std::memory_order_acquire);
+      if (entry == 0) return 0;  // a sibling stole it
+      if (ClaimEntry(entry)) return entry;
+    }
+    return 0;
+  };
+  if (me.inbox_streak < kMaxInboxStreak) {  // T0
+    if (std::uintptr_t entry = me.inbox.Take()) {
+      ++me.inbox_streak;
+      return entry;
+    }
+    if (options_.workers > 1) {
+      if (std::uintptr_t entry = TakeFromSiblingInbox(me)) {
+        ++me.inbox_streak;
+        return entry;
+      }
+    }
+  }
+  me.inbox_streak = 0;
+  if (me.runnext_streak < kMaxRunnextStreak) {  // T2
+    if (std::uintptr_t entry = take_runnext()) {
+      ++me.runnext_streak;
+      return entry;
+    }
+  }
+  me.runnext_streak = 0;
+  if (std::uintptr_t entry = TakeLocal(me)) return entry;  // T3
+  if (std::uintptr_t entry = take_runnext()) return entry;
+  if (std::uintptr_t entry = me.inbox.Take()) return entry;  // T0 after its streak
+  return TakeFromGlobal(me);  // T4
+}
+
+std::uintptr_t StrategyV2::TakeFromSiblingInbox(Worker& me) {
+  // A worker that runs one long fiber (a spawner that never yields) leaves its inbox
+  // alone meanwhile, however overdue its wake-ups: the busy siblings take them, not
+  // only the idle ones (StealFromInboxes). One sibling per take, in turn: one relaxed
+  // load of a line that changes only when a round posts to it.
+  const std::size_t n = options_.workers;
+  std::size_t v = me.inbox_peek;
+  if (v >= n) v = 0;
+  if (v == me.index) v = v + 1 == n ? 0 : v + 1;
+  me.inbox_peek = v + 1;
+  std::uintptr_t entry = 0;
+  // Grab() looks at the inbox's size first and locks only when it holds something.
+  if (workers_[v]->inbox.Grab(&entry, 1, /*half=*/false) == 0) return 0;
+  steals_in_group_.Add(1);
+  return entry;
+}
+
+std::uintptr_t StrategyV2::StealInGroup(std::size_t worker) {
+  const std::size_t n = options_.workers;
+  if (n == 1) return 0;
+  Worker& me = *workers_[worker];
+  const std::size_t start = static_cast<std::size_t>(NextRandom(me.random) % n);
+  std::uintptr_t* grabbed = me.steal_buffer.get();
+  const std::size_t max = me.local.capacity() / 2;
+  if (std::uintptr_t entry = StealFromInboxes(me, worker, start)) return entry;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t v = (start + i) % n;
+    if (v == worker) continue;
+    Worker& victim = *workers_[v];
+    std::size_t got = victim.local.Grab(grabbed, max, settings_.steal_half);
+    std::size_t first = 0;
+    // Drop descriptors their joiners ran; keep the rest.
+    while (first < got && !ClaimEntry(grabbed[first])) ++first;
+    if (first < got) {
+      // relaxed: statistic.
+      steals_in_group_.Add(got - first);
+      // Our local queue is empty here (we are idle), so the rest fits.
+      for (std::size_t k = first + 1; k < got; ++k) {
+        PushLocal(worker, grabbed[k]);
+      }
+      if (first + 1 < got) Notify();  // M1, as in TakeFromGlobal()
+      return grabbed[first];
+    }
+  }
+  // Then the runnext slots: a fiber started by a fiber that keeps its worker busy (it
+  // spins, or runs long) must not wait for it.
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t v = (start + i) % n;
+    if (v == worker) continue;
+    std::atomic<std::uintptr_t>& slot = workers_[v]->runnext;
+    // relaxed: a hint; the acquire CAS decides and pairs with the owner's exchange.
+    std::uintptr_t entry = slot.load(std::memory_order_relaxed);
+    if (entry != 0 &&
+        slot.compare_exchange_strong(entry, 0, std::memory_order_acquire,
+                                     std::memory_order_relaxed) &&
+        ClaimEntry(entry)) {
+      steals_in_group_.Add(1);
+      return entry;
+    }
+  }
+  return 0;
+}
+
+std::uintptr_t StrategyV2::StealFromInboxes(Worker& me, std::size_t worker,
+                                            std::size_t start) {
+  // Timer wake-ups first: they are overdue, and their worker may be in a long fiber.
+  const std::size_t n = options_.workers;
+  std::uintptr_t* grabbed = me.steal_buffer.get();
+  const std::size_t max = me.local.capacity() / 2;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t v = (start + i) % n;
+    if (v == worker) continue;
+    const std::size_t got = workers_[v]->inbox.Grab(grabbed, max, settings_.steal_half);
+    if (got == 0) continue;
+    // Inbox entries are Ready fibers (EnqueueWoken), never descriptors: no claim.
+    steals_in_group_.Add(got);
+    // Still overdue: into our own inbox, not behind our local queue.
+    if (got > 1) {
+      me.inbox.PostMany(grabbed + 1, got - 1);
+      Notify();  // M1
+    }
+    return grabbed[0];
+  }
+  return 0;
+}
+
+bool StrategyV2::AnyQueued() const {
+  if (!global_.UnsafeEmpty()) return true;
+  for (std::size_t i = 0; i < options_.workers; ++i) {
+    const Worker& w = *workers_[i];
+    // relaxed: a snapshot taken after the caller's fence.
+    if (!w.local.UnsafeEmpty() || w.runnext.load(std::memory_order_relaxed) != 0 ||
+        w.inbox.MaybeNonEmpty()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// ---- Victim side of stealing between groups.
+
+std::uintptr_t StrategyV2::Steal() {
+  bool moved_pinned = false;
+  const std::uintptr_t stolen = global_.Steal(&moved_pinned);
+  // A moved entry was out of the queue for a moment, as if pushed again: N1-N5.
+  if (moved_pinned) Notify();
+  if (stolen != 0) return stolen;
+  const std::size_t n = options_.workers;
+  // relaxed: only spreads the thieves over our workers.
+  const std::size_t start = next_victim_.fetch_add(1, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < n; ++i) {
+    Worker& victim = *workers_[(start + i) % n];
+    std::uintptr_t entry = 0;
+    while (victim.local.Grab(&entry, 1, /*half=*/false) == 1) {
+      if (!IsStealable(entry)) {
+        // scheduling_group_local: it stays ours. Back to our global queue unclaimed
+        // (whoever takes it there claims it), and our workers are told, as for any push.
+        global_.Push(entry, /*stealable=*/false, [this] { Notify(); });
+        Notify();
+        break;
+      }
+      if (ClaimEntry(entry)) return entry;  // else a joiner ran it; try the next one
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    Worker& victim = *workers_[(start + i) % n];
+    std::uintptr_t entry = 0;
+    if (victim.inbox.Grab(&entry, 1, /*half=*/false) == 0) continue;
+    if (IsStealable(entry)) return entry;  // a Ready fiber: nothing to claim
+    // As above: a scheduling_group_local fiber stays ours.
+    global_.Push(entry, /*stealable=*/false, [this] { Notify(); });
+    Notify();
+  }
+  return 0;
+}
+
+bool StrategyV2::MayHaveStealable() const {
+  if (global_.UnsafeRingSize() != 0) return true;
+  for (std::size_t i = 0; i < options_.workers; ++i) {
+    if (!workers_[i]->local.UnsafeEmpty() || workers_[i]->inbox.MaybeNonEmpty()) return true;
+  }
+  return false;
+}
+
+// ---- Lifetime and statistics.
+
+void StrategyV2::TakeBack(std::size_t worker,
+                          absl::FunctionRef<bool(std::uintptr_t)> wanted,
+                          absl::FunctionRef<bool(std::uintptr_t)> taken) {
+  // A joiner's children sit in its own runnext and at the head of its own local queue
+  // (in start order), or at the global queue's head when they came from elsewhere or
+  // overflowed. Owner operations on our own queues, one CAS each; a thief that copied an
+  // entry first loses its CAS (or we lose ours and leave the entry to it). Taking one
+  // brings nothing new to the front of another queue, so one pass does.
+  if (worker != kNoWorker) {
+    Worker& me = *workers_[worker];
+    // relaxed: a value to compare; the CAS decides (acquire: we take over the entry).
+    std::uintptr_t next = me.runnext.load(std::memory_order_relaxed);
+    if (next != 0 && wanted(next) &&
+        me.runnext.compare_exchange_strong(next, 0, std::memory_order_acquire,
+                                           std::memory_order_relaxed) &&
+        !taken(next)) {
+      return;
+    }
+    while (const std::uintptr_t oldest = me.local.TakeOldestIf(wanted)) {
+      if (!taken(oldest)) return;
+    }
+  }
+  global_.TakeBack(wanted, taken);
+}
+
+void StrategyV2::NoteDeadEntries() { global_.NoteDeadEntries(); }
+
+bool StrategyV2::UnsafeEmpty() const { return !AnyQueued(); }
+
+StrategyStats StrategyV2::stats() const {
+  StrategyStats stats;
+  // relaxed: statistics.
+  stats.wakeups = notifier_.wakeups();
+  stats.steals_in_group = steals_in_group_.Read();
+  stats.global_queue_size = global_.UnsafeSize();
+  for (std::size_t i = 0; i < options_.workers; ++i) {
+    const std::uint64_t depth = workers_[i]->local.UnsafeSize() +
+                                workers_[i]->inbox.UnsafeSize() +
+                                (workers_[i]->runnext.load(std::memory_order_relaxed) != 0);
+    stats.local_queue_size += depth;
+    stats.local_queue_sizes.push_back(depth);
+  }
+  return stats;
+}
+
+}  // namespace spindle::internal

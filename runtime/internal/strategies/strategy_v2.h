@@ -1,0 +1,123 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_STRATEGY_V2_H_
+#define SPINDLE_RUNTIME_INTERNAL_STRATEGY_V2_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "fiber/internal/spinlock.h"
+#include "gflags/gflags_declare.h"
+#include "runtime/internal/idle/notifier.h"
+#include "runtime/internal/queues/global_run_queue.h"
+#include "runtime/internal/queues/local_queue.h"
+#include "runtime/internal/queues/wake_inbox.h"
+#include "runtime/internal/strategies/scheduling_strategy.h"
+
+DECLARE_uint64(fiber_v2_local_queue_size);
+DECLARE_string(fiber_v2_steal);
+DECLARE_string(fiber_v2_spawn);
+DECLARE_uint64(fiber_v2_global_check_interval);
+
+namespace spindle::internal {
+
+// Strategy v2's own settings, from its flags (--fiber_v2_*, defined in strategy_v2.cc).
+struct StrategyV2Settings {
+  std::size_t local_queue_capacity = 256;   // each worker's, a power of two
+  bool steal_half = true;    // --fiber_v2_steal: half of a sibling's queue, or one fiber
+  bool spawn_lifo = true;    // --fiber_v2_spawn: a fiber's new child runs next (runnext)
+  std::uint64_t global_check_interval = 61;  // --fiber_v2_global_check_interval, >= 1
+  // The flags' values (which kStrategyV2Entry.validate_flags checks).
+  static StrategyV2Settings FromFlags();
+};
+
+// Strategy v2 in the registry (strategy_registry.h): "v2", its flags, its factory.
+extern const StrategyEntry kStrategyV2Entry;
+
+// Scheduling strategy v2: a bounded SPMC local queue, a `runnext` slot and an inbox for
+// timer wake-ups per worker, the group's bounded MPMC queue as the global queue, stealing half of a sibling's
+// queue, and the searcher/sleeper notifier it shares with relaxed (notifier.cc).
+// The queues and what v2 adds to the notifier's proof are at the top of strategy_v2.cc.
+// Thread-safety as SchedulingStrategy says.
+class StrategyV2 final : public SchedulingStrategy {
+ public:
+  StrategyV2(const SchedulingGroupOptions& options, const StrategyV2Settings& settings);
+  ~StrategyV2() override;
+
+  void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason,
+               std::size_t origin) override;
+  void EnqueueBatch(const std::uintptr_t* entries, const bool* stealable, std::size_t n,
+                    std::size_t origin) override;
+  void EnqueueWoken(const std::uintptr_t* entries, const bool* stealable, std::size_t n,
+                    std::size_t origin) override;
+  std::uintptr_t TakeNext(std::size_t worker) override;
+  // Siblings: half an inbox, half a local queue (or one entry), else a runnext.
+  std::uintptr_t StealInGroup(std::size_t worker) override;
+  std::uintptr_t Steal() override;
+  bool MayHaveStealable() const override;
+  void TakeBack(std::size_t worker, absl::FunctionRef<bool(std::uintptr_t)> wanted,
+                absl::FunctionRef<bool(std::uintptr_t)> taken) override;
+  void NoteDeadEntries() override;
+  bool UnsafeEmpty() const override;
+  StrategyStats stats() const override;
+
+ private:
+  struct alignas(64) Worker {
+    explicit Worker(std::size_t capacity, int numa_node)
+        : local(capacity, numa_node),
+          steal_buffer(new std::uintptr_t[capacity / 2 + 1]),
+          overflow_buffer(new std::uintptr_t[capacity / 2 + 2]),
+          overflow_stealable(new bool[capacity / 2 + 2]) {}
+    // A fiber started or woken by this worker's fiber, run next here (seed 002's
+    // spawn-LIFO). Exchanged by the owner, CASed away by siblings that steal it.
+    std::atomic<std::uintptr_t> runnext{0};
+    LocalQueue local;
+    // The owner's alone.
+    // T1's count-down of fibers taken (reset after each check).
+    std::uint64_t rounds_to_global_check = 1;
+    unsigned runnext_streak = 0;     // consecutive picks from runnext
+    unsigned inbox_streak = 0;       // consecutive picks from the inbox (T0)
+    std::size_t index = 0;           // this worker's index in the group
+    std::size_t inbox_peek = 0;      // the sibling whose inbox T0 looks at next
+    std::uint64_t random = 0;        // victim choice
+    std::unique_ptr<std::uintptr_t[]> steal_buffer;  // half a local queue
+    // PushLocal's batch to the global queue when the local one is full: half of it and
+    // the new entry. Not allocated per overflow: a 1 KiB malloc is a large-bin request,
+    // which first consolidates glibc's fast bins (3% of the sleep workload's time).
+    std::unique_ptr<std::uintptr_t[]> overflow_buffer;
+    std::unique_ptr<bool[]> overflow_stealable;
+    // Fibers woken by timer rounds (EnqueueWoken), run before the local queue (T0). Its
+    // own line: the producer writes it once per round.
+    alignas(64) WakeInbox inbox;
+  };
+
+  std::uintptr_t TakeLocal(Worker& me);
+  // Sibling inboxes, then local queues, then runnext slots.
+  std::uintptr_t StealFromInboxes(Worker& me, std::size_t worker, std::size_t start);
+  std::uintptr_t TakeOwnSources(Worker& me);  // T0, T2-T4
+  // T0's look at one sibling's inbox, a different one each time.
+  std::uintptr_t TakeFromSiblingInbox(Worker& me);
+  std::uintptr_t TakeFromGlobal(Worker& me);
+  void PushLocal(std::size_t worker, std::uintptr_t entry);
+  // After a push: the notifier's producer side (N1-N5 in notifier.cc).
+  void Notify() { notifier_.Notify(); }
+  // Whether any queue of the group holds an entry (a relaxed snapshot).
+  bool AnyQueued() const;
+
+  const SchedulingGroupOptions options_;
+  const StrategyV2Settings settings_;
+  GlobalRunQueue global_;
+  std::unique_ptr<Worker>* workers_ = nullptr;  // options_.workers of them
+  SearchNotifier notifier_;  // notifier.cc: the protocol relaxed shares
+  // The worker the TimerWorker's next round starts with (EnqueueWoken).
+  alignas(64) std::atomic<std::size_t> next_woken_{0};
+  ThreadCounter steals_in_group_;
+  std::atomic<std::size_t> next_victim_{0};  // spreads cross-group steals
+};
+
+}  // namespace spindle::internal
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_STRATEGY_V2_H_

@@ -1,0 +1,136 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Strategy v2's knobs, checked for what they do (not only that they parse): the order in
+// which a worker runs the fibers its fiber started (--fiber_v2_spawn and the per-start
+// Fiber::Attributes::start_order), and how much a thief takes from a sibling's local
+// queue (--fiber_v2_steal). The strategy is driven directly on this thread, as its
+// workers would drive it, so the orders are exact.
+
+#include "runtime/internal/strategies/strategy_v2.h"
+
+#include <memory>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/strategies/scheduling_strategy.h"
+
+namespace spindle::internal {
+namespace {
+
+struct StrategyDeleter {
+  void operator()(StrategyV2* strategy) const { delete strategy; }
+};
+using StrategyPtr = std::unique_ptr<StrategyV2, StrategyDeleter>;
+
+StrategyPtr MakeV2(std::size_t workers, bool spawn_lifo, bool steal_half) {
+  SchedulingGroupOptions options;
+  options.workers = workers;
+  options.run_queue_capacity = 1024;
+  options.strategy = "v2";
+  StrategyV2Settings settings;
+  settings.local_queue_capacity = 256;
+  settings.spawn_lifo = spawn_lifo;
+  settings.steal_half = steal_half;
+  return StrategyPtr(new (kNoNumaNode) StrategyV2(options, settings));
+}
+
+// Descriptors numbered by their id, so a taken entry says which start it was.
+std::uintptr_t Desc(std::uint64_t id) {
+  FiberDesc* desc = AllocateFiberDesc();
+  desc->id = id;
+  return EncodeEntry(desc);
+}
+
+std::uint64_t TakeId(std::uintptr_t entry) {
+  EXPECT_NE(entry, 0u);
+  if (entry == 0) return 0;
+  FiberDesc* desc = DecodeDesc(entry);
+  const std::uint64_t id = desc->id;
+  FreeFiberDesc(desc);
+  return id;
+}
+
+// Worker 0 starts fibers 1, 2 and 3 for `reason`, then takes three: their order.
+std::vector<std::uint64_t> OrderOfThreeStarts(bool spawn_lifo, ReadyReason reason) {
+  StrategyPtr v2 = MakeV2(1, spawn_lifo, /*steal_half=*/true);
+  for (std::uint64_t id = 1; id <= 3; ++id) {
+    v2->Enqueue(Desc(id), /*stealable=*/true, reason, /*origin=*/0);
+  }
+  std::vector<std::uint64_t> order;
+  for (int i = 0; i < 3; ++i) order.push_back(TakeId(v2->TakeNext(0)));
+  EXPECT_EQ(v2->TakeNext(0), 0u);
+  return order;
+}
+
+using Order = std::vector<std::uint64_t>;
+
+// --fiber_v2_spawn=lifo (the default): the newest start runs next (runnext); the ones
+// it displaced wait at the local queue's tail in the order they were started.
+TEST(StrategyV2Test, SpawnLifoRunsTheNewestStartNext) {
+  EXPECT_EQ(OrderOfThreeStarts(/*spawn_lifo=*/true, ReadyReason::kStarted), (Order{3, 1, 2}));
+}
+
+// --fiber_v2_spawn=fifo: every start goes to the back of the local queue.
+TEST(StrategyV2Test, SpawnFifoRunsStartsInTheirOrder) {
+  EXPECT_EQ(OrderOfThreeStarts(/*spawn_lifo=*/false, ReadyReason::kStarted),
+            (Order{1, 2, 3}));
+}
+
+// StartOrder::kBack and kNext override the flag for one start (seed 002's enqueue and
+// spawn), whichever way the flag is set.
+TEST(StrategyV2Test, APerStartOrderOverridesTheFlag) {
+  for (const bool spawn_lifo : {true, false}) {
+    EXPECT_EQ(OrderOfThreeStarts(spawn_lifo, ReadyReason::kStartedBack), (Order{1, 2, 3}))
+        << "spawn_lifo=" << spawn_lifo;
+    EXPECT_EQ(OrderOfThreeStarts(spawn_lifo, ReadyReason::kStartedNext), (Order{3, 1, 2}))
+        << "spawn_lifo=" << spawn_lifo;
+  }
+  // Mixed: a kNext start displaces nothing it should not; kBack ones keep their order.
+  StrategyPtr v2 = MakeV2(1, /*spawn_lifo=*/false, /*steal_half=*/true);
+  v2->Enqueue(Desc(1), true, ReadyReason::kStartedBack, 0);
+  v2->Enqueue(Desc(2), true, ReadyReason::kStartedNext, 0);
+  v2->Enqueue(Desc(3), true, ReadyReason::kStarted, 0);  // fifo: the back
+  EXPECT_EQ(TakeId(v2->TakeNext(0)), 2u);
+  EXPECT_EQ(TakeId(v2->TakeNext(0)), 1u);
+  EXPECT_EQ(TakeId(v2->TakeNext(0)), 3u);
+}
+
+// An idle worker that finds its own queues empty steals from a sibling's local queue:
+// half of it with --fiber_v2_steal=half (one to run, the rest into its own queue), a
+// single fiber with =one.
+std::uint64_t StolenFromASiblingOfEight(bool steal_half) {
+  StrategyPtr v2 = MakeV2(2, /*spawn_lifo=*/false, steal_half);
+  for (std::uint64_t id = 1; id <= 8; ++id) {
+    v2->Enqueue(Desc(id), true, ReadyReason::kStartedBack, /*origin=*/0);
+  }
+  EXPECT_EQ(v2->TakeNext(1), 0u) << "worker 1's own queues are empty";
+  const std::uint64_t first = TakeId(v2->StealInGroup(1));
+  EXPECT_EQ(first, 1u) << "a thief takes the oldest of the victim's queue";
+  const std::uint64_t stolen = v2->stats().steals_in_group;
+  // What the thief moved into its own queue is now its own to run; the rest stays.
+  std::uint64_t own = 0;
+  while (std::uintptr_t entry = v2->TakeNext(1)) {
+    TakeId(entry);
+    ++own;
+  }
+  EXPECT_EQ(own + 1, stolen);
+  std::uint64_t left = 0;
+  while (std::uintptr_t entry = v2->TakeNext(0)) {
+    TakeId(entry);
+    ++left;
+  }
+  EXPECT_EQ(stolen + left, 8u);
+  return stolen;
+}
+
+TEST(StrategyV2Test, StealHalfTakesHalfOfASiblingsQueue) {
+  EXPECT_EQ(StolenFromASiblingOfEight(/*steal_half=*/true), 4u);
+}
+
+TEST(StrategyV2Test, StealOneTakesOneFiber) {
+  EXPECT_EQ(StolenFromASiblingOfEight(/*steal_half=*/false), 1u);
+}
+
+}  // namespace
+}  // namespace spindle::internal
