@@ -9,6 +9,15 @@ NEEDS_TEST_SEAMS = select({
     "//conditions:default": ["@platforms//:incompatible"],
 })
 
+# For target_compatible_with: a model test (//fiber/internal:model_testing) checks the
+# protocol code as it ships, without the test seams, and Relacy's own fibers are not
+# for the sanitizers; so the models run in builds without the seams (the default
+# lane) and are skipped under --config=seams, asan and tsan.
+WITHOUT_TEST_SEAMS = select({
+    "//bazel:test_seams": ["@platforms//:incompatible"],
+    "//conditions:default": [],
+})
+
 # The strategies other than v1 (the plain cc_test's), each with its twins' suffix.
 _OTHER_STRATEGIES = [("v2", "_v2"), ("relaxed", "_relaxed")]
 

@@ -15,18 +15,47 @@
 #include <cstdint>
 #include <ctime>
 
+#include "fiber/internal/atomic.h"
 #include "fiber/internal/sanitizers.h"
 
 namespace spindle::internal {
 
+#ifdef SPINDLE_MODEL_CHECK
+// The model build (atomic.h): Relacy's futex over the word's model atomic. A wait
+// compares and queues atomically, as the kernel does; it may also return spuriously,
+// and a timed one may time out, which moves the model clock to its deadline.
+inline void FutexWait(Atomic<int>* word, int expected, ModelWhere where = {}) {
+  rl::rl_futex(&word->model(), rl::RL_FUTEX_WAIT, expected, nullptr, nullptr, 0,
+               where.info);
+}
+
+inline void FutexWaitUntil(Atomic<int>* word, int expected, std::int64_t deadline_ns,
+                           ModelWhere where = {}) {
+  const timespec any{};  // only whether there is a timeout matters to the model
+  if (rl::rl_futex(&word->model(), rl::RL_FUTEX_WAIT, expected, &any, nullptr, 0,
+                   where.info) == rl::RL_ETIMEDOUT &&
+      ModelClockNs() < deadline_ns) {
+    ModelClockNs() = deadline_ns;
+  }
+}
+
+inline void FutexWake(Atomic<int>* word, int count = 1, ModelWhere where = {}) {
+  rl::rl_futex(&word->model(), rl::RL_FUTEX_WAKE, count, nullptr, nullptr, 0, where.info);
+}
+
+inline void StoreLoadFence(ModelWhere where = {}) {
+  AtomicFence(std::memory_order_seq_cst, where);
+}
+#else
+
 // Sleeps while *word == expected (returns at once otherwise), until woken or spuriously.
-inline void FutexWait(std::atomic<int>* word, int expected) {
+inline void FutexWait(Atomic<int>* word, int expected) {
   syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
 }
 
 // Like FutexWait, but also returns at the absolute CLOCK_MONOTONIC time `deadline_ns`
 // (std::chrono::steady_clock's epoch), so repeated waits do not drift.
-inline void FutexWaitUntil(std::atomic<int>* word, int expected, std::int64_t deadline_ns) {
+inline void FutexWaitUntil(Atomic<int>* word, int expected, std::int64_t deadline_ns) {
   timespec deadline;
   deadline.tv_sec = deadline_ns / 1000000000;
   deadline.tv_nsec = deadline_ns % 1000000000;
@@ -36,7 +65,7 @@ inline void FutexWaitUntil(std::atomic<int>* word, int expected, std::int64_t de
 
 // Wakes up to `count` threads sleeping on `word`. Harmless if `word` is gone: a stale
 // address at worst wakes some other futex user spuriously, which they all tolerate.
-inline void FutexWake(std::atomic<int>* word, int count = 1) {
+inline void FutexWake(Atomic<int>* word, int count = 1) {
   syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
 }
 
@@ -52,6 +81,7 @@ inline void StoreLoadFence() { store_load_fence_word.fetch_add(0, std::memory_or
 #else
 inline void StoreLoadFence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 #endif
+#endif  // SPINDLE_MODEL_CHECK
 
 }  // namespace spindle::internal
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <ctime>
 
+#include "fiber/internal/atomic.h"
 #include "runtime/internal/idle/parker.h"
 
 namespace spindle::internal {
@@ -106,9 +107,9 @@ class GroupPoller {
   static constexpr std::int64_t kBusyPollIntervalNs = 100'000;
 
  private:
-  alignas(64) std::atomic<bool> held_{false};
-  std::atomic<bool> wanted_{false};
-  std::atomic<std::int64_t> last_poll_ns_{0};
+  alignas(64) Atomic<bool> held_{false};
+  Atomic<bool> wanted_{false};
+  Atomic<std::int64_t> last_poll_ns_{0};
 };
 
 }  // namespace spindle::internal

@@ -85,7 +85,7 @@ namespace {
 // a hint; the seq_cst CAS decides (I2), and producers that read the new count skip
 // their wake-up (N2), which the searcher's later seq_cst decrement and fence (I4) make
 // up for.
-bool TryIncrementBelow(std::atomic<std::size_t>& count, std::size_t max) {
+bool TryIncrementBelow(Atomic<std::size_t>& count, std::size_t max) {
   std::size_t value = count.load(std::memory_order_relaxed);
   do {
     if (value >= max) return false;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "fiber/internal/atomic.h"
 #include "runtime/internal/idle/wait_slot.h"
 #include "runtime/internal/observability/metrics.h"
 
@@ -140,9 +141,9 @@ class SearchNotifier final : public IdleNotifier {
   const std::size_t max_searching_;  // half the group, at least one
   // Workers searching for work, plus workers a waker chose and that have not yet run
   // (Go's nmspinning): while it is not 0, producers wake nobody.
-  alignas(64) std::atomic<std::size_t> searching_{0};
+  alignas(64) Atomic<std::size_t> searching_{0};
   // Bit i set: worker i announced that it sleeps (or is about to).
-  alignas(64) std::atomic<std::uint64_t> sleeping_{0};
+  alignas(64) Atomic<std::uint64_t> sleeping_{0};
 };
 
 }  // namespace spindle::internal

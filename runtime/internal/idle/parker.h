@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <ctime>
 
+#include "fiber/internal/atomic.h"
 #include "runtime/internal/idle/futex.h"
 
 namespace spindle::internal {
@@ -24,6 +25,9 @@ namespace spindle::internal {
 // Monotonic nanoseconds (CLOCK_MONOTONIC: std::chrono::steady_clock's epoch). The one
 // clock of every deadline in the runtime.
 inline std::int64_t MonotonicNowNs() {
+#ifdef SPINDLE_MODEL_CHECK
+  return ModelClockNs();  // the model's clock (model_atomic.h)
+#endif
   timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   return now.tv_sec * std::int64_t{1000000000} + now.tv_nsec;
@@ -75,8 +79,8 @@ class Parker {
   Parker(const Parker&) = delete;
   Parker& operator=(const Parker&) = delete;
 
-  std::atomic<int>& word() { return word_; }
-  const std::atomic<int>& word() const { return word_; }
+  Atomic<int>& word() { return word_; }
+  const Atomic<int>& word() const { return word_; }
 
   // Sleeps while word() == `expected`, until unparked, `deadline`, or spuriously.
   // Returns false only when `deadline` had passed (it then does not sleep); true
@@ -97,7 +101,7 @@ class Parker {
   void UnparkAll() { FutexWake(&word_, INT_MAX); }
 
  private:
-  std::atomic<int> word_;
+  Atomic<int> word_;
 };
 
 }  // namespace spindle::internal

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <ctime>
 
+#include "fiber/internal/atomic.h"
 #include "runtime/internal/idle/group_poller.h"
 #include "runtime/internal/idle/parker.h"
 #include "runtime/internal/seams/chaos.h"
@@ -108,13 +109,13 @@ class WaitSlot {
     }
   }
 
-  std::atomic<int>& count() { return count_.word(); }
+  Atomic<int>& count() { return count_.word(); }
 
   // The wake-up count: > 0: wake-ups banked; 0: none; -1: the owner sleeps (or is about
   // to).
   alignas(64) Parker count_;
   // The poller the owner sleeps in (WaitPolling), or null (the futex).
-  std::atomic<GroupPoller*> polling_{nullptr};
+  Atomic<GroupPoller*> polling_{nullptr};
 };
 
 }  // namespace spindle::internal
