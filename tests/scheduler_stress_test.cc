@@ -76,7 +76,7 @@ TEST(SchedulerStressTest, LostWakeUpHammerHundredThousandRounds) {
 // queued while a worker of its group sleeps (a lost wake-up) shows as a round that does
 // not finish by its deadline. This is the shape in which timed_waiter_test lost a
 // wake-up on 16 cores (a claimed spinner that already held a fiber; see
-// strategy_v1.cc). On 2 cores the windows are made wide instead: every thread that
+// spinner_notifier.cc). On 2 cores the windows are made wide instead: every thread that
 // reaches a step of the protocol sometimes pauses there for a few microseconds or gives
 // up its CPU, and 8 or 16 workers oversubscribe the cores, so the OS preempts threads
 // inside the windows too; spinners poll for 200 us so that more fibers are taken by a

@@ -1,7 +1,7 @@
 // Copyright 2026 The Spindle Authors.
 //
 // The strategy-neutral face of a scheduling group. The strategies' protocols are at the
-// top of strategy_v1.cc, strategy_v2.cc and notifier.cc; entries and parking (how a
+// top of spinner_notifier.cc, strategy_v2.cc and notifier.cc; entries and parking (how a
 // fiber leaves its worker) at the top of parking.cc; the idle path in idle_path.cc.
 
 #include "runtime/internal/group/scheduling_group.h"

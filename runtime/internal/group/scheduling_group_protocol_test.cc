@@ -67,7 +67,7 @@ void FollowScript(SchedulerTestPoint point, std::size_t worker) {
 }
 
 // The interleaving that lost a wake-up on 16 cores (steps 1-7 of "The wake-up that was
-// lost" at the top of strategy_v1.cc), forced step by step: a producer claims
+// lost" at the top of spinner_notifier.cc), forced step by step: a producer claims
 // spinner B after B popped a fiber, while A, the other worker, has gone to sleep. B must
 // pass the claim on, so A wakes and runs the second fiber. On the code before the fix,
 // A slept until the group stopped and this test failed at the deadline below.
@@ -129,7 +129,7 @@ void CountWaits(SchedulerTestPoint point, std::size_t worker) {
 
 // A producer preempted inside its push hides the queue from consumers: the wake-up that
 // a later producer pays for finds nothing. Steps 1-5 of "More work" at the top of
-// strategy_v1.cc, forced: X must wake Y for F6 after it takes F5. On the code
+// spinner_notifier.cc, forced: X must wake Y for F6 after it takes F5. On the code
 // before the fix, F5 (which waits for F6) timed out with Y asleep.
 TEST(SchedulingGroupProtocolTest, StalledPushDoesNotStrandTheFibersItHid) {
   SchedulingGroupOptions options;

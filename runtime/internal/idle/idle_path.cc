@@ -24,7 +24,7 @@
 //      or in the group's poller (epoll_wait) when descriptors are registered and its
 //      token is free. Woken by a producer's claim: search on its behalf (back to I3).
 // Why no wake-up is lost between a producer's push and W1-W4 is the notifier's proof
-// (notifier.cc for v2 and relaxed, strategy_v1.cc for v1); this path's part is the
+// (notifier.cc for v2 and relaxed, spinner_notifier.cc for v1); this path's part is the
 // order: announce, fence, re-check every queue, and only then sleep.
 //
 // Stealing between groups. Each worker keeps its victims (every other group it may

@@ -18,6 +18,9 @@ inline constexpr std::size_t kMaxWorkersPerGroup = 64;  // one bit each in a 64-
 // What a notifier asks of the queues it guards (its SchedulingStrategy).
 class NotifiedQueues {
  public:
+  // Takes the next entry for `worker` without blocking; 0 if none (v1's spinner polls
+  // once more through it when a producer claimed it: S3 in spinner_notifier.cc).
+  virtual std::uintptr_t TakeNext(std::size_t worker) = 0;
   // Whether nothing is queued: a relaxed snapshot, read after the caller's fence.
   virtual bool UnsafeEmpty() const = 0;
   // Every worker of the group is busy and a backlog may wait: wake a sleeping worker of
@@ -42,7 +45,7 @@ class NotifiedQueues {
 //   claimed = EndSleep(w)                    withdraw; claimed: search on a waker's behalf
 //
 // Two protocols implement it: SearchNotifier below (v2 and relaxed), and v1's
-// SpinnerNotifier (strategy_v1.cc), its two spinners and their hand-off.
+// SpinnerNotifier (spinner_notifier.cc), its two spinners and their hand-off.
 //
 // Thread-safety: the idle side is called by worker w's thread only; Notify*,
 // WakeOneSleeper and WakeAll from any thread. Owned by its strategy, which it outlives

@@ -1,178 +1,33 @@
 // Copyright 2026 The Spindle Authors.
 //
 // Models of SearchNotifier (notifier.cc, the real source built against Relacy:
-// atomic.h), the searcher/sleeper protocol of strategies v2 and relaxed: producers push
-// and Notify(); workers take work, search, announce, re-check and sleep on their
-// slots, calling the notifier in the order of the idle path (IdlePath::SearchAndSleep,
-// idle_path.cc, without other groups and the poller, which do not touch the notifier).
-// The group's queues are one counter of queued entries: a push is a release RMW, a
-// take a CAS, and UnsafeEmpty() a relaxed read, no stronger than the real queues.
-//
-// Each model ends only when every pushed entry has been taken exactly once; the worker
-// that takes the last one stops the group (WakeAll). A lost wake-up leaves an entry
-// queued while every worker sleeps: Relacy reports the deadlock and its trace.
+// atomic.h), the searcher/sleeper protocol of strategies v2 and relaxed, on the idle
+// path of notifier_model.h.
 
-#include <cstddef>
-
-#include "fiber/internal/atomic.h"
-#include "fiber/internal/model_testing.h"
-#include "gtest/gtest.h"
 #include "runtime/internal/idle/notifier.h"
-#include "runtime/internal/idle/parker.h"
-#include "runtime/internal/observability/metrics.h"
+#include "runtime/internal/idle/notifier_model.h"
 
 namespace spindle::internal {
 namespace {
 
-using testing::DescribeModelRun;
-using testing::ModelParams;
-using testing::RunModel;
-
-// The group's queues, as a count of queued entries.
-class ModelQueues final : public NotifiedQueues {
- public:
-  bool UnsafeEmpty() const override { return queued_.load(std::memory_order_relaxed) == 0; }
-  void WakeUpThief() override {}  // no other groups in these models
-
-  // release: the entry is published to whoever takes it.
-  void Push() { queued_.fetch_add(1, std::memory_order_release); }
-  // acquire: pairs with Push().
-  bool TryTake() {
-    int queued = queued_.load(std::memory_order_relaxed);
-    while (queued > 0) {
-      if (queued_.compare_exchange_weak(queued, queued - 1, std::memory_order_acquire,
-                                        std::memory_order_relaxed)) {
-        return true;
-      }
-    }
-    return false;
-  }
-  int queued() const { return queued_.load(std::memory_order_relaxed); }
-
- private:
-  Atomic<int> queued_{0};
-};
-
-// kWorkers workers (threads 0 .. kWorkers - 1) and kProducers producers (the rest),
-// each of which pushes kPushes entries, one Notify() after each.
-template <std::size_t kWorkers, std::size_t kProducers, int kPushes>
-struct SearchNotifierModel
-    : rl::test_suite<SearchNotifierModel<kWorkers, kProducers, kPushes>,
-                     kWorkers + kProducers> {
-  static constexpr int kEntries = static_cast<int>(kProducers) * kPushes;
-
-  ModelQueues queues;
-  SearchNotifier notifier{queues, kWorkers};
-  Atomic<int> taken{0};
-  Parker all_taken;  // its word: 1 once every entry is taken
-  Atomic<bool> stopping{false};
-
-  void thread(unsigned index) {
-    if (index < kWorkers) {
-      RunWorker(index);
-    } else {
-      for (int i = 0; i < kPushes; ++i) {
-        queues.Push();
-        notifier.Notify();
-      }
-    }
-  }
-
-  void after() {
-    RL_ASSERT(taken.load(std::memory_order_relaxed) == kEntries);
-    RL_ASSERT(queues.queued() == 0);
-  }
-
-  // Runs a taken entry. Every entry but the last waits until all are taken, as a
-  // parent fiber joins its children: the worker that runs it is busy meanwhile, so the
-  // entries still queued must reach a worker through a wake-up (a worker that takes one
-  // entry and just looks again would hide a lost wake-up). The worker that takes the
-  // last entry releases them and stops the group, as TerminateRuntime() does.
-  void Ran() {
-    if (taken.fetch_add(1, std::memory_order_acq_rel) + 1 == kEntries) {
-      all_taken.word().store(1, std::memory_order_release);
-      all_taken.UnparkAll();
-      stopping.store(true, std::memory_order_relaxed);  // ordered by WakeAll's RMWs
-      notifier.WakeAll();
-      return;
-    }
-    // acquire: pairs with the release above.
-    while (all_taken.word().load(std::memory_order_acquire) == 0) {
-      all_taken.ParkWhile(0, Deadline::None());
-    }
-  }
-  bool Stopping() const { return stopping.load(std::memory_order_relaxed); }
-
-  // FiberWorker::Run over IdlePath::FindRunnable: take from the queues, or search
-  // and sleep (SearchAndSleep's notifier calls, in its order).
-  void RunWorker(std::size_t w) {
-    while (!Stopping()) {
-      if (queues.TryTake()) {  // 2. own queues
-        Ran();
-        continue;
-      }
-      SearchAndSleep(w);
-    }
-  }
-
-  void SearchAndSleep(std::size_t w) {
-    bool searching = notifier.StartSearching(w);  // I2
-    for (;;) {
-      bool found = queues.TryTake();  // I3: one round
-      found = notifier.StopSearching(w, searching, found ? 1 : 0) != 0;  // I4
-      if (found) return Ran();
-      notifier.Announce(w);     // W1, W2
-      if (queues.TryTake()) {   // W3
-        notifier.Cancel(w, /*found=*/true);
-        return Ran();
-      }
-      if (Stopping()) {  // the plan when stopping: poll, i.e. go round again
-        notifier.Cancel(w, /*found=*/false);
-        return;
-      }
-      notifier.slot(w).Wait();  // W4
-      const bool claimed = notifier.EndSleep(w);
-      if (Stopping()) {
-        notifier.StopSearching(w, claimed, 0);
-        return;
-      }
-      if (!claimed) return;  // a wake-up banked earlier: start over
-      searching = true;      // a producer's wake-up: search on its behalf
-    }
-  }
-};
-
-// Relacy's operator new serves what a model run allocates from its own heap and
-// reports what outlives the run. The notifier's wake-up counter (a ThreadCounter)
-// allocates this thread's row of cells and grows the registry's slot lists once per
-// process, on first use: that happens here, outside the run, and the runs reuse them.
-void WarmUpCountersOutsideTheModel() {
-  ThreadCounter counter;
-  counter.Add(1);
-}
-
-template <class Model>
-void ExpectHolds(rl::iteration_t iterations) {
-  WarmUpCountersOutsideTheModel();
-  rl::test_params params = ModelParams(iterations);
-  EXPECT_TRUE(RunModel<Model>(params)) << DescribeModelRun(params);
-}
+using testing::ExpectModelHolds;
+using testing::IdleModel;
 
 // One producer's two pushes against two workers (one may search, half the group).
 TEST(SearchNotifierModelTest, TwoWorkersOneProducerTwoPushes) {
-  ExpectHolds<SearchNotifierModel<2, 1, 2>>(100000);
+  ExpectModelHolds<IdleModel<SearchNotifier, 2, 1, 2>>(100000);
 }
 
-// Two producers race each other's N2-N5 and the workers' announcements.
-// N5's second look: without it, the count given back hides the other producer's entry
-// (found at iteration 132,679 of the random search, so this model runs 400,000).
+// Two producers race each other's N2-N5 and the workers' announcements. N5's second
+// look: without it, the count given back hides the other producer's entry (found at
+// iteration 132,679 of the random search, so this model runs 400,000).
 TEST(SearchNotifierModelTest, TwoWorkersTwoProducers) {
-  ExpectHolds<SearchNotifierModel<2, 2, 1>>(400000);
+  ExpectModelHolds<IdleModel<SearchNotifier, 2, 2, 1>>(400000);
 }
 
 // Three workers: two may search at once, so the last searcher out (I4) decides.
 TEST(SearchNotifierModelTest, ThreeWorkersOneProducerTwoPushes) {
-  ExpectHolds<SearchNotifierModel<3, 1, 2>>(100000);
+  ExpectModelHolds<IdleModel<SearchNotifier, 3, 1, 2>>(100000);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ namespace spindle::internal {
 inline constexpr std::size_t kNoWorkerIndex = ~std::size_t{0};
 
 // Tests only: the steps of the idle and wake-up protocols (idle_path.cc, notifier.cc,
-// strategy_v1.cc) at which a test may pause, yield or block
+// spinner_notifier.cc) at which a test may pause, yield or block
 // the thread that reaches them, to widen a race window (random pauses under
 // oversubscription) or to force one exact interleaving. The hook gets the step and the
 // worker's number (kNoWorkerIndex on a producer's thread).

@@ -28,14 +28,4 @@ void SchedulingStrategy::WakeUpThief() {
   }
 }
 
-std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k) {
-  std::uint64_t result = 0;
-  for (std::size_t i = 0; i < k && mask != 0; ++i) {
-    const std::uint64_t bit = mask & (~mask + 1);
-    result |= bit;
-    mask &= ~bit;
-  }
-  return result;
-}
-
 }  // namespace spindle::internal

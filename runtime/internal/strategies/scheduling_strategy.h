@@ -120,7 +120,7 @@ class SchedulingStrategy : public NotifiedQueues {
   // ---- Worker side: never blocks, never sleeps.
   // The next entry of the worker's own sources (between two fibers, Yield, park, and
   // the idle path's first look); 0 if they are empty.
-  virtual std::uintptr_t TakeNext(std::size_t worker) = 0;
+  std::uintptr_t TakeNext(std::size_t worker) override = 0;
   // An entry taken from the worker's siblings in this group (v2: their inboxes, local
   // queues and runnext slots), or 0. The idle path asks after TakeNext; strategies whose
   // TakeNext already sees the whole group (v1, relaxed) keep the default.
@@ -191,9 +191,6 @@ class SchedulingStrategy : public NotifiedQueues {
   alignas(64) std::vector<SchedulingStrategy*> thieves_;  // immutable once workers run
   std::atomic<std::size_t> next_thief_{0};
 };
-
-// Returns the `k` lowest set bits of `mask` (all of them if it has fewer).
-std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k);
 
 }  // namespace spindle::internal
 
