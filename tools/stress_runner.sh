@@ -107,7 +107,9 @@ bazel_config_args() { if [ "$1" != default ]; then echo "--config=$1"; fi; }
 # test seams (target_compatible_with = NEEDS_TEST_SEAMS, bazel/testing.bzl) exist only in
 # the configurations that carry them.
 build_binaries() {
-  local config=$1 targets bin query='kind(cc_test, //...)'
+  # The model tests (tag "model": Relacy, one thread, the same interleavings on every
+  # run) gain nothing from repeats or worker counts, and exist only without the seams.
+  local config=$1 targets bin query='kind(cc_test, //...) except attr(tags, "\bmodel\b", //...)'
   if [ "$config" = default ]; then
     query="$query except attr(target_compatible_with, incompatible, //...)"
   fi
