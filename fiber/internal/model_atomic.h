@@ -175,8 +175,7 @@ class Atomic {
   bool compare_exchange_strong(T& expected, T desired,
                                std::memory_order order = std::memory_order_seq_cst,
                                ModelWhere where = {}) {
-    return impl_(where.info).compare_exchange_strong(expected, desired, ToModelOrder(order),
-                                                     FailureOrder(order));
+    return compare_exchange_strong(expected, desired, order, FailureOrder(order), where);
   }
   bool compare_exchange_strong(T& expected, T desired, std::memory_order success,
                                std::memory_order failure, ModelWhere where = {}) {
@@ -186,8 +185,7 @@ class Atomic {
   bool compare_exchange_weak(T& expected, T desired,
                              std::memory_order order = std::memory_order_seq_cst,
                              ModelWhere where = {}) {
-    return impl_(where.info).compare_exchange_weak(expected, desired, ToModelOrder(order),
-                                                   FailureOrder(order));
+    return compare_exchange_weak(expected, desired, order, FailureOrder(order), where);
   }
   bool compare_exchange_weak(T& expected, T desired, std::memory_order success,
                              std::memory_order failure, ModelWhere where = {}) {
@@ -217,10 +215,10 @@ class Atomic {
  private:
   // std::atomic's rule: the failure order of a one-order compare-exchange is the
   // success order without its release part.
-  static rl::memory_order FailureOrder(std::memory_order order) {
-    if (order == std::memory_order_acq_rel) return rl::mo_acquire;
-    if (order == std::memory_order_release) return rl::mo_relaxed;
-    return ToModelOrder(order);
+  static std::memory_order FailureOrder(std::memory_order order) {
+    if (order == std::memory_order_acq_rel) return std::memory_order_acquire;
+    if (order == std::memory_order_release) return std::memory_order_relaxed;
+    return order;
   }
 
   mutable rl::atomic<T> impl_;

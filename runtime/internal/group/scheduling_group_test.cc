@@ -13,7 +13,7 @@
 #include "fiber/this_fiber.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
-#include "runtime/internal/idle/spinner_notifier.h"
+#include "runtime/internal/idle/notifier.h"
 #include "runtime/internal/lost_wake_hammer.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"

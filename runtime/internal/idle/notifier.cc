@@ -134,12 +134,12 @@ bool SearchNotifier::WakeSleeperAsSearcher(bool only_if_none_search) {
     // N5. relaxed load: a hint; the fetch_and decides.
     std::uint64_t sleeping = sleeping_.load(std::memory_order_relaxed);
     while (sleeping != 0) {
-      const std::uint64_t bit = sleeping & (~sleeping + 1);
+      const std::uint64_t bit = LowestBit(sleeping);
       // release: a worker that clears its own bit without sleeping (W3's Cancel)
       // acquires it and sees our count and the push; a sleeper gets them through the
       // WaitSlot's release/acquire.
       if (sleeping_.fetch_and(~bit, std::memory_order_release) & bit) {
-        Wake(static_cast<std::size_t>(__builtin_ctzll(bit)));
+        Wake(BitIndex(bit));
         return true;
       }
       sleeping = sleeping_.load(std::memory_order_relaxed);

@@ -15,6 +15,23 @@ namespace spindle::internal {
 
 inline constexpr std::size_t kMaxWorkersPerGroup = 64;  // one bit each in a 64-bit mask
 
+// The notifiers' worker masks: bit i is worker i.
+inline std::uint64_t LowestBit(std::uint64_t mask) { return mask & (~mask + 1); }
+inline std::size_t BitIndex(std::uint64_t bit) {
+  return static_cast<std::size_t>(__builtin_ctzll(bit));
+}
+inline int CountBits(std::uint64_t mask) { return __builtin_popcountll(mask); }
+// The `k` lowest set bits of `mask` (all of them if it has fewer).
+inline std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k) {
+  std::uint64_t result = 0;
+  for (std::size_t i = 0; i < k && mask != 0; ++i) {
+    const std::uint64_t bit = LowestBit(mask);
+    result |= bit;
+    mask &= ~bit;
+  }
+  return result;
+}
+
 // What a notifier asks of the queues it guards (its SchedulingStrategy).
 class NotifiedQueues {
  public:

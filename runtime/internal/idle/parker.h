@@ -27,10 +27,11 @@ namespace spindle::internal {
 inline std::int64_t MonotonicNowNs() {
 #ifdef SPINDLE_MODEL_CHECK
   return ModelClockNs();  // the model's clock (model_atomic.h)
-#endif
+#else
   timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   return now.tv_sec * std::int64_t{1000000000} + now.tv_nsec;
+#endif
 }
 
 // A point on MonotonicNowNs()'s clock, or none. A plain value.

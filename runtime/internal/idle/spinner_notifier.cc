@@ -112,21 +112,6 @@
 #include "runtime/internal/seams/scheduling_test_points.h"
 
 namespace spindle::internal {
-namespace {
-
-int CountBits(std::uint64_t mask) { return __builtin_popcountll(mask); }
-
-}  // namespace
-
-std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k) {
-  std::uint64_t result = 0;
-  for (std::size_t i = 0; i < k && mask != 0; ++i) {
-    const std::uint64_t bit = mask & (~mask + 1);
-    result |= bit;
-    mask &= ~bit;
-  }
-  return result;
-}
 
 SpinnerNotifier::SpinnerNotifier(NotifiedQueues& queues, std::size_t workers)
     : IdleNotifier(workers), queues_(queues) {}

@@ -56,8 +56,6 @@ class SpinnerNotifier final : public IdleNotifier {
   void WakeAnotherIfQueued();
   bool WakeUpOneSpinningWorker();
   bool WakeUpOneSleepingWorker();
-  static std::uint64_t LowestBit(std::uint64_t mask);
-  static std::size_t BitIndex(std::uint64_t bit);
   void WakeUpWorkers(std::size_t n);
 
   NotifiedQueues& queues_;
@@ -72,13 +70,6 @@ class SpinnerNotifier final : public IdleNotifier {
 
 // The producer's side (P1-P4) is defined here, inline: it runs after every push, and
 // StrategyV1::Enqueue calling it out of line cost v1's yield 2% more instructions.
-
-inline std::uint64_t SpinnerNotifier::LowestBit(std::uint64_t mask) {
-  return mask & (~mask + 1);
-}
-inline std::size_t SpinnerNotifier::BitIndex(std::uint64_t bit) {
-  return static_cast<std::size_t>(__builtin_ctzll(bit));
-}
 
 inline void SpinnerNotifier::Notify() {
   SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorkerIndex);
@@ -117,9 +108,6 @@ inline bool SpinnerNotifier::WakeUpOneSleepingWorker() {
   }
   return false;
 }
-
-// Returns the `k` lowest set bits of `mask` (all of them if it has fewer).
-std::uint64_t LowestSetBits(std::uint64_t mask, std::size_t k);
 
 }  // namespace spindle::internal
 
