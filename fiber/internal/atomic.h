@@ -4,10 +4,12 @@
 // wait slot, the notifiers, ...) declare their shared words as Atomic<T> and order
 // them with AtomicFence(). In every build of the runtime these are std::atomic<T> and
 // std::atomic_thread_fence, an alias and an inline call: the generated code is the
-// code std::atomic gives. In a model build (SPINDLE_MODEL_CHECK, defined only by the
-// spindle_model_test targets, bazel/model.bzl) they are Relacy's atomics, whose every
-// operation is a point where the checker may switch threads and whose memory orders
-// it models (model_atomic.h), so the same protocol source is what the models check.
+// code std::atomic gives. In a model build (SPINDLE_MODEL_CHECK, defined only by
+// //fiber/internal:model_testing, which every model test depends on) they are
+// Relacy's atomics, whose every operation is a point where the checker may switch
+// threads and whose memory orders it models (model_atomic.h), so the same protocol
+// source is what the models check. The locks of that code (Spinlock, OsMutex) are
+// Relacy's mutexes there too.
 //
 // Only protocol code that a model compiles uses Atomic<T>; the rest of the tree keeps
 // std::atomic. A model binary must not also link that protocol code built the normal

@@ -119,6 +119,13 @@
 #pragma pop_macro("assert")
 #pragma pop_macro("errno")
 
+// Relacy serves the allocations made inside a model's run from its own heap (its
+// header's operator new and delete); these send C++14's sized deletes, which
+// std::allocator uses, there as well. (Without them a vector freed inside a run went
+// to glibc's free().)
+inline void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
+inline void operator delete[](void* p, std::size_t) noexcept { operator delete[](p); }
+
 namespace spindle::internal {
 
 // Where a model operation was called from, for Relacy's trace: the defaults are
@@ -227,6 +234,25 @@ class Atomic {
 inline void AtomicFence(std::memory_order order, ModelWhere where = {}) {
   rl::atomic_thread_fence(ToModelOrder(order), where.info);
 }
+
+// A Relacy mutex with the interface the protocol code's locks use: Spinlock and
+// OsMutex are this in a model build (spinlock.h, os_mutex.h), so the checker sees a
+// thread that waits for a lock as blocked (a spin loop would be a livelock to it) and
+// models the ordering a lock gives. try_lock() may fail spuriously, as the standard
+// allows std::mutex's to.
+class ModelMutex {
+ public:
+  ModelMutex() = default;
+  ModelMutex(const ModelMutex&) = delete;
+  ModelMutex& operator=(const ModelMutex&) = delete;
+
+  void lock(ModelWhere where = {}) { mutex_.lock(where.info); }
+  bool try_lock(ModelWhere where = {}) { return mutex_.try_lock(where.info); }
+  void unlock(ModelWhere where = {}) { mutex_.unlock(where.info); }
+
+ private:
+  rl::mutex mutex_;
+};
 
 // The model's clock (MonotonicNowNs() in a model build: parker.h). Time passes only
 // when a timed futex wait times out, which moves the clock to that wait's deadline, so

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "absl/base/thread_annotations.h"
+#include "fiber/internal/atomic.h"
 
 namespace spindle::internal {
 
@@ -15,6 +16,24 @@ namespace spindle::internal {
 // lock: never held across a park, yield or dispatch of a fiber, which
 // runtime/internal/observability/os_lock_check reports). Thread-safe; not recursive. Lock it with
 // OsMutexGuard, or UniqueOsMutexGuard where a std::condition_variable waits on it.
+#ifdef SPINDLE_MODEL_CHECK
+// The model build (atomic.h): the same interface over a Relacy mutex (ModelMutex).
+class ABSL_LOCKABLE OsMutex {
+ public:
+  OsMutex() = default;
+  OsMutex(const OsMutex&) = delete;
+  OsMutex& operator=(const OsMutex&) = delete;
+
+  void lock(ModelWhere where = {}) ABSL_EXCLUSIVE_LOCK_FUNCTION() { mutex_.lock(where); }
+  bool try_lock(ModelWhere where = {}) ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
+    return mutex_.try_lock(where);
+  }
+  void unlock(ModelWhere where = {}) ABSL_UNLOCK_FUNCTION() { mutex_.unlock(where); }
+
+ private:
+  ModelMutex mutex_;
+};
+#else
 class ABSL_LOCKABLE OsMutex {
  public:
   OsMutex() = default;
@@ -30,6 +49,7 @@ class ABSL_LOCKABLE OsMutex {
 
   std::mutex mutex_;
 };
+#endif  // SPINDLE_MODEL_CHECK
 
 // std::lock_guard<std::mutex> for an OsMutex, visible to the analysis: the mutex is
 // held from construction to the end of the scope. Owned by one scope of one thread.
@@ -49,6 +69,7 @@ class ABSL_SCOPED_LOCKABLE OsMutexGuard {
   OsMutex& mutex_;
 };
 
+#ifndef SPINDLE_MODEL_CHECK  // no std::condition_variable in a model
 // A std::unique_lock<std::mutex> on an OsMutex, visible to the analysis, for critical
 // sections that wait on a std::condition_variable: the wait takes unique() and releases
 // the mutex while it blocks, holding it again on return, so to the analysis the mutex
@@ -70,6 +91,7 @@ class ABSL_SCOPED_LOCKABLE UniqueOsMutexGuard {
  private:
   std::unique_lock<std::mutex> lock_;
 };
+#endif  // SPINDLE_MODEL_CHECK
 
 }  // namespace spindle::internal
 

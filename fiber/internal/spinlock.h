@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "absl/base/thread_annotations.h"
+#include "fiber/internal/atomic.h"
 
 namespace spindle::internal {
 
@@ -21,6 +22,35 @@ inline void CpuRelax() {
 #endif
 }
 
+#ifdef SPINDLE_MODEL_CHECK
+// The model build (atomic.h): the same interface over a Relacy mutex (ModelMutex), so
+// that a model's thread waiting for the lock is blocked rather than spinning.
+class ABSL_LOCKABLE Spinlock {
+ public:
+  Spinlock() = default;
+  Spinlock(const Spinlock&) = delete;
+  Spinlock& operator=(const Spinlock&) = delete;
+
+  void lock(ModelWhere where = {}) noexcept ABSL_EXCLUSIVE_LOCK_FUNCTION() {
+    mutex_.lock(where);
+    locked_ = true;
+  }
+  bool try_lock(ModelWhere where = {}) noexcept ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
+    if (!mutex_.try_lock(where)) return false;
+    locked_ = true;
+    return true;
+  }
+  void unlock(ModelWhere where = {}) noexcept ABSL_UNLOCK_FUNCTION() {
+    locked_ = false;
+    mutex_.unlock(where);
+  }
+  bool IsLocked() const noexcept { return locked_; }
+
+ private:
+  ModelMutex mutex_;
+  bool locked_ = false;  // a model's threads take turns on one OS thread
+};
+#else
 // A test-and-test-and-set spinlock for critical sections of a few dozen instructions,
 // such as a fiber's scheduler lock. Thread-safe. Not recursive. A waiter that has spun
 // for a few microseconds yields its CPU between looks (sched_yield), so a holder
@@ -87,6 +117,7 @@ class ABSL_LOCKABLE Spinlock {
 
   std::atomic<bool> locked_{false};
 };
+#endif  // SPINDLE_MODEL_CHECK
 
 // std::lock_guard<Spinlock> that clang's thread-safety analysis can see: the lock is
 // held from construction to the end of the scope. Same code as std::lock_guard.

@@ -197,9 +197,17 @@ void TimerWorker::Start() {
 }
 
 void TimerWorker::Stop() {
+  RequestStop();
+  thread_.join();
+  CancelPendingAfterStop();
+}
+
+void TimerWorker::RequestStop() {
   stopping_.store(true, std::memory_order_release);  // release: pairs with Run()'s loads
   WakeUp();
-  thread_.join();
+}
+
+void TimerWorker::CancelPendingAfterStop() {
   // A worker's assist (FireDue) may be firing: wait for it; later ones see stopping_.
   OsMutexGuard heap_lock(heap_lock_);
   CollectNewTimers();
@@ -208,6 +216,14 @@ void TimerWorker::Stop() {
 }
 
 TimerWorker::ProducerList* TimerWorker::ThisThreadList() {
+#ifdef SPINDLE_MODEL_CHECK
+  // A model's threads are fibers of one OS thread, which share its thread_locals: one
+  // list per model thread instead, by its index.
+  const std::size_t thread = rl::thread_index();
+  OsMutexGuard lock(producers_lock_);
+  while (producers_.size() <= thread) producers_.push_back(std::make_unique<ProducerList>());
+  return producers_[thread].get();
+#else
   // Keyed by a serial number, never by address: a later TimerWorker may reuse the
   // address of a stopped one, whose lists are gone.
   struct Cached {
@@ -226,6 +242,7 @@ TimerWorker::ProducerList* TimerWorker::ThisThreadList() {
   }
   cache.push_back(Cached{serial_, raw});
   return raw;
+#endif  // SPINDLE_MODEL_CHECK
 }
 
 void TimerWorker::Add(TimerEntry* entry) {
@@ -477,7 +494,7 @@ void TimerWorker::Run() {
       // spreads them over its workers' inboxes).
       ReadyBatch batch(ReadyBatch::Source::kTimerRound);
       OsMutexGuard heap_lock(heap_lock_);
-      FireRound(ToNanos(TimerClock::now()));                     // step 2
+      FireRound(MonotonicNowNs());                     // step 2
       if (++compaction_tick % 64 == 0) CompactIfMostlyCancelled();
       next = HeapFrontNs();
       // Step 3, under the heap's lock, so an assist (FireDue) sees it and may lower it.
@@ -495,7 +512,7 @@ void TimerWorker::Run() {
     // finds it fired, instead of competing for a busy CPU at every expiry (a thread that
     // always has a round to fire uses up its share and then waits a whole scheduler
     // slice, with every timer of its next round late).
-    const std::int64_t now = ToNanos(TimerClock::now());
+    const std::int64_t now = MonotonicNowNs();
     std::int64_t wait_until = next;
     // relaxed: a heuristic.
     if (now - last_assist_ns_.load(std::memory_order_relaxed) < kAssistWindowNs) {

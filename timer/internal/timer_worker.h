@@ -13,6 +13,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
+#include "fiber/internal/atomic.h"
 #include "fiber/internal/os_mutex.h"
 #include "fiber/internal/spinlock.h"
 #include "runtime/internal/idle/group_timers.h"
@@ -33,8 +34,8 @@ struct TimerEntry {
     kCancelled,  // killed; will never start a call again
     kDone,       // a one-shot timer whose call has started
   };
-  std::atomic<int> state{kPending};
-  std::atomic<int> refs{0};
+  Atomic<int> state{kPending};
+  Atomic<int> refs{0};
   TimerClock::time_point expires_at;
   TimerClock::duration interval{0};  // 0: one-shot
   // User timers: runs in a new fiber of `group`.
@@ -124,19 +125,27 @@ class TimerWorker final : public GroupTimers {
   }
   void Fire(TimerEntry* entry);
   void CompactIfMostlyCancelled() ABSL_EXCLUSIVE_LOCKS_REQUIRED(heap_lock_);
+  // The thread's loop (the steps in timer_worker.cc), until Stop().
   void Run();
+  // Stop() is these two around the join of the thread: the flag and the wake-up the
+  // loop must not lose, then the cancellation of what is left.
+  void RequestStop();
+  void CancelPendingAfterStop();
   void WakeUp();
+
+  // The model (timer_worker_model_test.cc) runs the loop on a thread of its own.
+  friend struct TimerWorkerModelAccess;
 
   SchedulingGroup* const group_;
   const std::uint64_t serial_;  // unique per TimerWorker, see ThisThreadList()
   std::thread thread_;
-  std::atomic<bool> stopping_{false};
+  Atomic<bool> stopping_{false};
 
   OsMutex producers_lock_;
   std::vector<std::unique_ptr<ProducerList>> producers_ ABSL_GUARDED_BY(producers_lock_);
 
   // Expiry the worker sleeps until, in ns since the clock's epoch (max: none).
-  alignas(64) std::atomic<std::int64_t> next_expiry_ns_{INT64_MAX};
+  alignas(64) Atomic<std::int64_t> next_expiry_ns_{INT64_MAX};
   // Bumped by producers that need the worker awake; the worker futex-waits on it.
   alignas(64) Parker wake_seq_;
 
@@ -146,10 +155,10 @@ class TimerWorker final : public GroupTimers {
   std::vector<HeapItem> heap_ ABSL_GUARDED_BY(heap_lock_);
   std::vector<TimerEntry*> collected_ ABSL_GUARDED_BY(heap_lock_);
   std::vector<TimerEntry*> due_ ABSL_GUARDED_BY(heap_lock_);  // a round's expired entries
-  std::atomic<std::uint64_t> fired_{0};
-  std::atomic<std::uint64_t> assists_{0};
+  Atomic<std::uint64_t> fired_{0};
+  Atomic<std::uint64_t> assists_{0};
   // When a worker last fired a round (FireDue); the thread then holds back (Run()).
-  std::atomic<std::int64_t> last_assist_ns_{INT64_MIN / 2};
+  Atomic<std::int64_t> last_assist_ns_{INT64_MIN / 2};
   static constexpr std::int64_t kAssistWindowNs = 1'000'000;
   static constexpr std::int64_t kAssistGraceNs = 100'000;
   // Collections an assist makes while producers keep adding, before it leaves the rest.
