@@ -26,6 +26,7 @@
 #include "runtime/internal/idle/notifier.h"
 #include "runtime/internal/idle/parker.h"
 #include "runtime/internal/observability/metrics.h"
+#include "runtime/internal/queues/run_queue.h"
 
 namespace spindle::internal::testing {
 
@@ -55,17 +56,38 @@ class ModelQueues final : public NotifiedQueues {
   Atomic<int> queued_{0};
 };
 
+// The group's queue as v1 has it, the real RunQueue (its model build): a Push() claims
+// a position and then publishes it, two steps a model may preempt between, which hides
+// the positions after it from every poll until it publishes (run_queue.h's progress
+// caveat). An entry is 1.
+class RunQueueModelQueues final : public NotifiedQueues {
+ public:
+  std::uintptr_t TakeNext(std::size_t) override { return queue_.Pop(); }
+  bool UnsafeEmpty() const override { return queue_.UnsafeEmpty(); }
+  void WakeUpThief() override {}  // no other groups in these models
+
+  void Push() { RL_ASSERT(queue_.Push(1, /*stealable=*/true)); }
+  bool TryTake() { return queue_.Pop() != 0; }
+  int queued() const { return static_cast<int>(queue_.UnsafeSize()); }
+
+ private:
+  RunQueue queue_{8};  // more than any model's entries: a push never fails
+};
+
 // kWorkers workers (threads 0 .. kWorkers - 1) and kProducers producers (the rest),
 // each of which pushes kPushes entries, one Notify() after each, against a `Notifier`
-// built as Notifier(NotifiedQueues&, workers).
-template <class Notifier, std::size_t kWorkers, std::size_t kProducers, int kPushes>
+// built as Notifier(NotifiedQueues&, workers), over `Queues` (ModelQueues, or another
+// NotifiedQueues with Push(), TryTake() and queued(): the real RunQueue in the models
+// of a producer stalled inside its push).
+template <class Notifier, std::size_t kWorkers, std::size_t kProducers, int kPushes,
+          class Queues = ModelQueues>
 struct IdleModel
-    : rl::test_suite<IdleModel<Notifier, kWorkers, kProducers, kPushes>,
+    : rl::test_suite<IdleModel<Notifier, kWorkers, kProducers, kPushes, Queues>,
                      kWorkers + kProducers> {
   static constexpr int kEntries = static_cast<int>(kProducers) * kPushes;
   static constexpr int kSearchRounds = 2;
 
-  ModelQueues queues;
+  Queues queues;
   Notifier notifier{queues, kWorkers};
   Atomic<int> taken{0};
   Parker all_taken;  // its word: 1 once every entry is taken

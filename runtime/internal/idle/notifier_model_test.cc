@@ -30,5 +30,11 @@ TEST(SearchNotifierModelTest, ThreeWorkersOneProducerTwoPushes) {
   ExpectModelHolds<IdleModel<SearchNotifier, 3, 1, 2>>(100000);
 }
 
+// Over the real RunQueue, whose pushes a model may stall between claim and publish.
+TEST(SearchNotifierModelTest, TwoWorkersTwoProducersOverTheRunQueue) {
+  ExpectModelHolds<IdleModel<SearchNotifier, 2, 2, 1, testing::RunQueueModelQueues>>(
+      200000);
+}
+
 }  // namespace
 }  // namespace spindle::internal

@@ -32,5 +32,14 @@ TEST(SpinnerNotifierModelTest, ThreeWorkersOneProducerTwoPushes) {
   ExpectModelHolds<IdleModel<SpinnerNotifier, 3, 1, 2>>(100000);
 }
 
+// Over the real RunQueue: a producer stalled between claiming its position and
+// publishing it hides the other producer's entry from the poll that entry's wake-up
+// paid for, so that poll comes back empty; the worker that later takes the stalled
+// entry, seeing more queued, must wake another ("more work", bug 4 of issue 30).
+TEST(SpinnerNotifierModelTest, TwoWorkersTwoProducersOverTheRunQueue) {
+  ExpectModelHolds<IdleModel<SpinnerNotifier, 2, 2, 1, testing::RunQueueModelQueues>>(
+      200000);
+}
+
 }  // namespace
 }  // namespace spindle::internal

@@ -157,7 +157,12 @@ RunQueue::RunQueue(std::size_t capacity, int numa_node)
 }
 
 RunQueue::~RunQueue() {
+#ifdef SPINDLE_MODEL_CHECK
+  // A model's slots hold Relacy's atomics, which must be destroyed.
+  for (std::uint64_t i = 0; i < capacity_; ++i) slots_[i].~Slot();
+#else
   static_assert(std::is_trivially_destructible_v<Slot>, "slots are freed unseen");
+#endif
   FreeOnNode(slots_, capacity_ * sizeof(Slot));
 }
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "fiber/internal/atomic.h"
 #include "glog/logging.h"
 #include "runtime/internal/topology.h"
 
@@ -173,13 +174,15 @@ class RunQueue {
 
   // 16 bytes: four slots per cache line (see "Slot size" in run_queue.cc).
   struct alignas(16) Slot {
-    std::atomic<std::uint64_t> state;
+    Atomic<std::uint64_t> state;
     // Written by the producer that owns the position, read by the consumer that owns
     // it; relaxed (ordered by `state`), atomic only so that a reader racing with a
     // writer is never a data race.
-    std::atomic<std::uintptr_t> entry;
+    Atomic<std::uintptr_t> entry;
   };
+#ifndef SPINDLE_MODEL_CHECK  // a model's atomics are Relacy's, and larger
   static_assert(sizeof(Slot) == 16, "a slot is two words");
+#endif
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "lock-free state word");
 
   static constexpr std::size_t kCacheLineSize = 64;
@@ -230,10 +233,10 @@ class RunQueue {
   Slot* const slots_;  // capacity_ slots from AllocateOnNode()
 
   // Next position to push: written by producers only.
-  alignas(kCacheLineSize) std::atomic<std::uint64_t> tail_{0};
+  alignas(kCacheLineSize) Atomic<std::uint64_t> tail_{0};
   // Next position to pop: written by consumers only. The alignment of the class pads
   // the end, so the next object in memory does not share this line either.
-  alignas(kCacheLineSize) std::atomic<std::uint64_t> head_{0};
+  alignas(kCacheLineSize) Atomic<std::uint64_t> head_{0};
 };
 
 }  // namespace spindle::internal
