@@ -2,16 +2,11 @@
 
 #include "runtime/internal/group/foreign_producers.h"
 
-#include <thread>
-
 namespace spindle::internal {
 
-std::atomic<std::size_t> g_foreign_producers{0};
+// Constant-initialized (constexpr constructor): usable before any dynamic initializer.
+ForeignProducers g_foreign_producers;
 
-void WaitForForeignProducers() {
-  // acquire: pairs with ForeignProducerScope's release. Such a producer is at most a
-  // wake-up system call away from leaving.
-  while (g_foreign_producers.load(std::memory_order_acquire) != 0) std::this_thread::yield();
-}
+void WaitForForeignProducers() { g_foreign_producers.WaitUntilNone(); }
 
 }  // namespace spindle::internal

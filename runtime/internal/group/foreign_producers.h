@@ -3,8 +3,10 @@
 #ifndef SPINDLE_RUNTIME_INTERNAL_FOREIGN_PRODUCERS_H_
 #define SPINDLE_RUNTIME_INTERNAL_FOREIGN_PRODUCERS_H_
 
-#include <atomic>
 #include <cstddef>
+#include <thread>
+
+#include "fiber/internal/atomic.h"
 
 namespace spindle::internal {
 
@@ -19,27 +21,61 @@ namespace spindle::internal {
 // increment is sequenced before the push, the push (release) before the worker's pop
 // (acquire), which is before the fiber's finish, whose count Terminate reads with
 // acquire before it reads this one; so that read finds the increment, or a later value.
-extern std::atomic<std::size_t> g_foreign_producers;
+// (Model-checked: runtime/internal/group/foreign_producers_model_test.cc.)
+//
+// Thread-safe. The runtime's one instance is g_foreign_producers.
+class ForeignProducers {
+ public:
+  constexpr ForeignProducers() = default;
+  ForeignProducers(const ForeignProducers&) = delete;
+  ForeignProducers& operator=(const ForeignProducers&) = delete;
+
+  void Enter() {
+    // relaxed: ordered before the push, see above.
+    count_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void Leave() {
+    // release: pairs with WaitUntilNone()'s acquire, so all this producer did to the
+    // strategy happens before the runtime frees it.
+    count_.fetch_sub(1, std::memory_order_release);
+  }
+  // Blocks until no producer is counted. Such a producer is at most a wake-up system
+  // call away from leaving.
+  void WaitUntilNone() const {
+    // acquire: pairs with Leave()'s release.
+    while (count_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  }
+
+ private:
+  Atomic<std::size_t> count_{0};
+};
+
+#ifndef SPINDLE_MODEL_CHECK  // a model makes its own, inside its run
+extern ForeignProducers g_foreign_producers;
+#endif
 
 // Counts the calling thread as a foreign producer for its lifetime, around a push and
 // its wake-up. Thread-bound; a scope on the stack of the producer.
 class ForeignProducerScope {
  public:
   // `foreign`: the calling thread is no group's worker (nothing is counted otherwise).
-  explicit ForeignProducerScope(bool foreign) : foreign_(foreign) {
-    // relaxed: ordered before the push, see above.
-    if (foreign_) g_foreign_producers.fetch_add(1, std::memory_order_relaxed);
+  ForeignProducerScope(bool foreign, ForeignProducers& producers)
+      : foreign_(foreign), producers_(producers) {
+    if (foreign_) producers_.Enter();
   }
+#ifndef SPINDLE_MODEL_CHECK
+  explicit ForeignProducerScope(bool foreign)
+      : ForeignProducerScope(foreign, g_foreign_producers) {}
+#endif
   ~ForeignProducerScope() {
-    // release: pairs with WaitForForeignProducers()'s acquire, so all this producer
-    // did to the strategy happens before the runtime frees it.
-    if (foreign_) g_foreign_producers.fetch_sub(1, std::memory_order_release);
+    if (foreign_) producers_.Leave();
   }
   ForeignProducerScope(const ForeignProducerScope&) = delete;
   ForeignProducerScope& operator=(const ForeignProducerScope&) = delete;
 
  private:
   const bool foreign_;
+  ForeignProducers& producers_;
 };
 
 // Blocks until no thread outside the runtime's workers is inside a group's producer

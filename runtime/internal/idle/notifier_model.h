@@ -19,6 +19,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "fiber/internal/atomic.h"
 #include "fiber/internal/model_testing.h"
@@ -183,9 +185,15 @@ struct IdleModel
 // reports what outlives the run. The notifier's wake-up counter (a ThreadCounter)
 // allocates this thread's row of cells and grows the registry's slot lists once per
 // process, on first use: that happens here, outside the run, and the runs reuse them.
+// A failed run abandons its notifiers with their counters registered, and Relacy then
+// replays it for its trace: so room for a few dozen counters is made here, or the
+// replay's growing of the lists would free, inside the run, memory allocated outside it.
 inline void WarmUpCountersOutsideTheModel() {
-  ThreadCounter counter;
-  counter.Add(1);
+  std::vector<std::unique_ptr<ThreadCounter>> counters;
+  for (int i = 0; i < 64; ++i) {
+    counters.push_back(std::make_unique<ThreadCounter>());
+    counters.back()->Add(1);
+  }
 }
 
 template <class Model>
