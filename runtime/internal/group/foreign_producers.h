@@ -23,7 +23,7 @@ namespace spindle::internal {
 // acquire before it reads this one; so that read finds the increment, or a later value.
 // (Model-checked: runtime/internal/group/foreign_producers_model_test.cc.)
 //
-// Thread-safe. The runtime's one instance is g_foreign_producers.
+// Thread-safe.
 class ForeignProducers {
  public:
   constexpr ForeignProducers() = default;
@@ -50,8 +50,14 @@ class ForeignProducers {
   Atomic<std::size_t> count_{0};
 };
 
-#ifndef SPINDLE_MODEL_CHECK  // a model makes its own, inside its run
+// The runtime's one instance. A model makes its own inside its run (Relacy's atomics
+// exist only there) and points the scopes at it.
+#ifdef SPINDLE_MODEL_CHECK
+inline ForeignProducers* g_model_foreign_producers = nullptr;
+inline ForeignProducers& TheForeignProducers() { return *g_model_foreign_producers; }
+#else
 extern ForeignProducers g_foreign_producers;
+inline ForeignProducers& TheForeignProducers() { return g_foreign_producers; }
 #endif
 
 // Counts the calling thread as a foreign producer for its lifetime, around a push and
@@ -59,23 +65,17 @@ extern ForeignProducers g_foreign_producers;
 class ForeignProducerScope {
  public:
   // `foreign`: the calling thread is no group's worker (nothing is counted otherwise).
-  ForeignProducerScope(bool foreign, ForeignProducers& producers)
-      : foreign_(foreign), producers_(producers) {
-    if (foreign_) producers_.Enter();
+  explicit ForeignProducerScope(bool foreign) : foreign_(foreign) {
+    if (foreign_) TheForeignProducers().Enter();
   }
-#ifndef SPINDLE_MODEL_CHECK
-  explicit ForeignProducerScope(bool foreign)
-      : ForeignProducerScope(foreign, g_foreign_producers) {}
-#endif
   ~ForeignProducerScope() {
-    if (foreign_) producers_.Leave();
+    if (foreign_) TheForeignProducers().Leave();
   }
   ForeignProducerScope(const ForeignProducerScope&) = delete;
   ForeignProducerScope& operator=(const ForeignProducerScope&) = delete;
 
  private:
   const bool foreign_;
-  ForeignProducers& producers_;
 };
 
 // Blocks until no thread outside the runtime's workers is inside a group's producer

@@ -47,6 +47,7 @@ struct DrainAgainstAForeignProducer : rl::test_suite<DrainAgainstAForeignProduce
   Parker live;    // its word: fibers not yet finished
 
   void before() {
+    g_model_foreign_producers = &foreign;
     notifier.emplace(queues, 1);
     live.word().store(1, std::memory_order_relaxed);  // the fiber about to start
     strategy_memory(ModelWhere().info) = 1;
@@ -56,7 +57,7 @@ struct DrainAgainstAForeignProducer : rl::test_suite<DrainAgainstAForeignProduce
     if (index == 0) {
       // A plain thread's StartFiber: scheduling_group.cc counts it around its push and
       // wake-up.
-      ForeignProducerScope scope(/*foreign=*/true, foreign);
+      ForeignProducerScope scope(/*foreign=*/true);
       queues.Push();
       pushed.word().fetch_add(1, std::memory_order_release);  // release: the push
       pushed.Unpark();
