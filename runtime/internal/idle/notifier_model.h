@@ -41,6 +41,7 @@ class ModelQueues final : public NotifiedQueues {
 
   // release: the entry is published to whoever takes it.
   void Push() { queued_.fetch_add(1, std::memory_order_release); }
+  void Notified() {}  // after a producer's Notify()
   // acquire: pairs with Push().
   bool TryTake() {
     int queued = queued_.load(std::memory_order_relaxed);
@@ -62,25 +63,58 @@ class ModelQueues final : public NotifiedQueues {
 // a position and then publishes it, two steps a model may preempt between, which hides
 // the positions after it from every poll until it publishes (run_queue.h's progress
 // caveat). An entry is 1.
-class RunQueueModelQueues final : public NotifiedQueues {
+class RunQueueModelQueues : public NotifiedQueues {
  public:
   std::uintptr_t TakeNext(std::size_t) override { return queue_.Pop(); }
   bool UnsafeEmpty() const override { return queue_.UnsafeEmpty(); }
   void WakeUpThief() override {}  // no other groups in these models
 
   void Push() { RL_ASSERT(queue_.Push(1, /*stealable=*/true)); }
+  void Notified() {}
   bool TryTake() { return queue_.Pop() != 0; }
   int queued() const { return static_cast<int>(queue_.UnsafeSize()); }
 
- private:
+ protected:
   RunQueue queue_{8};  // more than any model's entries: a push never fails
+};
+
+// RunQueueModelQueues whose first push stalls between claiming its position and
+// publishing it until another producer has pushed and returned from its Notify(): the
+// schedule of a producer preempted inside its push (run_queue.h's progress caveat) for
+// as long as another producer's wake-up takes, which random search reaches too rarely
+// to rely on. Every schedule it allows is one the real queue allows.
+class StalledPushModelQueues final : public RunQueueModelQueues {
+ public:
+  void Push() {
+    if (stalling_) {
+      RunQueueModelQueues::Push();
+      return;
+    }
+    stalling_ = true;  // plain: a model's threads take turns
+    std::uint64_t position = 0;
+    RL_ASSERT(queue_.ClaimForTesting(&position));
+    // acquire: pairs with Notified()'s release.
+    while (notified_.word().load(std::memory_order_acquire) == 0) {
+      notified_.ParkWhile(0, Deadline::None());
+    }
+    queue_.PublishForTesting(position, 1, /*stealable=*/true);
+  }
+  void Notified() {
+    notified_.word().store(1, std::memory_order_release);  // release: see Push()
+    notified_.UnparkAll();
+  }
+
+ private:
+  bool stalling_ = false;
+  Parker notified_;
 };
 
 // kWorkers workers (threads 0 .. kWorkers - 1) and kProducers producers (the rest),
 // each of which pushes kPushes entries, one Notify() after each, against a `Notifier`
 // built as Notifier(NotifiedQueues&, workers), over `Queues` (ModelQueues, or another
-// NotifiedQueues with Push(), TryTake() and queued(): the real RunQueue in the models
-// of a producer stalled inside its push).
+// NotifiedQueues with Push(), Notified() (called after each producer's Notify()),
+// TryTake() and queued(): the real RunQueue in the models of a producer stalled inside
+// its push).
 template <class Notifier, std::size_t kWorkers, std::size_t kProducers, int kPushes,
           class Queues = ModelQueues>
 struct IdleModel
@@ -102,6 +136,7 @@ struct IdleModel
       for (int i = 0; i < kPushes; ++i) {
         queues.Push();
         notifier.Notify();
+        queues.Notified();
       }
     }
   }

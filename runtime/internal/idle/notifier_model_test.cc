@@ -36,5 +36,12 @@ TEST(SearchNotifierModelTest, TwoWorkersTwoProducersOverTheRunQueue) {
       200000);
 }
 
+// The same, with the first push stalled between claim and publish until the other
+// producer's push and wake-up are done.
+TEST(SearchNotifierModelTest, TwoWorkersTwoProducersOneStalled) {
+  ExpectModelHolds<IdleModel<SearchNotifier, 2, 2, 1, testing::StalledPushModelQueues>>(
+      200000);
+}
+
 }  // namespace
 }  // namespace spindle::internal

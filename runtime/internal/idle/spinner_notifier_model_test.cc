@@ -41,5 +41,12 @@ TEST(SpinnerNotifierModelTest, TwoWorkersTwoProducersOverTheRunQueue) {
       200000);
 }
 
+// The same, with the first push stalled between claim and publish until the other
+// producer's push and wake-up are done: the schedule of bug 4.
+TEST(SpinnerNotifierModelTest, TwoWorkersTwoProducersOneStalled) {
+  ExpectModelHolds<IdleModel<SpinnerNotifier, 2, 2, 1, testing::StalledPushModelQueues>>(
+      200000);
+}
+
 }  // namespace
 }  // namespace spindle::internal
