@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 
+#include "fiber/internal/atomic.h"
 #include "fiber/internal/fiber_entity.h"
 #include "runtime/internal/idle/parker.h"
 #include "timer/internal/timer_worker.h"
@@ -50,12 +51,12 @@ class TimedWaiter {
   Result WaitAsFiber(TimerClock::time_point deadline, WaitKind kind);
   Result WaitAsThread(TimerClock::time_point deadline);
 
-  std::atomic<int>& state() { return state_.word(); }
+  Atomic<int>& state() { return state_.word(); }
 
   Parker state_{kWaiting};  // its word is the State; a plain-thread waiter parks on it
   FiberEntity* const fiber_;  // null for a plain-thread waiter
   // Set by the deadline timer's callback after its last access to this object.
-  std::atomic<bool> deadline_callback_done_{false};
+  Atomic<bool> deadline_callback_done_{false};
 };
 
 }  // namespace spindle::internal
