@@ -17,12 +17,13 @@ namespace spindle::internal {
 // runtime/internal/observability/os_lock_check reports). Thread-safe; not recursive. Lock it with
 // OsMutexGuard, or UniqueOsMutexGuard where a std::condition_variable waits on it.
 #ifdef SPINDLE_MODEL_CHECK
-// The model build (atomic.h): the same interface over a Relacy mutex (ModelMutex).
-class ABSL_LOCKABLE OsMutex {
+// The model build (atomic.h): the same interface over a Relacy mutex (ModelMutex),
+// under another name for the reason ModelSpinlock has one (spinlock.h).
+class ABSL_LOCKABLE ModelOsMutex {
  public:
-  OsMutex() = default;
-  OsMutex(const OsMutex&) = delete;
-  OsMutex& operator=(const OsMutex&) = delete;
+  ModelOsMutex() = default;
+  ModelOsMutex(const ModelOsMutex&) = delete;
+  ModelOsMutex& operator=(const ModelOsMutex&) = delete;
 
   void lock(ModelWhere where = {}) ABSL_EXCLUSIVE_LOCK_FUNCTION() { mutex_.lock(where); }
   bool try_lock(ModelWhere where = {}) ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
@@ -33,6 +34,7 @@ class ABSL_LOCKABLE OsMutex {
  private:
   ModelMutex mutex_;
 };
+using OsMutex = ModelOsMutex;
 #else
 class ABSL_LOCKABLE OsMutex {
  public:

@@ -24,12 +24,15 @@ inline void CpuRelax() {
 
 #ifdef SPINDLE_MODEL_CHECK
 // The model build (atomic.h): the same interface over a Relacy mutex (ModelMutex), so
-// that a model's thread waiting for the lock is blocked rather than spinning.
-class ABSL_LOCKABLE Spinlock {
+// that a model's thread waiting for the lock is blocked rather than spinning. A class
+// of another name: a model binary also links libraries built the normal way, and the
+// two builds' inline members (its constructor, the guards' members taking a Spinlock&)
+// must not share symbol names, or the linker keeps one of each for both.
+class ABSL_LOCKABLE ModelSpinlock {
  public:
-  Spinlock() = default;
-  Spinlock(const Spinlock&) = delete;
-  Spinlock& operator=(const Spinlock&) = delete;
+  ModelSpinlock() = default;
+  ModelSpinlock(const ModelSpinlock&) = delete;
+  ModelSpinlock& operator=(const ModelSpinlock&) = delete;
 
   void lock(ModelWhere where = {}) noexcept ABSL_EXCLUSIVE_LOCK_FUNCTION() {
     mutex_.lock(where);
@@ -50,6 +53,7 @@ class ABSL_LOCKABLE Spinlock {
   ModelMutex mutex_;
   bool locked_ = false;  // a model's threads take turns on one OS thread
 };
+using Spinlock = ModelSpinlock;
 #else
 // A test-and-test-and-set spinlock for critical sections of a few dozen instructions,
 // such as a fiber's scheduler lock. Thread-safe. Not recursive. A waiter that has spun
@@ -136,6 +140,7 @@ class ABSL_SCOPED_LOCKABLE SpinlockGuard {
   Spinlock& lock_;
 };
 
+#ifndef SPINDLE_MODEL_CHECK  // no model waits on a WaitQueue
 // A std::unique_lock<Spinlock>, visible to the analysis, for critical sections that
 // wait: a WaitQueue takes the std::unique_lock (unique()) and releases it while the
 // fiber is parked, holding it again on return, so to the analysis the lock is held
@@ -157,6 +162,7 @@ class ABSL_SCOPED_LOCKABLE UniqueSpinlockGuard {
  private:
   std::unique_lock<Spinlock> lock_;
 };
+#endif  // SPINDLE_MODEL_CHECK
 
 }  // namespace spindle::internal
 

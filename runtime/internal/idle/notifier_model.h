@@ -109,41 +109,61 @@ class StalledPushModelQueues final : public RunQueueModelQueues {
   Parker notified_;
 };
 
-// kWorkers workers (threads 0 .. kWorkers - 1) and kProducers producers (the rest),
-// each of which pushes kPushes entries, one Notify() after each, against a `Notifier`
-// built as Notifier(NotifiedQueues&, workers), over `Queues` (ModelQueues, or another
+// A group as the idle-path model below drives it: a `Notifier` built as
+// Notifier(NotifiedQueues&, workers) over `Queues` (ModelQueues, or another
 // NotifiedQueues with Push(), Notified() (called after each producer's Notify()),
 // TryTake() and queued(): the real RunQueue in the models of a producer stalled inside
-// its push).
-template <class Notifier, std::size_t kWorkers, std::size_t kProducers, int kPushes,
-          class Queues = ModelQueues>
-struct IdleModel
-    : rl::test_suite<IdleModel<Notifier, kWorkers, kProducers, kPushes, Queues>,
+// its push). A strategy's model supplies its own group with the same five members.
+template <class Notifier, class Queues, std::size_t kWorkers>
+class NotifierGroup {
+ public:
+  Notifier& notifier() { return notifier_; }
+  // A producer's push and its wake-up.
+  void Produce() {
+    queues_.Push();
+    notifier_.Notify();
+    queues_.Notified();
+  }
+  // IdlePath step 2 (the strategy's TakeNext), and LookInGroup (TakeNext, then
+  // StealInGroup): whether worker w took an entry. One queue here: both take from it.
+  bool TakeOwn(std::size_t) { return queues_.TryTake(); }
+  bool LookInGroup(std::size_t) { return queues_.TryTake(); }
+  // After the run: nothing left queued.
+  bool Empty() const { return queues_.queued() == 0; }
+
+ private:
+  Queues queues_;
+  Notifier notifier_{queues_, kWorkers};
+};
+
+// kWorkers workers (threads 0 .. kWorkers - 1) and kProducers producers (the rest),
+// each of which makes kPushes entries ready (Group::Produce), against the workers'
+// idle path over `Group` (NotifierGroup, or a strategy's).
+template <class Group, std::size_t kWorkers, std::size_t kProducers, int kPushes>
+struct GroupIdleModel
+    : rl::test_suite<GroupIdleModel<Group, kWorkers, kProducers, kPushes>,
                      kWorkers + kProducers> {
   static constexpr int kEntries = static_cast<int>(kProducers) * kPushes;
   static constexpr int kSearchRounds = 2;
 
-  Queues queues;
-  Notifier notifier{queues, kWorkers};
+  Group group;
   Atomic<int> taken{0};
   Parker all_taken;  // its word: 1 once every entry is taken
   Atomic<bool> stopping{false};
+
+  auto& notifier() { return group.notifier(); }
 
   void thread(unsigned index) {
     if (index < kWorkers) {
       RunWorker(index);
     } else {
-      for (int i = 0; i < kPushes; ++i) {
-        queues.Push();
-        notifier.Notify();
-        queues.Notified();
-      }
+      for (int i = 0; i < kPushes; ++i) group.Produce();
     }
   }
 
   void after() {
     RL_ASSERT(taken.load(std::memory_order_relaxed) == kEntries);
-    RL_ASSERT(queues.queued() == 0);
+    RL_ASSERT(group.Empty());
   }
 
   // Runs a taken entry. Every entry but the last waits until all are taken, as a
@@ -156,7 +176,7 @@ struct IdleModel
       all_taken.word().store(1, std::memory_order_release);
       all_taken.UnparkAll();
       stopping.store(true, std::memory_order_relaxed);  // ordered by WakeAll's RMWs
-      notifier.WakeAll();
+      notifier().WakeAll();
       return;
     }
     // acquire: pairs with the release above.
@@ -170,7 +190,7 @@ struct IdleModel
   // and sleep.
   void RunWorker(std::size_t w) {
     while (!Stopping()) {
-      if (queues.TryTake()) {  // 2. own queues
+      if (group.TakeOwn(w)) {  // 2. own queues
         Ran();
         continue;
       }
@@ -180,24 +200,24 @@ struct IdleModel
 
   // IdlePath::SearchAndSleep's notifier calls, in its order; whether it took an entry.
   bool SearchAndSleep(std::size_t w) {
-    bool searching = notifier.StartSearching(w);  // I2
+    bool searching = notifier().StartSearching(w);  // I2
     for (;;) {
       bool found = Search(w, searching);  // I3
-      found = notifier.StopSearching(w, searching, found ? 1 : 0) != 0;  // I4
+      found = notifier().StopSearching(w, searching, found ? 1 : 0) != 0;  // I4
       if (found) return true;
-      notifier.Announce(w);     // W1, W2
-      if (queues.TryTake()) {   // W3
-        notifier.Cancel(w, /*found=*/true);
+      notifier().Announce(w);     // W1, W2
+      if (group.LookInGroup(w)) {  // W3
+        notifier().Cancel(w, /*found=*/true);
         return true;
       }
       if (Stopping()) {  // the plan when stopping: poll, i.e. go round again
-        notifier.Cancel(w, /*found=*/false);
+        notifier().Cancel(w, /*found=*/false);
         return false;
       }
-      notifier.slot(w).Wait();  // W4
-      const bool claimed = notifier.EndSleep(w);
+      notifier().slot(w).Wait();  // W4
+      const bool claimed = notifier().EndSleep(w);
       if (Stopping()) {
-        notifier.StopSearching(w, claimed, 0);
+        notifier().StopSearching(w, claimed, 0);
         return false;
       }
       if (!claimed) return false;  // a wake-up banked earlier: start over
@@ -208,13 +228,19 @@ struct IdleModel
   // IdlePath::Search: rounds while searching and the notifier lets us; one otherwise.
   bool Search(std::size_t w, bool searching) {
     for (int round = 0;; ++round) {
-      if (queues.TryTake()) return true;
+      if (group.LookInGroup(w)) return true;
       if (Stopping()) return false;
-      if (searching && !notifier.KeepSearching(w)) return false;
+      if (searching && !notifier().KeepSearching(w)) return false;
       if (!searching || round + 1 == kSearchRounds) return false;
     }
   }
 };
+
+// The idle-path model over a notifier and queues of its own (NotifierGroup).
+template <class Notifier, std::size_t kWorkers, std::size_t kProducers, int kPushes,
+          class Queues = ModelQueues>
+using IdleModel =
+    GroupIdleModel<NotifierGroup<Notifier, Queues, kWorkers>, kWorkers, kProducers, kPushes>;
 
 // Relacy's operator new serves what a model run allocates from its own heap and
 // reports what outlives the run. The notifier's wake-up counter (a ThreadCounter)

@@ -136,7 +136,12 @@ LocalQueue::LocalQueue(std::size_t capacity, int numa_node)
 }
 
 LocalQueue::~LocalQueue() {
+#ifdef SPINDLE_MODEL_CHECK
+  // A model's slots are Relacy's atomics, which must be destroyed.
+  for (std::uint64_t i = 0; i < capacity_; ++i) slots_[i].~Slot();
+#else
   static_assert(std::is_trivially_destructible_v<Slot>, "slots are freed unseen");
+#endif
   FreeOnNode(slots_, capacity_ * sizeof(Slot));
 }
 

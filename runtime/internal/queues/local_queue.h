@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "fiber/internal/atomic.h"
 #include "glog/logging.h"
 #include "runtime/internal/topology.h"
 
@@ -137,9 +138,11 @@ class LocalQueue {
  private:
   static constexpr std::size_t kCacheLineSize = 64;
 
-  using Slot = std::atomic<std::uintptr_t>;
+  using Slot = Atomic<std::uintptr_t>;
+#ifndef SPINDLE_MODEL_CHECK  // a model's atomics are Relacy's, and larger
   static_assert(sizeof(Slot) == sizeof(std::uintptr_t), "a slot is one word");
   static_assert(Slot::is_always_lock_free, "lock-free slots");
+#endif
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "lock-free positions");
 
   Slot& SlotAt(std::uint64_t pos) const { return slots_[pos & mask_]; }
@@ -151,10 +154,10 @@ class LocalQueue {
   Slot* const slots_;  // capacity_ slots from AllocateOnNode()
 
   // Next position to take: moved forward by a CAS in Pop() and Grab() only.
-  alignas(kCacheLineSize) std::atomic<std::uint64_t> head_{0};
+  alignas(kCacheLineSize) Atomic<std::uint64_t> head_{0};
   // Next position to push: written by the owner only (in Push()). The alignment of the
   // class pads the end, so the next object in memory does not share this line either.
-  alignas(kCacheLineSize) std::atomic<std::uint64_t> tail_{0};
+  alignas(kCacheLineSize) Atomic<std::uint64_t> tail_{0};
 };
 
 }  // namespace spindle::internal

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "fiber/internal/atomic.h"
 #include "fiber/internal/spinlock.h"
 
 namespace spindle::internal {
@@ -81,7 +82,7 @@ class WakeInbox {
     size_.store(entries_.size() - head_, std::memory_order_release);
   }
 
-  std::atomic<std::size_t> size_{0};  // entries_.size() - head_, written under lock_
+  Atomic<std::size_t> size_{0};  // entries_.size() - head_, written under lock_
   Spinlock lock_;
   std::vector<std::uintptr_t> entries_;  // [head_, size) queued; under lock_
   std::size_t head_ = 0;                 // under lock_

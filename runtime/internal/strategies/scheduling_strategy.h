@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
+#include "fiber/internal/atomic.h"
 #include "runtime/internal/idle/group_poller.h"
 #include "runtime/internal/idle/notifier.h"
 #include "runtime/internal/observability/metrics.h"
@@ -183,13 +184,13 @@ class SchedulingStrategy : public NotifiedQueues {
 
  private:
   IdleNotifier& notifier_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<GroupPoller*> poller_{nullptr};
+  Atomic<bool> stopping_{false};
+  Atomic<GroupPoller*> poller_{nullptr};
   // Its own line: the notifier bumps the cursor whenever every worker is busy, which
   // must not bounce the lines producers read (pingpong's round trip cost 10% more when
   // a steal cursor shared one with v2's wake flag).
   alignas(64) std::vector<SchedulingStrategy*> thieves_;  // immutable once workers run
-  std::atomic<std::size_t> next_thief_{0};
+  Atomic<std::size_t> next_thief_{0};
 };
 
 }  // namespace spindle::internal

@@ -450,7 +450,7 @@ std::uintptr_t StrategyV2::StealInGroup(std::size_t worker) {
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t v = (start + i) % n;
     if (v == worker) continue;
-    std::atomic<std::uintptr_t>& slot = workers_[v]->runnext;
+    Atomic<std::uintptr_t>& slot = workers_[v]->runnext;
     // relaxed: a hint; the acquire CAS decides and pairs with the owner's exchange.
     std::uintptr_t entry = slot.load(std::memory_order_relaxed);
     if (entry != 0 &&

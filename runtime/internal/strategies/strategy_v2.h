@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "fiber/internal/atomic.h"
 #include "fiber/internal/spinlock.h"
 #include "gflags/gflags_declare.h"
 #include "runtime/internal/idle/notifier.h"
@@ -73,7 +74,7 @@ class StrategyV2 final : public SchedulingStrategy {
           overflow_stealable(new bool[capacity / 2 + 2]) {}
     // A fiber started or woken by this worker's fiber, run next here (seed 002's
     // spawn-LIFO). Exchanged by the owner, CASed away by siblings that steal it.
-    std::atomic<std::uintptr_t> runnext{0};
+    Atomic<std::uintptr_t> runnext{0};
     LocalQueue local;
     // The owner's alone.
     // T1's count-down of fibers taken (reset after each check).
@@ -113,9 +114,9 @@ class StrategyV2 final : public SchedulingStrategy {
   std::unique_ptr<Worker>* workers_ = nullptr;  // options_.workers of them
   SearchNotifier notifier_;  // notifier.cc: the protocol relaxed shares
   // The worker the TimerWorker's next round starts with (EnqueueWoken).
-  alignas(64) std::atomic<std::size_t> next_woken_{0};
+  alignas(64) Atomic<std::size_t> next_woken_{0};
   ThreadCounter steals_in_group_;
-  std::atomic<std::size_t> next_victim_{0};  // spreads cross-group steals
+  Atomic<std::size_t> next_victim_{0};  // spreads cross-group steals
 };
 
 }  // namespace spindle::internal
