@@ -10,15 +10,10 @@
 
 namespace spindle::internal {
 
-// A std::mutex that clang's thread-safety analysis (-Wthread-safety) knows as a
-// capability, so fields it protects can be declared ABSL_GUARDED_BY(it): libstdc++'s
-// std::mutex carries no annotations. Same code and same rules as std::mutex (an OS
-// lock: never held across a park, yield or dispatch of a fiber, which
-// runtime/internal/observability/os_lock_check reports). Thread-safe; not recursive. Lock it with
-// OsMutexGuard, or UniqueOsMutexGuard where a std::condition_variable waits on it.
 #ifdef SPINDLE_MODEL_CHECK
 // The model build (atomic.h): the same interface over a Relacy mutex (ModelMutex),
-// under another name for the reason ModelSpinlock has one (spinlock.h).
+// under another name for the reason ModelSpinlock has one (spinlock.h). Exists only
+// inside a model's run, whose threads take turns.
 class ABSL_LOCKABLE ModelOsMutex {
  public:
   ModelOsMutex() = default;
@@ -36,6 +31,12 @@ class ABSL_LOCKABLE ModelOsMutex {
 };
 using OsMutex = ModelOsMutex;
 #else
+// A std::mutex that clang's thread-safety analysis (-Wthread-safety) knows as a
+// capability, so fields it protects can be declared ABSL_GUARDED_BY(it): libstdc++'s
+// std::mutex carries no annotations. Same code and same rules as std::mutex (an OS
+// lock: never held across a park, yield or dispatch of a fiber, which
+// runtime/internal/observability/os_lock_check reports). Thread-safe; not recursive. Lock it with
+// OsMutexGuard, or UniqueOsMutexGuard where a std::condition_variable waits on it.
 class ABSL_LOCKABLE OsMutex {
  public:
   OsMutex() = default;

@@ -27,7 +27,8 @@ inline void CpuRelax() {
 // that a model's thread waiting for the lock is blocked rather than spinning. A class
 // of another name: a model binary also links libraries built the normal way, and the
 // two builds' inline members (its constructor, the guards' members taking a Spinlock&)
-// must not share symbol names, or the linker keeps one of each for both.
+// must not share symbol names, or the linker keeps one of each for both. Exists only
+// inside a model's run, whose threads take turns.
 class ABSL_LOCKABLE ModelSpinlock {
  public:
   ModelSpinlock() = default;

@@ -203,7 +203,8 @@ void TimerWorker::Stop() {
 }
 
 void TimerWorker::RequestStop() {
-  stopping_.store(true, std::memory_order_release);  // release: pairs with Run()'s loads
+  // release: pairs with the acquire loads of the flag in Run(), Add() and FireDue().
+  stopping_.store(true, std::memory_order_release);
   WakeUp();
 }
 
@@ -218,11 +219,13 @@ void TimerWorker::CancelPendingAfterStop() {
 TimerWorker::ProducerList* TimerWorker::ThisThreadList() {
 #ifdef SPINDLE_MODEL_CHECK
   // A model's threads are fibers of one OS thread, which share its thread_locals: one
-  // list per model thread instead, by its index.
+  // list per model thread instead, by its index, made before the model's threads start
+  // (timer_worker_model_test.cc). Read without producers_lock_: a thread takes it only
+  // for its first Add() here, and a model that took it on every Add() would give the
+  // protocol an ordering the runtime does not have.
   const std::size_t thread = rl::thread_index();
-  OsMutexGuard lock(producers_lock_);
-  while (producers_.size() <= thread) producers_.push_back(std::make_unique<ProducerList>());
-  return producers_[thread].get();
+  RL_ASSERT(thread < model_lists_.size());
+  return model_lists_[thread];
 #else
   // Keyed by a serial number, never by address: a later TimerWorker may reuse the
   // address of a stopped one, whose lists are gone.
@@ -253,7 +256,7 @@ void TimerWorker::Add(TimerEntry* entry) {
   bool refused = false;
   {
     SpinlockGuard lock(list->lock);
-    // acquire: pairs with the release store in Stop(). Checked under the list's lock,
+    // acquire: pairs with the release store in RequestStop(). Checked under the list's lock,
     // which Stop()'s last collection takes after that store: either that collection
     // finds the entry (and cancels it) or we see the stop here. Checked before the lock,
     // a periodic timer re-armed by its fiber during Stop() could land in the list after
@@ -385,7 +388,7 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
     ReadyBatch batch(ReadyBatch::Source::kTimerRound);
     if (!heap_lock_.try_lock()) return;  // the thread or another worker is at it
     OsMutexGuard heap_lock(heap_lock_, std::adopt_lock);
-    // acquire: pairs with the release store in Stop(); after it, nothing fires.
+    // acquire: pairs with the release store in RequestStop(); after it, nothing fires.
     if (stopping_.load(std::memory_order_acquire)) return;
     // relaxed: written under the heap's lock (which we hold) or lowered by producers.
     const std::int64_t found = next_expiry_ns_.load(std::memory_order_relaxed);
@@ -485,7 +488,7 @@ void TimerWorker::Run() {
       if (auto hook = g_test_hook.load(std::memory_order_relaxed)) hook(this);
     }
     ChaosPause();  // between step 1 and the stop check (chaos.h)
-    // acquire: pairs with the release store in Stop().
+    // acquire: pairs with the release store in RequestStop().
     if (stopping_.load(std::memory_order_acquire)) break;
     std::int64_t next;
     {
@@ -494,7 +497,7 @@ void TimerWorker::Run() {
       // spreads them over its workers' inboxes).
       ReadyBatch batch(ReadyBatch::Source::kTimerRound);
       OsMutexGuard heap_lock(heap_lock_);
-      FireRound(MonotonicNowNs());                     // step 2
+      FireRound(MonotonicNowNs());  // step 2
       if (++compaction_tick % 64 == 0) CompactIfMostlyCancelled();
       next = HeapFrontNs();
       // Step 3, under the heap's lock, so an assist (FireDue) sees it and may lower it.

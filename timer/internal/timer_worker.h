@@ -130,6 +130,8 @@ class TimerWorker final : public GroupTimers {
   // Stop() is these two around the join of the thread: the flag and the wake-up the
   // loop must not lose, then the cancellation of what is left.
   void RequestStop();
+  // Only once the thread has ended (or never started): collects what producers left
+  // and cancels every pending timer, waiting for an assist that may be firing.
   void CancelPendingAfterStop();
   void WakeUp();
 
@@ -143,6 +145,10 @@ class TimerWorker final : public GroupTimers {
 
   OsMutex producers_lock_;
   std::vector<std::unique_ptr<ProducerList>> producers_ ABSL_GUARDED_BY(producers_lock_);
+#ifdef SPINDLE_MODEL_CHECK
+  // Model builds: each model thread's list (in producers_ too), by thread index.
+  std::vector<ProducerList*> model_lists_;
+#endif
 
   // Expiry the worker sleeps until, in ns since the clock's epoch (max: none).
   alignas(64) Atomic<std::int64_t> next_expiry_ns_{INT64_MAX};

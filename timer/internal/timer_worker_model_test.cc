@@ -44,9 +44,19 @@ void MarkThisThreadAsRuntimeThread(bool) {}
 // What a model drives of a TimerWorker: its loop, on a model thread instead of its own
 // std::thread, and the two halves of Stop() (the join between them is the model's end).
 struct TimerWorkerModelAccess {
+  // Gives each of `threads` model threads its producer list (ThisThreadList() in a
+  // model build): called from a model's before(), while no other thread runs.
+  static void MakeProducerLists(TimerWorker& worker, std::size_t threads) {
+    OsMutexGuard lock(worker.producers_lock_);
+    for (std::size_t i = 0; i < threads; ++i) {
+      worker.producers_.push_back(std::make_unique<TimerWorker::ProducerList>());
+      worker.model_lists_.push_back(worker.producers_.back().get());
+    }
+  }
   static void Run(TimerWorker& worker) { worker.Run(); }
   static void RequestStop(TimerWorker& worker) { worker.RequestStop(); }
   static void CancelPendingAfterStop(TimerWorker& worker) { worker.CancelPendingAfterStop(); }
+  // relaxed: read in after(), when every model thread has ended.
   static std::int64_t PublishedExpiry(TimerWorker& worker) {
     return worker.next_expiry_ns_.load(std::memory_order_relaxed);
   }
@@ -85,7 +95,9 @@ struct ModelTimer {
     entry.expires_at = TimerClock::time_point(std::chrono::nanoseconds(ns));
     entry.inline_callback = &ModelTimer::OnFire;
     entry.inline_arg = this;
-    entry.refs.store(2, std::memory_order_relaxed);  // the worker's and the model's
+    // The worker's and the model's. relaxed: before the entry is handed to Add(), whose
+    // list lock publishes it.
+    entry.refs.store(2, std::memory_order_relaxed);
   }
 
   void AddTo(TimerWorker& worker) {
@@ -114,6 +126,7 @@ struct ModelTimer {
   // After the run: fired exactly once, or (when the worker stopped first) not at all
   // and cancelled.
   void ExpectFiredOrCancelled() {
+    // relaxed: in after(), when every model thread has ended.
     const int state = entry.state.load(std::memory_order_relaxed);
     RL_ASSERT(calls == 1 ? state == TimerEntry::kDone
                          : calls == 0 && state == TimerEntry::kCancelled);
@@ -137,7 +150,10 @@ struct StopAgainstTheLoop : rl::test_suite<StopAgainstTheLoop, 3> {
   TimerWorker worker{nullptr};
   ModelTimer timer;
 
-  void before() { timer.Arm(ModelClockNs() + 1000, 0, nullptr); }
+  void before() {
+    Access::MakeProducerLists(worker, 3);
+    timer.Arm(ModelClockNs() + 1000, 0, nullptr);
+  }
   void thread(unsigned index) {
     if (index == 0) {
       Access::Run(worker);
@@ -162,6 +178,7 @@ struct ProducersAgainstTheLoop : rl::test_suite<ProducersAgainstTheLoop, 4> {
   ModelTimer timers[2];
 
   void before() {
+    Access::MakeProducerLists(worker, 4);
     timers[0].Arm(ModelClockNs() + 2000, 0, &fired);
     timers[1].Arm(ModelClockNs() + 1000, 0, &fired);
   }
@@ -192,6 +209,7 @@ struct AssistAgainstAddWithTheThreadHeld : rl::test_suite<AssistAgainstAddWithTh
   ModelTimer timers[2];
 
   void before() {
+    Access::MakeProducerLists(worker, 2);
     // Both are due at once: the clock stands at 10,000.
     ModelClockNs() = 10000;
     timers[0].Arm(1000, 0, nullptr);
@@ -230,6 +248,7 @@ struct AssistAgainstAddAndTheLoop : rl::test_suite<AssistAgainstAddAndTheLoop, 4
   ModelTimer timers[2];
 
   void before() {
+    Access::MakeProducerLists(worker, 4);
     timers[0].Arm(ModelClockNs() + 2000, Access::kAssistGraceNs, &fired);
     timers[1].Arm(ModelClockNs() + 1000, Access::kAssistGraceNs, &fired);
   }

@@ -2,11 +2,21 @@
 
 #include "runtime/internal/group/foreign_producers.h"
 
+#include <thread>
+
+#include "absl/base/attributes.h"
+
 namespace spindle::internal {
 
-// Constant-initialized (constexpr constructor): usable before any dynamic initializer.
-ForeignProducers g_foreign_producers;
+void ForeignProducers::WaitUntilNone() const {
+  // acquire: pairs with Leave()'s release.
+  while (count_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+}
+
+#ifndef SPINDLE_MODEL_CHECK
+ABSL_CONST_INIT ForeignProducers g_foreign_producers;
 
 void WaitForForeignProducers() { g_foreign_producers.WaitUntilNone(); }
+#endif
 
 }  // namespace spindle::internal

@@ -4,7 +4,6 @@
 #define SPINDLE_RUNTIME_INTERNAL_FOREIGN_PRODUCERS_H_
 
 #include <cstddef>
-#include <thread>
 
 #include "fiber/internal/atomic.h"
 
@@ -41,10 +40,7 @@ class ForeignProducers {
   }
   // Blocks until no producer is counted. Such a producer is at most a wake-up system
   // call away from leaving.
-  void WaitUntilNone() const {
-    // acquire: pairs with Leave()'s release.
-    while (count_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
-  }
+  void WaitUntilNone() const;
 
  private:
   Atomic<std::size_t> count_{0};

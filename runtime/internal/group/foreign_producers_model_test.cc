@@ -49,7 +49,8 @@ struct DrainAgainstAForeignProducer : rl::test_suite<DrainAgainstAForeignProduce
   void before() {
     g_model_foreign_producers = &foreign;
     notifier.emplace(queues, 1);
-    live.word().store(1, std::memory_order_relaxed);  // the fiber about to start
+    // The fiber about to start. relaxed: before the model's threads start.
+    live.word().store(1, std::memory_order_relaxed);
     strategy_memory(ModelWhere().info) = 1;
   }
 

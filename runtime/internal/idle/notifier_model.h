@@ -6,8 +6,10 @@
 // on their slots, calling the notifier in the order of IdlePath::SearchAndSleep
 // (idle_path.cc), without other groups and the poller, which do not touch the notifier,
 // and with at most kSearchRounds search rounds instead of the spin time. The group's
-// queues are one counter of queued entries: a push is a release RMW, a take a CAS, and
-// UnsafeEmpty() a relaxed read, no stronger than the real queues.
+// queues are one counter of queued entries (ModelQueues: a push is a release RMW, a
+// take a CAS, and UnsafeEmpty() a relaxed read, no stronger than the real queues), or
+// the real RunQueue built for models (RunQueueModelQueues, StalledPushModelQueues), or
+// a strategy's own (GroupIdleModel over a group of the strategy's model).
 //
 // Each model ends only when every pushed entry has been taken exactly once; the worker
 // that takes the last one stops the group (WakeAll). A lost wake-up leaves an entry
@@ -69,7 +71,10 @@ class RunQueueModelQueues : public NotifiedQueues {
   bool UnsafeEmpty() const override { return queue_.UnsafeEmpty(); }
   void WakeUpThief() override {}  // no other groups in these models
 
-  void Push() { RL_ASSERT(queue_.Push(1, /*stealable=*/true)); }
+  void Push() {
+    const bool pushed = queue_.Push(1, /*stealable=*/true);
+    RL_ASSERT(pushed);
+  }
   void Notified() {}
   bool TryTake() { return queue_.Pop() != 0; }
   int queued() const { return static_cast<int>(queue_.UnsafeSize()); }
@@ -92,7 +97,8 @@ class StalledPushModelQueues final : public RunQueueModelQueues {
     }
     stalling_ = true;  // plain: a model's threads take turns
     std::uint64_t position = 0;
-    RL_ASSERT(queue_.ClaimForTesting(&position));
+    const bool claimed = queue_.ClaimForTesting(&position);
+    RL_ASSERT(claimed);
     // acquire: pairs with Notified()'s release.
     while (notified_.word().load(std::memory_order_acquire) == 0) {
       notified_.ParkWhile(0, Deadline::None());

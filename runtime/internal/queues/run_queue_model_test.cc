@@ -64,7 +64,8 @@ struct PushAgainstPop
         // acquire: a consumer's pop announced after it freed a slot. Read before the
         // push, so a pop between the two makes the park return at once.
         const int seen = events.word().load(std::memory_order_acquire);
-        if (queue.Push(EntryOf(id), /*stealable=*/true)) break;
+        const bool pushed = queue.Push(EntryOf(id), /*stealable=*/true);
+        if (pushed) break;
         events.ParkWhile(seen, Deadline::None());  // full
       }
       Announce();
@@ -79,6 +80,8 @@ struct PushAgainstPop
       const int seen = events.word().load(std::memory_order_acquire);
       const std::uintptr_t entry = queue.Pop();
       if (entry == 0) {
+        // acquire: pairs with the other consumers' acq_rel count below (nothing is
+        // left to take once it says all were taken).
         if (taken.load(std::memory_order_acquire) == kEntries) return;
         events.ParkWhile(seen, Deadline::None());  // empty, or a producer mid-push
         continue;
@@ -92,7 +95,8 @@ struct PushAgainstPop
       const int producer = id / kPushes;
       RL_ASSERT(id > last_of[producer]);
       last_of[producer] = id;
-      taken.fetch_add(1, std::memory_order_acq_rel);  // acq_rel: counts for the others
+      // acq_rel: pairs with the other consumers' acquire loads of the count above.
+      taken.fetch_add(1, std::memory_order_acq_rel);
       Announce();
     }
   }
@@ -116,8 +120,9 @@ TEST(RunQueueModelTest, TwoProducersTwoConsumersWrapping) {
   ExpectHolds<PushAgainstPop<2, 2, 2, 2>>(200000);
 }
 
-// One producer stalled between claim and publish hides the positions after its own
-// from the consumer: the consumer must find them once it publishes.
+// One consumer against two producers: whenever the search preempts a producer between
+// claim and publish, the positions after its own are hidden from the consumer, which
+// must find them once it publishes.
 TEST(RunQueueModelTest, TwoProducersOneConsumer) {
   ExpectHolds<PushAgainstPop<4, 2, 1, 2>>(100000);
 }
