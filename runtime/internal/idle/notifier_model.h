@@ -131,9 +131,14 @@ class NotifierGroup {
     queues_.Notified();
   }
   // IdlePath step 2 (the strategy's TakeNext), and LookInGroup (TakeNext, then
-  // StealInGroup): whether worker w took an entry. One queue here: both take from it.
-  bool TakeOwn(std::size_t) { return queues_.TryTake(); }
-  bool LookInGroup(std::size_t) { return queues_.TryTake(); }
+  // StealInGroup): the entry worker w took, or 0. One queue here: both take from it.
+  std::uintptr_t TakeOwn(std::size_t) { return queues_.TryTake() ? 1 : 0; }
+  std::uintptr_t LookInGroup(std::size_t) { return queues_.TryTake() ? 1 : 0; }
+  // Worker w's running entry yields: queued again, with the wake-up of any push.
+  void Yield(std::size_t, std::uintptr_t) {
+    queues_.Push();
+    notifier_.Notify();
+  }
   // After the run: nothing left queued.
   bool Empty() const { return queues_.queued() == 0; }
 
@@ -144,18 +149,25 @@ class NotifierGroup {
 
 // kWorkers workers (threads 0 .. kWorkers - 1) and kProducers producers (the rest),
 // each of which makes kPushes entries ready (Group::Produce), against the workers'
-// idle path over `Group` (NotifierGroup, or a strategy's).
-template <class Group, std::size_t kWorkers, std::size_t kProducers, int kPushes>
+// idle path over `Group` (NotifierGroup, or a strategy's). The first kYields entries
+// taken yield once (Group::Yield, as a fiber's Yield() queues it again) before they
+// run.
+template <class Group, std::size_t kWorkers, std::size_t kProducers, int kPushes,
+          int kYields = 0>
 struct GroupIdleModel
-    : rl::test_suite<GroupIdleModel<Group, kWorkers, kProducers, kPushes>,
+    : rl::test_suite<GroupIdleModel<Group, kWorkers, kProducers, kPushes, kYields>,
                      kWorkers + kProducers> {
   static constexpr int kEntries = static_cast<int>(kProducers) * kPushes;
   static constexpr int kSearchRounds = 2;
+  // Each entry but the last keeps its worker busy until all are taken (Ran()): with
+  // more entries than workers the workload itself would deadlock.
+  static_assert(kEntries <= static_cast<int>(kWorkers), "at most one entry per worker");
 
   Group group;
   Atomic<int> taken{0};
   Parker all_taken;  // its word: 1 once every entry is taken
   Atomic<bool> stopping{false};
+  int yields_left = kYields;  // plain: a model's threads take turns
 
   auto& notifier() { return group.notifier(); }
 
@@ -176,8 +188,14 @@ struct GroupIdleModel
   // parent fiber joins its children: the worker that runs it is busy meanwhile, so the
   // entries still queued must reach a worker through a wake-up (a worker that takes one
   // entry and just looks again would hide a lost wake-up). The worker that takes the
-  // last entry releases them and stops the group, as TerminateRuntime() does.
-  void Ran() {
+  // last entry releases them and stops the group, as TerminateRuntime() does. An
+  // entry that yields is queued again instead, to be taken (and run) later.
+  void Ran(std::size_t w, std::uintptr_t entry) {
+    if (yields_left > 0) {
+      --yields_left;
+      group.Yield(w, entry);
+      return;
+    }
     if (taken.fetch_add(1, std::memory_order_acq_rel) + 1 == kEntries) {
       all_taken.word().store(1, std::memory_order_release);
       all_taken.UnparkAll();
@@ -196,57 +214,58 @@ struct GroupIdleModel
   // and sleep.
   void RunWorker(std::size_t w) {
     while (!Stopping()) {
-      if (group.TakeOwn(w)) {  // 2. own queues
-        Ran();
+      if (const std::uintptr_t entry = group.TakeOwn(w)) {  // 2. own queues
+        Ran(w, entry);
         continue;
       }
-      if (SearchAndSleep(w)) Ran();
+      if (const std::uintptr_t entry = SearchAndSleep(w)) Ran(w, entry);
     }
   }
 
-  // IdlePath::SearchAndSleep's notifier calls, in its order; whether it took an entry.
-  bool SearchAndSleep(std::size_t w) {
+  // IdlePath::SearchAndSleep's notifier calls, in its order; the entry it took, or 0.
+  std::uintptr_t SearchAndSleep(std::size_t w) {
     bool searching = notifier().StartSearching(w);  // I2
     for (;;) {
-      bool found = Search(w, searching);  // I3
-      found = notifier().StopSearching(w, searching, found ? 1 : 0) != 0;  // I4
-      if (found) return true;
-      notifier().Announce(w);     // W1, W2
-      if (group.LookInGroup(w)) {  // W3
+      std::uintptr_t entry = Search(w, searching);                  // I3
+      entry = notifier().StopSearching(w, searching, entry);  // I4
+      if (entry != 0) return entry;
+      notifier().Announce(w);  // W1, W2
+      entry = group.LookInGroup(w);  // W3
+      if (entry != 0) {
         notifier().Cancel(w, /*found=*/true);
-        return true;
+        return entry;
       }
       if (Stopping()) {  // the plan when stopping: poll, i.e. go round again
         notifier().Cancel(w, /*found=*/false);
-        return false;
+        return 0;
       }
       notifier().slot(w).Wait();  // W4
       const bool claimed = notifier().EndSleep(w);
       if (Stopping()) {
         notifier().StopSearching(w, claimed, 0);
-        return false;
+        return 0;
       }
-      if (!claimed) return false;  // a wake-up banked earlier: start over
+      if (!claimed) return 0;  // a wake-up banked earlier: start over
       searching = true;            // a producer's wake-up: search on its behalf
     }
   }
 
   // IdlePath::Search: rounds while searching and the notifier lets us; one otherwise.
-  bool Search(std::size_t w, bool searching) {
+  std::uintptr_t Search(std::size_t w, bool searching) {
     for (int round = 0;; ++round) {
-      if (group.LookInGroup(w)) return true;
-      if (Stopping()) return false;
-      if (searching && !notifier().KeepSearching(w)) return false;
-      if (!searching || round + 1 == kSearchRounds) return false;
+      if (const std::uintptr_t entry = group.LookInGroup(w)) return entry;
+      if (Stopping()) return 0;
+      if (searching && !notifier().KeepSearching(w)) return 0;
+      if (!searching || round + 1 == kSearchRounds) return 0;
     }
   }
 };
 
 // The idle-path model over a notifier and queues of its own (NotifierGroup).
 template <class Notifier, std::size_t kWorkers, std::size_t kProducers, int kPushes,
-          class Queues = ModelQueues>
-using IdleModel =
-    GroupIdleModel<NotifierGroup<Notifier, Queues, kWorkers>, kWorkers, kProducers, kPushes>;
+          class Queues = ModelQueues, int kYields = 0>
+using IdleModel = GroupIdleModel<NotifierGroup<Notifier, Queues, kWorkers>, kWorkers,
+                                 kProducers, kPushes, kYields>;
 
 // Relacy's operator new serves what a model run allocates from its own heap and
 // reports what outlives the run. The notifier's wake-up counter (a ThreadCounter)
