@@ -24,6 +24,7 @@
 #include <string>
 
 #include "fiber/internal/atomic.h"
+#include "gtest/gtest.h"
 
 namespace spindle::internal::testing {
 
@@ -48,6 +49,15 @@ bool RunModel(rl::test_params& params) {
     ModelClockNs() = 1;
     return rl::simulate<Suite>(p);
   });
+}
+
+// Runs model `Model` with the flags' search (`default_iterations` for the random one,
+// as in ModelParams()) and fails the calling test, with Relacy's verdict, unless every
+// explored interleaving passed.
+template <class Model>
+void ExpectModelHolds(rl::iteration_t default_iterations) {
+  rl::test_params params = ModelParams(default_iterations);
+  EXPECT_TRUE(RunModel<Model>(params)) << DescribeModelRun(params);
 }
 
 }  // namespace spindle::internal::testing

@@ -40,9 +40,7 @@ void TimerWorker::Add(TimerEntry*) { LOG(FATAL) << "no fibers in a TimedWaiter m
 
 namespace {
 
-using testing::DescribeModelRun;
-using testing::ModelParams;
-using testing::RunModel;
+using testing::ExpectModelHolds;
 
 TimerClock::time_point ModelTimeIn(std::int64_t ns) {
   return TimerClock::time_point(std::chrono::nanoseconds(ModelClockNs() + ns));
@@ -84,17 +82,11 @@ struct TwoNotifiesAgainstWait : rl::test_suite<TwoNotifiesAgainstWait, 3> {
   }
 };
 
-template <class Model>
-void ExpectHolds(rl::iteration_t iterations) {
-  rl::test_params params = ModelParams(iterations);
-  EXPECT_TRUE(RunModel<Model>(params)) << DescribeModelRun(params);
-}
-
 TEST(TimedWaiterModelTest, NotifyAgainstTimedWait) {
-  ExpectHolds<NotifyAgainstTimedWait>(50000);
+  ExpectModelHolds<NotifyAgainstTimedWait>(50000);
 }
 TEST(TimedWaiterModelTest, TwoNotifiesAgainstWait) {
-  ExpectHolds<TwoNotifiesAgainstWait>(50000);
+  ExpectModelHolds<TwoNotifiesAgainstWait>(50000);
 }
 
 }  // namespace

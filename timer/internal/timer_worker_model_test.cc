@@ -65,9 +65,7 @@ struct TimerWorkerModelAccess {
 
 namespace {
 
-using testing::DescribeModelRun;
-using testing::ModelParams;
-using testing::RunModel;
+using testing::ExpectModelHolds;
 using Access = TimerWorkerModelAccess;
 
 // An inline timer of a model. It counts its calls and checks that it was not slept
@@ -274,21 +272,15 @@ struct AssistAgainstAddAndTheLoop : rl::test_suite<AssistAgainstAddAndTheLoop, 4
   }
 };
 
-template <class Model>
-void ExpectHolds(rl::iteration_t iterations) {
-  rl::test_params params = ModelParams(iterations);
-  EXPECT_TRUE(RunModel<Model>(params)) << DescribeModelRun(params);
-}
-
-TEST(TimerWorkerModelTest, StopAgainstTheLoop) { ExpectHolds<StopAgainstTheLoop>(50000); }
+TEST(TimerWorkerModelTest, StopAgainstTheLoop) { ExpectModelHolds<StopAgainstTheLoop>(50000); }
 TEST(TimerWorkerModelTest, ProducersAgainstTheLoop) {
-  ExpectHolds<ProducersAgainstTheLoop>(50000);
+  ExpectModelHolds<ProducersAgainstTheLoop>(50000);
 }
 TEST(TimerWorkerModelTest, AssistAgainstAddWithTheThreadHeld) {
-  ExpectHolds<AssistAgainstAddWithTheThreadHeld>(50000);
+  ExpectModelHolds<AssistAgainstAddWithTheThreadHeld>(50000);
 }
 TEST(TimerWorkerModelTest, AssistAgainstAddAndTheLoop) {
-  ExpectHolds<AssistAgainstAddAndTheLoop>(50000);
+  ExpectModelHolds<AssistAgainstAddAndTheLoop>(50000);
 }
 
 }  // namespace

@@ -29,7 +29,7 @@
 namespace spindle::internal {
 namespace {
 
-using testing::ExpectModelHolds;
+using testing::ExpectIdleModelHolds;
 using testing::RunQueueModelQueues;
 
 struct DrainAgainstAForeignProducer : rl::test_suite<DrainAgainstAForeignProducer, 3> {
@@ -91,7 +91,7 @@ struct DrainAgainstAForeignProducer : rl::test_suite<DrainAgainstAForeignProduce
 };
 
 TEST(ForeignProducersModelTest, DrainAgainstAForeignProducer) {
-  ExpectModelHolds<DrainAgainstAForeignProducer>(100000);
+  ExpectIdleModelHolds<DrainAgainstAForeignProducer>(100000);
 }
 
 }  // namespace

@@ -10,36 +10,36 @@
 namespace spindle::internal {
 namespace {
 
-using testing::ExpectModelHolds;
+using testing::ExpectIdleModelHolds;
 using testing::IdleModel;
 
 // One producer's two pushes against two workers (one may search, half the group).
 TEST(SearchNotifierModelTest, TwoWorkersOneProducerTwoPushes) {
-  ExpectModelHolds<IdleModel<SearchNotifier, 2, 1, 2>>(100000);
+  ExpectIdleModelHolds<IdleModel<SearchNotifier, 2, 1, 2>>(100000);
 }
 
 // Two producers race each other's N2-N5 and the workers' announcements. N5's second
 // look: without it, the count given back hides the other producer's entry (found at
 // iteration 132,679 of the random search, so this model runs 400,000).
 TEST(SearchNotifierModelTest, TwoWorkersTwoProducers) {
-  ExpectModelHolds<IdleModel<SearchNotifier, 2, 2, 1>>(400000);
+  ExpectIdleModelHolds<IdleModel<SearchNotifier, 2, 2, 1>>(400000);
 }
 
 // Three workers: two may search at once, so the last searcher out (I4) decides.
 TEST(SearchNotifierModelTest, ThreeWorkersOneProducerTwoPushes) {
-  ExpectModelHolds<IdleModel<SearchNotifier, 3, 1, 2>>(100000);
+  ExpectIdleModelHolds<IdleModel<SearchNotifier, 3, 1, 2>>(100000);
 }
 
 // Over the real RunQueue, whose pushes a model may stall between claim and publish.
 TEST(SearchNotifierModelTest, TwoWorkersTwoProducersOverTheRunQueue) {
-  ExpectModelHolds<IdleModel<SearchNotifier, 2, 2, 1, testing::RunQueueModelQueues>>(
+  ExpectIdleModelHolds<IdleModel<SearchNotifier, 2, 2, 1, testing::RunQueueModelQueues>>(
       200000);
 }
 
 // The same, with the first push stalled between claim and publish until the other
 // producer's push and wake-up are done.
 TEST(SearchNotifierModelTest, TwoWorkersTwoProducersOneStalled) {
-  ExpectModelHolds<IdleModel<SearchNotifier, 2, 2, 1, testing::StalledPushModelQueues>>(
+  ExpectIdleModelHolds<IdleModel<SearchNotifier, 2, 2, 1, testing::StalledPushModelQueues>>(
       200000);
 }
 

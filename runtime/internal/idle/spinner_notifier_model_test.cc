@@ -12,7 +12,7 @@
 namespace spindle::internal {
 namespace {
 
-using testing::ExpectModelHolds;
+using testing::ExpectIdleModelHolds;
 using testing::IdleModel;
 
 // Two workers may both spin: a producer's claim of one races the other's poll. S3's
@@ -20,23 +20,23 @@ using testing::IdleModel;
 // lost wake-up that 16 cores once showed: without it this model deadlocks at iteration
 // 689,749 of the random search, so it runs 1,000,000 (about 40 s).
 TEST(SpinnerNotifierModelTest, TwoWorkersOneProducerTwoPushes) {
-  ExpectModelHolds<IdleModel<SpinnerNotifier, 2, 1, 2>>(1000000);
+  ExpectIdleModelHolds<IdleModel<SpinnerNotifier, 2, 1, 2>>(1000000);
 }
 
 TEST(SpinnerNotifierModelTest, TwoWorkersTwoProducers) {
-  ExpectModelHolds<IdleModel<SpinnerNotifier, 2, 2, 1>>(200000);
+  ExpectIdleModelHolds<IdleModel<SpinnerNotifier, 2, 2, 1>>(200000);
 }
 
 // Three workers: at most two spin, so the third sleeps and must be woken (P3).
 TEST(SpinnerNotifierModelTest, ThreeWorkersOneProducerTwoPushes) {
-  ExpectModelHolds<IdleModel<SpinnerNotifier, 3, 1, 2>>(100000);
+  ExpectIdleModelHolds<IdleModel<SpinnerNotifier, 3, 1, 2>>(100000);
 }
 
 // Over the real RunQueue, whose pushes the search may preempt between claim and
 // publish. (Random search reaches the schedule of bug 4 too rarely to find it here:
 // 3,000,000 iterations did not; the stalled model below forces the stall.)
 TEST(SpinnerNotifierModelTest, TwoWorkersTwoProducersOverTheRunQueue) {
-  ExpectModelHolds<IdleModel<SpinnerNotifier, 2, 2, 1, testing::RunQueueModelQueues>>(
+  ExpectIdleModelHolds<IdleModel<SpinnerNotifier, 2, 2, 1, testing::RunQueueModelQueues>>(
       200000);
 }
 
@@ -46,7 +46,7 @@ TEST(SpinnerNotifierModelTest, TwoWorkersTwoProducersOverTheRunQueue) {
 // takes the stalled entry, seeing more queued, must wake another ("more work", bug 4
 // of issue 30).
 TEST(SpinnerNotifierModelTest, TwoWorkersTwoProducersOneStalled) {
-  ExpectModelHolds<IdleModel<SpinnerNotifier, 2, 2, 1, testing::StalledPushModelQueues>>(
+  ExpectIdleModelHolds<IdleModel<SpinnerNotifier, 2, 2, 1, testing::StalledPushModelQueues>>(
       200000);
 }
 

@@ -18,9 +18,7 @@
 namespace spindle::internal {
 namespace {
 
-using testing::DescribeModelRun;
-using testing::ModelParams;
-using testing::RunModel;
+using testing::ExpectModelHolds;
 
 // The reactor as the slot sees it: Interrupt() is an eventfd write that persists until
 // the holder's Wait() reads it (a counter it exchanges to 0), and Wait() parks on that
@@ -118,19 +116,13 @@ struct WakeForeverAgainstWaits : rl::test_suite<WakeForeverAgainstWaits, 2> {
   }
 };
 
-template <class Model>
-void ExpectHolds(rl::iteration_t iterations) {
-  rl::test_params params = ModelParams(iterations);
-  EXPECT_TRUE(RunModel<Model>(params)) << DescribeModelRun(params);
-}
-
-TEST(WaitSlotModelTest, WakeAgainstWait) { ExpectHolds<WakeAgainstWait>(20000); }
-TEST(WaitSlotModelTest, WakeAgainstTimedWait) { ExpectHolds<WakeAgainstTimedWait>(20000); }
+TEST(WaitSlotModelTest, WakeAgainstWait) { ExpectModelHolds<WakeAgainstWait>(20000); }
+TEST(WaitSlotModelTest, WakeAgainstTimedWait) { ExpectModelHolds<WakeAgainstTimedWait>(20000); }
 TEST(WaitSlotModelTest, WakeAgainstWaitPolling) {
-  ExpectHolds<WakeAgainstWaitPolling>(20000);
+  ExpectModelHolds<WakeAgainstWaitPolling>(20000);
 }
 TEST(WaitSlotModelTest, WakeForeverAgainstWaits) {
-  ExpectHolds<WakeForeverAgainstWaits>(20000);
+  ExpectModelHolds<WakeForeverAgainstWaits>(20000);
 }
 
 }  // namespace

@@ -20,9 +20,7 @@
 namespace spindle::internal {
 namespace {
 
-using testing::DescribeModelRun;
-using testing::ModelParams;
-using testing::RunModel;
+using testing::ExpectModelHolds;
 
 // kProducers producers (the first threads) push kPushes entries each into a queue of
 // kCapacity slots; kConsumers consumers (the rest) pop until all are taken. A thread
@@ -107,24 +105,18 @@ struct PushAgainstPop
   }
 };
 
-template <class Model>
-void ExpectHolds(rl::iteration_t iterations) {
-  rl::test_params params = ModelParams(iterations);
-  EXPECT_TRUE(RunModel<Model>(params)) << DescribeModelRun(params);
-}
-
 // Two producers and two consumers over two slots: every position is claimed and freed
 // twice, so a consumer's free and the next lap's claim race, and so do two producers'
 // claims and two consumers'.
 TEST(RunQueueModelTest, TwoProducersTwoConsumersWrapping) {
-  ExpectHolds<PushAgainstPop<2, 2, 2, 2>>(200000);
+  ExpectModelHolds<PushAgainstPop<2, 2, 2, 2>>(200000);
 }
 
 // One consumer against two producers: whenever the search preempts a producer between
 // claim and publish, the positions after its own are hidden from the consumer, which
 // must find them once it publishes.
 TEST(RunQueueModelTest, TwoProducersOneConsumer) {
-  ExpectHolds<PushAgainstPop<4, 2, 1, 2>>(100000);
+  ExpectModelHolds<PushAgainstPop<4, 2, 1, 2>>(100000);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@
 namespace spindle::internal {
 namespace {
 
-using testing::ExpectModelHolds;
+using testing::ExpectIdleModelHolds;
 using testing::GroupIdleModel;
 
 // A v2 group of kWorkers workers, as the idle-path model drives it. Entries are even
@@ -70,12 +70,12 @@ class V2Group {
 // Two entries from one plain thread: one worker may take both in one global batch (T4)
 // and run the first, and the second must still reach the other worker.
 TEST(StrategyV2ModelTest, TwoWorkersOneProducerTwoStarts) {
-  ExpectModelHolds<GroupIdleModel<V2Group<2>, 2, 1, 2>>(200000);
+  ExpectIdleModelHolds<GroupIdleModel<V2Group<2>, 2, 1, 2>>(200000);
 }
 
 // Two plain threads, one start each: their pushes and wake-ups race the batch.
 TEST(StrategyV2ModelTest, TwoWorkersTwoProducers) {
-  ExpectModelHolds<GroupIdleModel<V2Group<2>, 2, 2, 1>>(200000);
+  ExpectIdleModelHolds<GroupIdleModel<V2Group<2>, 2, 2, 1>>(200000);
 }
 
 // Two starts, and the first fiber taken yields once: it goes to the tail of its
@@ -85,7 +85,7 @@ TEST(StrategyV2ModelTest, TwoWorkersTwoProducers) {
 // already, by M1 or by the producer: bug 3 of issue 30, a yield without a wake-up, is
 // not found here with 2 or 3 workers.)
 TEST(StrategyV2ModelTest, TwoWorkersTwoStartsOneYield) {
-  ExpectModelHolds<GroupIdleModel<V2Group<2>, 2, 1, 2, /*kYields=*/1>>(200000);
+  ExpectIdleModelHolds<GroupIdleModel<V2Group<2>, 2, 1, 2, /*kYields=*/1>>(200000);
 }
 
 }  // namespace
