@@ -26,6 +26,8 @@
 #include <cerrno>
 #include <cstdint>
 
+#include "absl/base/thread_annotations.h"
+
 #pragma push_macro("EAGAIN")
 #pragma push_macro("EBUSY")
 #pragma push_macro("EINTR")
@@ -236,22 +238,39 @@ inline void AtomicFence(std::memory_order order, ModelWhere where = {}) {
 }
 
 // A Relacy mutex with the interface the protocol code's locks use: Spinlock and
-// OsMutex are this in a model build (spinlock.h, os_mutex.h), so the checker sees a
-// thread that waits for a lock as blocked (a spin loop would be a livelock to it) and
-// models the ordering a lock gives. try_lock() may fail spuriously, as the standard
-// allows std::mutex's to.
-class ModelMutex {
+// OsMutex are this class in a model build (spinlock.h, os_mutex.h), so the checker
+// sees a thread that waits for a lock as blocked (a spin loop would be a livelock to
+// it) and models the ordering a lock gives. A class of its own name: a model binary
+// also links libraries built the normal way, and the two builds' inline members (the
+// locks' constructors, the guards' members taking a Spinlock& or an OsMutex&) must not
+// share symbol names, or the linker keeps one of each for both. try_lock() may fail
+// spuriously, as the standard allows std::mutex's to. Exists only inside a model's
+// run, whose threads take turns on one OS thread.
+class ABSL_LOCKABLE ModelMutex {
  public:
   ModelMutex() = default;
   ModelMutex(const ModelMutex&) = delete;
   ModelMutex& operator=(const ModelMutex&) = delete;
 
-  void lock(ModelWhere where = {}) { mutex_.lock(where.info); }
-  bool try_lock(ModelWhere where = {}) { return mutex_.try_lock(where.info); }
-  void unlock(ModelWhere where = {}) { mutex_.unlock(where.info); }
+  void lock(ModelWhere where = {}) ABSL_EXCLUSIVE_LOCK_FUNCTION() {
+    mutex_.lock(where.info);
+    locked_ = true;
+  }
+  bool try_lock(ModelWhere where = {}) ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
+    if (!mutex_.try_lock(where.info)) return false;
+    locked_ = true;
+    return true;
+  }
+  void unlock(ModelWhere where = {}) ABSL_UNLOCK_FUNCTION() {
+    locked_ = false;
+    mutex_.unlock(where.info);
+  }
+  // Spinlock's assertion helper.
+  bool IsLocked() const { return locked_; }
 
  private:
   rl::mutex mutex_;
+  bool locked_ = false;  // plain: the model's threads take turns
 };
 
 // The model's clock (MonotonicNowNs() in a model build: parker.h). Time passes only

@@ -11,25 +11,8 @@
 namespace spindle::internal {
 
 #ifdef SPINDLE_MODEL_CHECK
-// The model build (atomic.h): the same interface over a Relacy mutex (ModelMutex),
-// under another name for the reason ModelSpinlock has one (spinlock.h). Exists only
-// inside a model's run, whose threads take turns.
-class ABSL_LOCKABLE ModelOsMutex {
- public:
-  ModelOsMutex() = default;
-  ModelOsMutex(const ModelOsMutex&) = delete;
-  ModelOsMutex& operator=(const ModelOsMutex&) = delete;
-
-  void lock(ModelWhere where = {}) ABSL_EXCLUSIVE_LOCK_FUNCTION() { mutex_.lock(where); }
-  bool try_lock(ModelWhere where = {}) ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
-    return mutex_.try_lock(where);
-  }
-  void unlock(ModelWhere where = {}) ABSL_UNLOCK_FUNCTION() { mutex_.unlock(where); }
-
- private:
-  ModelMutex mutex_;
-};
-using OsMutex = ModelOsMutex;
+// The model build (atomic.h): a Relacy mutex of the same interface (model_atomic.h).
+using OsMutex = ModelMutex;
 #else
 // A std::mutex that clang's thread-safety analysis (-Wthread-safety) knows as a
 // capability, so fields it protects can be declared ABSL_GUARDED_BY(it): libstdc++'s

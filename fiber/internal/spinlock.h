@@ -23,38 +23,8 @@ inline void CpuRelax() {
 }
 
 #ifdef SPINDLE_MODEL_CHECK
-// The model build (atomic.h): the same interface over a Relacy mutex (ModelMutex), so
-// that a model's thread waiting for the lock is blocked rather than spinning. A class
-// of another name: a model binary also links libraries built the normal way, and the
-// two builds' inline members (its constructor, the guards' members taking a Spinlock&)
-// must not share symbol names, or the linker keeps one of each for both. Exists only
-// inside a model's run, whose threads take turns.
-class ABSL_LOCKABLE ModelSpinlock {
- public:
-  ModelSpinlock() = default;
-  ModelSpinlock(const ModelSpinlock&) = delete;
-  ModelSpinlock& operator=(const ModelSpinlock&) = delete;
-
-  void lock(ModelWhere where = {}) noexcept ABSL_EXCLUSIVE_LOCK_FUNCTION() {
-    mutex_.lock(where);
-    locked_ = true;
-  }
-  bool try_lock(ModelWhere where = {}) noexcept ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
-    if (!mutex_.try_lock(where)) return false;
-    locked_ = true;
-    return true;
-  }
-  void unlock(ModelWhere where = {}) noexcept ABSL_UNLOCK_FUNCTION() {
-    locked_ = false;
-    mutex_.unlock(where);
-  }
-  bool IsLocked() const noexcept { return locked_; }
-
- private:
-  ModelMutex mutex_;
-  bool locked_ = false;  // a model's threads take turns on one OS thread
-};
-using Spinlock = ModelSpinlock;
+// The model build (atomic.h): a Relacy mutex of the same interface (model_atomic.h).
+using Spinlock = ModelMutex;
 #else
 // A test-and-test-and-set spinlock for critical sections of a few dozen instructions,
 // such as a fiber's scheduler lock. Thread-safe. Not recursive. A waiter that has spun
