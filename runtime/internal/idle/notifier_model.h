@@ -149,9 +149,9 @@ class NotifierGroup {
 
 // kWorkers workers (threads 0 .. kWorkers - 1) and kProducers producers (the rest),
 // each of which makes kPushes entries ready (Group::Produce), against the workers'
-// idle path over `Group` (NotifierGroup, or a strategy's). The first kYields entries
-// taken yield once (Group::Yield, as a fiber's Yield() queues it again) before they
-// run.
+// idle path over `Group` (NotifierGroup, or a strategy's). Up to kYields times, an
+// entry yields before it runs: the worker switches to the next entry of its own queues,
+// if any, and queues the yielder again (Group::Yield, as a fiber's Yield() does).
 template <class Group, std::size_t kWorkers, std::size_t kProducers, int kPushes,
           int kYields = 0>
 struct GroupIdleModel
@@ -189,12 +189,18 @@ struct GroupIdleModel
   // entries still queued must reach a worker through a wake-up (a worker that takes one
   // entry and just looks again would hide a lost wake-up). The worker that takes the
   // last entry releases them and stops the group, as TerminateRuntime() does. An
-  // entry that yields is queued again instead, to be taken (and run) later.
+  // entry that yields does so as parking.cc's SwitchToNext: the worker takes the next
+  // entry from its own queues first (none: the yielder keeps running) and queues the
+  // yielder again only once it switched away from it, so a sibling that looked while
+  // both were held found nothing and may sleep through the re-queue unless it wakes
+  // somebody.
   void Ran(std::size_t w, std::uintptr_t entry) {
-    if (yields_left > 0) {
+    while (yields_left > 0) {
+      const std::uintptr_t next = group.TakeOwn(w);
+      if (next == 0) break;
       --yields_left;
       group.Yield(w, entry);
-      return;
+      entry = next;
     }
     if (taken.fetch_add(1, std::memory_order_acq_rel) + 1 == kEntries) {
       all_taken.word().store(1, std::memory_order_release);

@@ -50,5 +50,14 @@ TEST(SpinnerNotifierModelTest, TwoWorkersTwoProducersOneStalled) {
       200000);
 }
 
+// A fiber that yields (bug 3 of issue 30): its worker took the producer's second entry
+// before queueing the yielder again, so the sibling may have looked, found nothing and
+// slept; the re-queue must wake it, as any push does, or the yielder waits behind an
+// entry that keeps its worker busy.
+TEST(SpinnerNotifierModelTest, TwoWorkersOneProducerTwoPushesOneYield) {
+  ExpectIdleModelHolds<IdleModel<SpinnerNotifier, 2, 1, 2, testing::ModelQueues, /*kYields=*/1>>(
+      200000);
+}
+
 }  // namespace
 }  // namespace spindle::internal
