@@ -1,15 +1,29 @@
 // Copyright 2026 The Spindle Authors.
 //
-// Models of TimedWaiter's plain-thread path (timed_waiter.cc, the real source built
-// against Relacy: atomic.h): a waiter's park, with or without a deadline, against
-// Notify() from other threads, and the deadline's own flip when it passes. Exactly one
-// flip wins: the waiter returns kNotified exactly when one Notify() returned true, and
-// a lost Notify() leaves the waiter parked forever (Relacy: deadlock).
+// Models of TimedWaiter (timed_waiter.cc, the real source built against Relacy:
+// atomic.h; a fiber's scheduler lock is Relacy's mutex through spinlock.h).
 //
-// The fiber path (a parked fiber, woken through its scheduler lock, with a TimerWorker
-// timer for the deadline) is not modelled here: it needs a fiber's control block and
-// the scheduler's park hand-off (ParkFiber), which have no model build. The functions
-// of that path are defined below and must not be reached.
+// The plain-thread path: a waiter's park, with or without a deadline, against Notify()
+// from other threads, and the deadline's own flip when it passes. Exactly one flip wins:
+// the waiter returns kNotified exactly when one Notify() returned true, and a lost
+// Notify() leaves the waiter parked forever (Relacy: deadlock).
+//
+// The fiber path: a fiber's park (steps 1-3 of timed_waiter.cc) against Notify() and the
+// deadline timer's callback (OnDeadline), each flipping under the fiber's scheduler lock
+// and queueing the fiber if it is parked, and against the waiter's cancellation of its
+// timer once it runs again. The scheduler and the TimerWorker are the model's, defined
+// below by the contracts the fiber path relies on:
+//   - ParkFiber() makes the fiber Waiting, releases its lock, and returns only once
+//     QueueReadyFiber() queued it (a worker then makes it Running under the lock);
+//   - the TimerWorker fires an inline timer at most once, at any time after Add() (a
+//     model has no reason to wait for the expiry), as TimerWorker::Fire() does: it
+//     flips kPending -> kDone and, if that won, calls the callback; either way it drops
+//     its reference (Fire() itself is modelled in timer_worker_model_test).
+// The waiter lives on the heap and is deleted as soon as WaitUntil() returned and the
+// waiter left the wait list (as WaitQueue's waiters leave theirs), so a notifier or a
+// timer callback that touched it afterwards is an access to freed memory to Relacy. A
+// fiber queued twice, or never though it parked, fails the model's checks; one parked
+// for ever is a deadlock.
 
 #include <chrono>
 
@@ -24,19 +38,105 @@
 
 namespace spindle::internal {
 
-// The fiber path's calls, which a plain thread's wait never makes.
-FiberEntity* GetCurrentFiberEntity() { return nullptr; }  // every model thread is plain
-void FiberEntity::SetState(FiberState) { LOG(FATAL) << "no fibers in a TimedWaiter model"; }
-void ParkFiber(FiberEntity*, std::unique_lock<Spinlock>) {
-  LOG(FATAL) << "no fibers in a TimedWaiter model";
+// ---- The model's scheduler and TimerWorker, as the fiber path sees them.
+
+// One model run's fiber, its park and its timer. Plain fields are touched by one model
+// thread at a time (a model's threads take turns; the words that order them are
+// Relacy's).
+struct ModelFiberScheduler {
+  FiberEntity* fiber = nullptr;  // the model's one fiber: GetCurrentFiberEntity()
+  Parker queued;                 // its word: how many times QueueReadyFiber() ran
+  int parks = 0;
+  // The timer thread's inbox: the word counts events (an Add(), the waiter's end).
+  Parker timer_events;
+  TimerEntry* added = nullptr;  // published by timer_events' release
+  bool waiter_done = false;     // likewise
+  int timers_released = 0;
+};
+ModelFiberScheduler* g_model = nullptr;  // set by a model's before()
+
+// A stand-in address for TimerWorkerFor(): the model's Add() reads nothing of it.
+alignas(64) unsigned char g_timer_worker_stand_in[64];
+
+FiberEntity* GetCurrentFiberEntity() { return g_model != nullptr ? g_model->fiber : nullptr; }
+
+// FiberEntity's own (fiber_entity.cc, not linked: its layout there has the runtime's
+// Spinlock), as far as a control block without a stack needs them.
+FiberEntity::FiberEntity(std::uint64_t id, const Stack& stack, bool is_master)
+    : id(id),
+      reclaim(nullptr),
+      state_(is_master ? FiberState::kRunning : FiberState::kReady),
+      state_since_(0),
+      is_master_(is_master),
+      stack_(stack) {}
+FiberEntity::~FiberEntity() = default;
+void FiberEntity::SetState(FiberState next) {
+  RL_ASSERT(scheduler_lock.IsLocked());
+  // The transitions of a park and its wake-up.
+  RL_ASSERT((state_ == FiberState::kRunning && next == FiberState::kWaiting) ||
+            (state_ == FiberState::kWaiting && next == FiberState::kReady) ||
+            (state_ == FiberState::kReady && next == FiberState::kRunning));
+  state_ = next;
 }
-void QueueReadyFiber(FiberEntity*) { LOG(FATAL) << "no fibers in a TimedWaiter model"; }
-TimerEntry* NewTimerEntry() { LOG(FATAL) << "no fibers in a TimedWaiter model"; }
-void ReleaseTimerEntry(TimerEntry*) { LOG(FATAL) << "no fibers in a TimedWaiter model"; }
+
+// Waiting, the lock released once we are "switched out", and back only once queued,
+// made Running by the worker that takes us.
+void ParkFiber(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
+  self->SetState(FiberState::kWaiting);
+  ++g_model->parks;
+  self_lock.unlock();
+  // acquire: pairs with QueueReadyFiber()'s release, as a run queue's pop does.
+  while (g_model->queued.word().load(std::memory_order_acquire) == 0) {
+    g_model->queued.ParkWhile(0, Deadline::None());
+  }
+  std::lock_guard<Spinlock> lock(self->scheduler_lock);
+  self->SetState(FiberState::kRunning);
+}
+
+void QueueReadyFiber(FiberEntity* fiber) {
+  RL_ASSERT(fiber == g_model->fiber);
+  // release: the waker's writes (the flip, Ready) reach the worker that runs the fiber.
+  g_model->queued.word().fetch_add(1, std::memory_order_release);
+  g_model->queued.UnparkAll();
+}
+
+TimerEntry* NewTimerEntry() { return new TimerEntry; }
+void ReleaseTimerEntry(TimerEntry* entry) {
+  // acq_rel: as timer_worker.cc's; the last owner frees it.
+  if (entry->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  ++g_model->timers_released;
+  delete entry;
+}
 TimerWorker* TimerWorkerFor(const SchedulingGroup*) {
-  LOG(FATAL) << "no fibers in a TimedWaiter model";
+  return reinterpret_cast<TimerWorker*>(g_timer_worker_stand_in);
 }
-void TimerWorker::Add(TimerEntry*) { LOG(FATAL) << "no fibers in a TimedWaiter model"; }
+void TimerWorker::Add(TimerEntry* entry) {
+  g_model->added = entry;
+  // release: publishes the entry (and the waiter it points to) to the timer thread.
+  g_model->timer_events.word().fetch_add(1, std::memory_order_release);
+  g_model->timer_events.UnparkAll();
+}
+
+// The TimerWorker thread of a fiber model: fires the timer once it was added (at any
+// time: see the top), as TimerWorker::Fire() fires an inline timer; returns without
+// firing if the waiter ended without adding one.
+void RunModelTimerThread() {
+  for (;;) {
+    // acquire: pairs with Add()'s release (and the waiter's at its end).
+    const int seen = g_model->timer_events.word().load(std::memory_order_acquire);
+    if (TimerEntry* entry = g_model->added) {
+      int expected = TimerEntry::kPending;
+      if (entry->state.compare_exchange_strong(expected, TimerEntry::kDone,
+                                               std::memory_order_acq_rel)) {
+        entry->inline_callback(entry->inline_arg);
+      }
+      ReleaseTimerEntry(entry);
+      return;
+    }
+    if (g_model->waiter_done) return;
+    g_model->timer_events.ParkWhile(seen, Deadline::None());
+  }
+}
 
 namespace {
 
@@ -82,11 +182,84 @@ struct TwoNotifiesAgainstWait : rl::test_suite<TwoNotifiesAgainstWait, 3> {
   }
 };
 
+// A fiber's wait, published on a wait list whose lock its notifiers hold while they
+// call Notify() (as WaitQueue's do), against `kNotifiers` notifiers and, with a
+// deadline, the TimerWorker's firing of its timer. The waiter leaves the list and is
+// deleted as soon as WaitUntil() returns.
+template <int kNotifiers, bool kDeadline>
+struct FiberWait : rl::test_suite<FiberWait<kNotifiers, kDeadline>,
+                                  1 + kNotifiers + (kDeadline ? 1 : 0)> {
+  ModelFiberScheduler model;
+  FiberEntity fiber{1, Stack{}, /*is_master=*/false};
+  Spinlock list_lock;
+  TimedWaiter* listed = nullptr;  // under list_lock
+  TimedWaiter::Result result = TimedWaiter::Result::kTimedOut;
+  int notifies_won = 0;
+
+  void before() {
+    g_model = &model;
+    model.fiber = &fiber;
+    {
+      std::lock_guard<Spinlock> lock(fiber.scheduler_lock);
+      fiber.SetState(FiberState::kRunning);  // the fiber that waits is running
+    }
+    listed = new TimedWaiter;  // a fiber's waiter: GetCurrentFiberEntity() is ours
+  }
+
+  void thread(unsigned index) {
+    if (index == 0) {
+      TimedWaiter* waiter = listed;  // plain: written in before()
+      result = waiter->WaitUntil(kDeadline ? TimerClock::time_point(std::chrono::seconds(1))
+                                           : TimerClock::time_point::max());
+      {
+        std::lock_guard<Spinlock> lock(list_lock);
+        listed = nullptr;
+      }
+      delete waiter;
+      model.waiter_done = true;
+      // release: publishes waiter_done to the timer thread.
+      model.timer_events.word().fetch_add(1, std::memory_order_release);
+      model.timer_events.UnparkAll();
+    } else if (index <= kNotifiers) {
+      std::lock_guard<Spinlock> lock(list_lock);
+      if (listed != nullptr && listed->Notify()) ++notifies_won;
+    } else {
+      RunModelTimerThread();
+    }
+  }
+
+  void after() {
+    // relaxed: every model thread has ended.
+    const int queued = model.queued.word().load(std::memory_order_relaxed);
+    RL_ASSERT(queued == model.parks);  // queued once if it parked, else never
+    RL_ASSERT(model.parks <= 1);
+    RL_ASSERT(fiber.state() == FiberState::kRunning);
+    RL_ASSERT(notifies_won == (result == TimedWaiter::Result::kNotified ? 1 : 0));
+    if (!kDeadline) RL_ASSERT(result == TimedWaiter::Result::kNotified);
+    RL_ASSERT(model.timers_released == (kDeadline ? 1 : 0));  // both references dropped
+    g_model = nullptr;
+  }
+};
+
 TEST(TimedWaiterModelTest, NotifyAgainstTimedWait) {
   ExpectModelHolds<NotifyAgainstTimedWait>(50000);
 }
 TEST(TimedWaiterModelTest, TwoNotifiesAgainstWait) {
   ExpectModelHolds<TwoNotifiesAgainstWait>(50000);
+}
+
+// A fiber's wait with a deadline: Notify() against the timer's callback, both against
+// the park (before, during or after it) and the waiter's cancellation of its timer.
+TEST(TimedWaiterModelTest, FiberNotifyAgainstDeadline) {
+  ExpectModelHolds<FiberWait<1, true>>(100000);
+}
+// Two notifiers and the deadline: one flip of the three wins.
+TEST(TimedWaiterModelTest, FiberTwoNotifiesAgainstDeadline) {
+  ExpectModelHolds<FiberWait<2, true>>(100000);
+}
+// No deadline: two notifiers, exactly one wakes the parked fiber.
+TEST(TimedWaiterModelTest, FiberTwoNotifiesAgainstWait) {
+  ExpectModelHolds<FiberWait<2, false>>(50000);
 }
 
 }  // namespace

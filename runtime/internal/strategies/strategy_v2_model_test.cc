@@ -42,8 +42,8 @@ class V2Group {
     if (const std::uintptr_t entry = strategy_.TakeNext(w)) return entry;
     return strategy_.StealInGroup(w);
   }
-  // A fiber of worker w that yields (parking.cc's YieldFiber): the tail of w's local
-  // queue, with the wake-up of any push.
+  // A fiber of worker w that yielded (parking.cc's UnlockAndRequeue, once w switched to
+  // the next): the tail of w's local queue, with the wake-up of any push.
   void Yield(std::size_t w, std::uintptr_t entry) {
     strategy_.Enqueue(entry, /*stealable=*/true, ReadyReason::kYielded, w);
   }
@@ -78,12 +78,11 @@ TEST(StrategyV2ModelTest, TwoWorkersTwoProducers) {
   ExpectIdleModelHolds<GroupIdleModel<V2Group<2>, 2, 2, 1>>(200000);
 }
 
-// Two starts, and the first fiber taken yields once: it goes to the tail of its
-// worker's local queue, maybe behind the other fiber (the rest of a global batch),
-// which that worker then runs for a long time. (Its re-queueing notifies like any
-// push; this model does not need that wake-up, because the sibling is always owed one
-// already, by M1 or by the producer: bug 3 of issue 30, a yield without a wake-up, is
-// not found here with 2 or 3 workers.)
+// Two starts, and a fiber yields once: its worker takes the next entry of its own
+// queues (the rest of a global batch in its local queue) before the yielder goes to
+// the tail of that queue, so the sibling may have looked while both were held, found
+// nothing and slept. The re-queue's Notify() (StrategyV2::Enqueue, kYielded) wakes it;
+// without it this model deadlocks (bug 3 of issue 30, at iteration 385).
 TEST(StrategyV2ModelTest, TwoWorkersTwoStartsOneYield) {
   ExpectIdleModelHolds<GroupIdleModel<V2Group<2>, 2, 1, 2, /*kYields=*/1>>(200000);
 }
