@@ -136,7 +136,7 @@ std::uintptr_t IdlePath::SearchAndSleep() {
       return 0;
     }
     SchedulerTestPointReached(SchedulerTestPoint::kBeforeWait, worker_);
-    Sleep(plan.limit);  // W4
+    SleepOnSlot(plan.limit);  // W4
     const bool claimed = notifier_.EndSleep(worker_);
     // Our sleep left the poller vacant: a sleeping sibling takes it over (it finds no
     // fiber, sleeps again, and wins the token), unless someone already has. Our
@@ -227,7 +227,7 @@ bool IdlePath::VictimsHaveFibers() const {
   return false;
 }
 
-void IdlePath::Sleep(std::chrono::nanoseconds limit) {
+void IdlePath::SleepOnSlot(std::chrono::nanoseconds limit) {
   notifier_.CountSleep(worker_, /*spurious=*/slept_since_work_);
   slept_since_work_ = true;
   const Deadline deadline = limit.count() == 0 ? Deadline::None() : Deadline::In(limit);

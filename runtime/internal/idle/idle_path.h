@@ -68,8 +68,9 @@ class IdlePath {
   // is not empty but stealing from it keeps failing).
   Plan PlanWhenAnnounced() const;
   bool VictimsHaveFibers() const;  // a racy hint
-  // W4: on the notifier's slot, or in the group's poller.
-  void Sleep(std::chrono::nanoseconds limit);
+  // W4: on the notifier's slot, or in the group's poller. (Not "Sleep": Relacy defines
+  // that name as a macro, and this file is built for the idle path's model too.)
+  void SleepOnSlot(std::chrono::nanoseconds limit);
 
   SchedulingGroup* const group_;
   SchedulingStrategy& strategy_;

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "fiber/internal/atomic.h"
@@ -147,6 +148,13 @@ class NotifierGroup {
   Notifier notifier_{queues_, kWorkers};
 };
 
+// Whether a model's Group runs the real IdlePath (a FindRunnable(w) of its own, and the
+// strategy's Stop()), or the idle path's notifier calls in its order below.
+template <class Group, class = void>
+struct RunsIdlePath : std::false_type {};
+template <class Group>
+struct RunsIdlePath<Group, std::void_t<decltype(&Group::FindRunnable)>> : std::true_type {};
+
 // kWorkers workers (threads 0 .. kWorkers - 1) and kProducers producers (the rest),
 // each of which makes kPushes entries ready (Group::Produce), against the workers'
 // idle path over `Group` (NotifierGroup, or a strategy's). Up to kYields times, an
@@ -205,8 +213,12 @@ struct GroupIdleModel
     if (taken.fetch_add(1, std::memory_order_acq_rel) + 1 == kEntries) {
       all_taken.word().store(1, std::memory_order_release);
       all_taken.UnparkAll();
-      stopping.store(true, std::memory_order_relaxed);  // ordered by WakeAll's RMWs
-      notifier().WakeAll();
+      if constexpr (RunsIdlePath<Group>::value) {
+        group.Stop();  // the strategy's flag and WakeAll, as TerminateRuntime() stops it
+      } else {
+        stopping.store(true, std::memory_order_relaxed);  // ordered by WakeAll's RMWs
+        notifier().WakeAll();
+      }
       return;
     }
     // acquire: pairs with the release above.
@@ -214,17 +226,29 @@ struct GroupIdleModel
       all_taken.ParkWhile(0, Deadline::None());
     }
   }
-  bool Stopping() const { return stopping.load(std::memory_order_relaxed); }
+  bool Stopping() const {
+    if constexpr (RunsIdlePath<Group>::value) {
+      return group.Stopping();
+    } else {
+      return stopping.load(std::memory_order_relaxed);
+    }
+  }
 
-  // FiberWorker::Run over IdlePath::FindRunnable: take from the queues, or search
-  // and sleep.
+  // FiberWorker::Run: IdlePath::FindRunnable itself where the group runs it, else its
+  // order below: take from the queues, or search and sleep.
   void RunWorker(std::size_t w) {
-    while (!Stopping()) {
-      if (const std::uintptr_t entry = group.TakeOwn(w)) {  // 2. own queues
-        Ran(w, entry);
-        continue;
+    if constexpr (RunsIdlePath<Group>::value) {
+      while (!Stopping()) {
+        if (const std::uintptr_t entry = group.FindRunnable(w)) Ran(w, entry);
       }
-      if (const std::uintptr_t entry = SearchAndSleep(w)) Ran(w, entry);
+    } else {
+      while (!Stopping()) {
+        if (const std::uintptr_t entry = group.TakeOwn(w)) {  // 2. own queues
+          Ran(w, entry);
+          continue;
+        }
+        if (const std::uintptr_t entry = SearchAndSleep(w)) Ran(w, entry);
+      }
     }
   }
 
