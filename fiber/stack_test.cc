@@ -168,9 +168,11 @@ TEST(FiberStackDeathTest, OverflowOfAStackPastTheMappingLimitIsReported) {
           // 1 KiB past the end of the stack, then back; the park's switch finds it.
           // (A park, not a yield: with nothing else ready a yield does not switch, and
           // the fiber's end would wake join() before its last switch: the test would
-          // then race the joiner's exit.)
+          // then race the joiner's exit. A long sleep: a short one can expire before
+          // the fiber parks on a loaded machine, and a sleep already over does not
+          // park, which failed 1 run of 2 with 16 workers under load.)
           RecurseBelow(MyStack().base - 1024);
-          this_fiber::SleepFor(std::chrono::milliseconds(1));
+          this_fiber::SleepFor(std::chrono::seconds(30));
         });
         overflowing.join();
       },
