@@ -170,7 +170,7 @@ TEST(FiberStackDeathTest, OverflowOfAStackPastTheMappingLimitIsReported) {
           // the fiber's end would wake join() before its last switch: the test would
           // then race the joiner's exit. A long sleep: a short one can expire before
           // the fiber parks on a loaded machine, and a sleep already over does not
-          // park, which failed 1 run of 2 with 16 workers under load.)
+          // park, which failed 1 run of 2 under a loaded 16-worker stress run.)
           RecurseBelow(MyStack().base - 1024);
           this_fiber::SleepFor(std::chrono::seconds(30));
         });

@@ -14,14 +14,18 @@
 // timer once it runs again. The scheduler and the TimerWorker are the model's, defined
 // below by the contracts the fiber path relies on:
 //   - ParkFiber() makes the fiber Waiting, releases its lock, and returns only once
-//     QueueReadyFiber() queued it (a worker then makes it Running under the lock);
+//     QueueReadyFiber() queued it (a worker then makes it Running under the lock); the
+//     model's wakers queue it at once, the earliest a waker can (the runtime's queue it
+//     later: after unlocking, or through a timer round's ReadyBatch);
 //   - the TimerWorker fires an inline timer at most once, at any time after Add() (a
 //     model has no reason to wait for the expiry), as TimerWorker::Fire() does: it
 //     flips kPending -> kDone and, if that won, calls the callback; either way it drops
 //     its reference (Fire() itself is modelled in timer_worker_model_test).
 // The waiter lives on the heap and is deleted as soon as WaitUntil() returned and the
 // waiter left the wait list (as WaitQueue's waiters leave theirs), so a notifier or a
-// timer callback that touched it afterwards is an access to freed memory to Relacy. A
+// timer callback that touched its words afterwards (its state, the callback's "done"
+// flag: every path that touches the waiter touches one of them) is an access to
+// freed memory to Relacy. A
 // fiber queued twice, or never though it parked, fails the model's checks; one parked
 // for ever is a deadlock.
 
@@ -47,11 +51,12 @@ struct ModelFiberScheduler {
   FiberEntity* fiber = nullptr;  // the model's one fiber: GetCurrentFiberEntity()
   Parker queued;                 // its word: how many times QueueReadyFiber() ran
   int parks = 0;
-  // The timer thread's inbox: the word counts events (an Add(), the waiter's end).
+  // The timer thread's inbox: the word counts events (an Add(), the waiter's end), and
+  // the thread parks on it until one of the two below is set.
   Parker timer_events;
-  TimerEntry* added = nullptr;  // published by timer_events' release
-  bool waiter_done = false;     // likewise
-  int timers_released = 0;
+  Atomic<TimerEntry*> added{nullptr};
+  Atomic<bool> waiter_done{false};
+  int timers_released = 0;  // by whoever drops a timer's last reference
 };
 ModelFiberScheduler* g_model = nullptr;  // set by a model's before()
 
@@ -82,6 +87,7 @@ void FiberEntity::SetState(FiberState next) {
 // Waiting, the lock released once we are "switched out", and back only once queued,
 // made Running by the worker that takes us.
 void ParkFiber(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
+  RL_ASSERT(self_lock.owns_lock() && self_lock.mutex() == &self->scheduler_lock);
   self->SetState(FiberState::kWaiting);
   ++g_model->parks;
   self_lock.unlock();
@@ -111,8 +117,9 @@ TimerWorker* TimerWorkerFor(const SchedulingGroup*) {
   return reinterpret_cast<TimerWorker*>(g_timer_worker_stand_in);
 }
 void TimerWorker::Add(TimerEntry* entry) {
-  g_model->added = entry;
-  // release: publishes the entry (and the waiter it points to) to the timer thread.
+  // release (both): the entry (and the waiter it points to) reaches the timer thread,
+  // whichever of the two words it sees first.
+  g_model->added.store(entry, std::memory_order_release);
   g_model->timer_events.word().fetch_add(1, std::memory_order_release);
   g_model->timer_events.UnparkAll();
 }
@@ -122,10 +129,18 @@ void TimerWorker::Add(TimerEntry* entry) {
 // firing if the waiter ended without adding one.
 void RunModelTimerThread() {
   for (;;) {
-    // acquire: pairs with Add()'s release (and the waiter's at its end).
+    // Read before the two below, so an event after them changes it and the park
+    // returns. acquire: pairs with the events' release increments, so an event counted
+    // here is seen below.
     const int seen = g_model->timer_events.word().load(std::memory_order_acquire);
-    if (TimerEntry* entry = g_model->added) {
+    // acquire: pairs with the waiter's release store, after its Add() if it made one;
+    // read before `added`, so a waiter seen done is never one whose timer we missed.
+    const bool waiter_done = g_model->waiter_done.load(std::memory_order_acquire);
+    // acquire: pairs with Add()'s release store.
+    if (TimerEntry* entry = g_model->added.load(std::memory_order_acquire)) {
       int expected = TimerEntry::kPending;
+      // acq_rel: as Fire()'s; exactly one of this flip and the waiter's cancel
+      // (timed_waiter.cc, kPending -> kCancelled) wins.
       if (entry->state.compare_exchange_strong(expected, TimerEntry::kDone,
                                                std::memory_order_acq_rel)) {
         entry->inline_callback(entry->inline_arg);
@@ -133,7 +148,7 @@ void RunModelTimerThread() {
       ReleaseTimerEntry(entry);
       return;
     }
-    if (g_model->waiter_done) return;
+    if (waiter_done) return;
     g_model->timer_events.ParkWhile(seen, Deadline::None());
   }
 }
@@ -216,8 +231,8 @@ struct FiberWait : rl::test_suite<FiberWait<kNotifiers, kDeadline>,
         listed = nullptr;
       }
       delete waiter;
-      model.waiter_done = true;
-      // release: publishes waiter_done to the timer thread.
+      // release (both): the timer thread, seeing either, sees our Add() if we made one.
+      model.waiter_done.store(true, std::memory_order_release);
       model.timer_events.word().fetch_add(1, std::memory_order_release);
       model.timer_events.UnparkAll();
     } else if (index <= kNotifiers) {

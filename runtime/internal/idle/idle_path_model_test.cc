@@ -116,6 +116,10 @@ class IdlePathGroup {
   std::uintptr_t next_entry_ = 0;
 };
 
+// A group without FindRunnable would silently run notifier_model.h's copy of the order.
+static_assert(testing::RunsIdlePath<IdlePathGroup<2, kStrategyV1Entry>>::value);
+static_assert(testing::RunsIdlePath<IdlePathGroup<2, kStrategyV2Entry>>::value);
+
 // Small local queues: a model's atomics are heavy, and a few entries never fill them.
 // Set before the run, inherited by the model's child process.
 class IdlePathModelTest : public ::testing::Test {

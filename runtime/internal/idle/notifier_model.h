@@ -1,10 +1,13 @@
 // Copyright 2026 The Spindle Authors.
 //
-// The idle path as the notifier models run it (notifier_model_test.cc for v2's and
-// relaxed's SearchNotifier, spinner_notifier_model_test.cc for v1's SpinnerNotifier):
-// producers push and Notify(); workers take work, search, announce, re-check and sleep
-// on their slots, calling the notifier in the order of IdlePath::SearchAndSleep
-// (idle_path.cc), without other groups and the poller, which do not touch the notifier,
+// The idle-path models' workload and workers (GroupIdleModel): producers push and
+// Notify(); workers take work, search, announce, re-check and sleep on their slots.
+// Over a group that runs the real IdlePath (idle_path_model_test.cc: RunsIdlePath),
+// the workers call its FindRunnable() and the group stops through its strategy's
+// Stop(). Otherwise (notifier_model_test.cc for v2's and relaxed's SearchNotifier,
+// spinner_notifier_model_test.cc for v1's SpinnerNotifier, strategy_v2_model_test.cc)
+// they call the notifier in the order of IdlePath::SearchAndSleep (idle_path.cc), as
+// copied below, without other groups and the poller, which do not touch the notifier,
 // and with at most kSearchRounds search rounds instead of the spin time. The group's
 // queues are one counter of queued entries (ModelQueues: a push is a release RMW, a
 // take a CAS, and UnsafeEmpty() a relaxed read, no stronger than the real queues), or
@@ -12,8 +15,9 @@
 // a strategy's own (GroupIdleModel over a group of the strategy's model).
 //
 // Each model ends only when every pushed entry has been taken exactly once; the worker
-// that takes the last one stops the group (WakeAll). A lost wake-up leaves an entry
-// queued while every worker sleeps: Relacy reports the deadlock and its trace.
+// that takes the last one stops the group (WakeAll, or the strategy's Stop()). A lost
+// wake-up leaves an entry queued while every worker sleeps: Relacy reports the
+// deadlock and its trace.
 // Model builds only (fiber/internal/model_testing.h).
 
 #ifndef SPINDLE_RUNTIME_INTERNAL_IDLE_NOTIFIER_MODEL_H_
@@ -120,7 +124,8 @@ class StalledPushModelQueues final : public RunQueueModelQueues {
 // Notifier(NotifiedQueues&, workers) over `Queues` (ModelQueues, or another
 // NotifiedQueues with Push(), Notified() (called after each producer's Notify()),
 // TryTake() and queued(): the real RunQueue in the models of a producer stalled inside
-// its push). A strategy's model supplies its own group with the same five members.
+// its push). A strategy's model supplies its own group with the same members; one that
+// runs the real IdlePath adds FindRunnable(w), Stop() and Stopping() (RunsIdlePath).
 template <class Notifier, class Queues, std::size_t kWorkers>
 class NotifierGroup {
  public:
@@ -202,11 +207,13 @@ struct GroupIdleModel
   // yielder again only once it switched away from it, so a sibling that looked while
   // both were held found nothing and may sleep through the re-queue unless it wakes
   // somebody.
+  // Up to kYields yields in all are tried; one that finds nothing else ready is used
+  // up all the same (counted before TakeOwn, which may switch threads).
   void Ran(std::size_t w, std::uintptr_t entry) {
     while (yields_left > 0) {
+      --yields_left;
       const std::uintptr_t next = group.TakeOwn(w);
       if (next == 0) break;
-      --yields_left;
       group.Yield(w, entry);
       entry = next;
     }
