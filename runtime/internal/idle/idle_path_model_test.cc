@@ -26,12 +26,11 @@
 #include "runtime/internal/idle/idle_path.h"
 #include "runtime/internal/idle/notifier_model.h"
 #include "runtime/internal/strategies/scheduling_strategy.h"
+#include "runtime/internal/strategies/strategy_model_group.h"
+#include "runtime/internal/strategies/strategy_v1.h"
 #include "runtime/internal/strategies/strategy_v2.h"
 
 namespace spindle::internal {
-
-extern const StrategyEntry kStrategyV1Entry;
-extern const StrategyEntry kStrategyV2Entry;
 
 // ---- What IdlePath needs of its group (scheduling_group.cc's, not linked).
 
@@ -72,34 +71,19 @@ using testing::GroupIdleModel;
 
 // A group of kWorkers workers under the strategy `kEntry`, each with its IdlePath.
 template <std::size_t kWorkers, const StrategyEntry& kEntry>
-class IdlePathGroup {
+class IdlePathGroup : public testing::StrategyModelGroup {
  public:
   IdlePathGroup() : group_(Options()) {
+    Drive(group_.strategy());
     for (std::size_t w = 0; w < kWorkers; ++w) {
       paths_[w] = std::make_unique<IdlePath>(&group_, w);
     }
   }
 
-  IdleNotifier& notifier() { return group_.strategy()->notifier(); }
-  // A plain thread's StartFiber.
-  void Produce() {
-    next_entry_ += 2;  // plain: a model's threads take turns
-    group_.strategy()->Enqueue(next_entry_, /*stealable=*/true, ReadyReason::kStarted,
-                               SchedulingStrategy::kNoWorker);
-  }
   // The worker's loop: FindRunnable() until it makes an entry Running.
   std::uintptr_t FindRunnable(std::size_t w) {
     return reinterpret_cast<std::uintptr_t>(paths_[w]->FindRunnable());
   }
-  // A yield's switch: the next entry of the worker's own queues (parking.cc's
-  // TakeNextForSwitch), and the yielder queued again (UnlockAndRequeue).
-  std::uintptr_t TakeOwn(std::size_t w) { return group_.strategy()->TakeNext(w); }
-  void Yield(std::size_t w, std::uintptr_t entry) {
-    group_.strategy()->Enqueue(entry, /*stealable=*/true, ReadyReason::kYielded, w);
-  }
-  void Stop() { group_.strategy()->Stop(); }
-  bool Stopping() const { return group_.stopping(); }
-  bool Empty() const { return group_.strategy()->UnsafeEmpty(); }
 
  private:
   static SchedulingGroupOptions Options() {
@@ -113,7 +97,6 @@ class IdlePathGroup {
 
   SchedulingGroup group_;
   std::unique_ptr<IdlePath> paths_[kWorkers];
-  std::uintptr_t next_entry_ = 0;
 };
 
 // A group without FindRunnable would silently run notifier_model.h's copy of the order.

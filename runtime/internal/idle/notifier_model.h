@@ -124,8 +124,9 @@ class StalledPushModelQueues final : public RunQueueModelQueues {
 // Notifier(NotifiedQueues&, workers) over `Queues` (ModelQueues, or another
 // NotifiedQueues with Push(), Notified() (called after each producer's Notify()),
 // TryTake() and queued(): the real RunQueue in the models of a producer stalled inside
-// its push). A strategy's model supplies its own group with the same members; one that
-// runs the real IdlePath adds FindRunnable(w), Stop() and Stopping() (RunsIdlePath).
+// its push). A strategy's model supplies its own group with the same members
+// (strategy_model_group.h); one that runs the real IdlePath adds FindRunnable(w)
+// (RunsIdlePath).
 template <class Notifier, class Queues, std::size_t kWorkers>
 class NotifierGroup {
  public:
@@ -145,16 +146,23 @@ class NotifierGroup {
     queues_.Push();
     notifier_.Notify();
   }
+  // The last entry's worker stops the group: the flag, then every worker woken.
+  void Stop() {
+    stopping_.store(true, std::memory_order_relaxed);  // ordered by WakeAll's RMWs
+    notifier_.WakeAll();
+  }
+  bool Stopping() const { return stopping_.load(std::memory_order_relaxed); }
   // After the run: nothing left queued.
   bool Empty() const { return queues_.queued() == 0; }
 
  private:
   Queues queues_;
   Notifier notifier_{queues_, kWorkers};
+  Atomic<bool> stopping_{false};
 };
 
-// Whether a model's Group runs the real IdlePath (a FindRunnable(w) of its own, and the
-// strategy's Stop()), or the idle path's notifier calls in its order below.
+// Whether a model's Group runs the real IdlePath (a FindRunnable(w) of its own), or the
+// idle path's notifier calls in its order below.
 template <class Group, class = void>
 struct RunsIdlePath : std::false_type {};
 template <class Group>
@@ -179,7 +187,6 @@ struct GroupIdleModel
   Group group;
   Atomic<int> taken{0};
   Parker all_taken;  // its word: 1 once every entry is taken
-  Atomic<bool> stopping{false};
   int yields_left = kYields;  // plain: a model's threads take turns
 
   auto& notifier() { return group.notifier(); }
@@ -220,12 +227,7 @@ struct GroupIdleModel
     if (taken.fetch_add(1, std::memory_order_acq_rel) + 1 == kEntries) {
       all_taken.word().store(1, std::memory_order_release);
       all_taken.UnparkAll();
-      if constexpr (RunsIdlePath<Group>::value) {
-        group.Stop();  // the strategy's flag and WakeAll, as TerminateRuntime() stops it
-      } else {
-        stopping.store(true, std::memory_order_relaxed);  // ordered by WakeAll's RMWs
-        notifier().WakeAll();
-      }
+      group.Stop();
       return;
     }
     // acquire: pairs with the release above.
@@ -233,13 +235,7 @@ struct GroupIdleModel
       all_taken.ParkWhile(0, Deadline::None());
     }
   }
-  bool Stopping() const {
-    if constexpr (RunsIdlePath<Group>::value) {
-      return group.Stopping();
-    } else {
-      return stopping.load(std::memory_order_relaxed);
-    }
-  }
+  bool Stopping() const { return group.Stopping(); }
 
   // FiberWorker::Run: IdlePath::FindRunnable itself where the group runs it, else its
   // order below: take from the queues, or search and sleep.

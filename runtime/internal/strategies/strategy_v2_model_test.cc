@@ -13,6 +13,7 @@
 
 #include "runtime/internal/idle/notifier_model.h"
 #include "runtime/internal/strategies/scheduling_strategy.h"
+#include "runtime/internal/strategies/strategy_model_group.h"
 #include "runtime/internal/strategies/strategy_v2.h"
 
 namespace spindle::internal {
@@ -21,33 +22,18 @@ namespace {
 using testing::ExpectIdleModelHolds;
 using testing::GroupIdleModel;
 
-// A v2 group of kWorkers workers, as the idle-path model drives it. Entries are even
-// words, which the strategy treats as fibers whose control block it never reads on
-// these paths (descriptors are odd; a full local queue, which would read an entry's
-// flags, cannot happen with these few).
+// A v2 group of kWorkers workers, as the idle-path model drives it (a yielder goes to
+// the tail of its worker's local queue), over notifier_model.h's copy of the idle
+// path's order: LookInGroup is IdlePath's.
 template <std::size_t kWorkers>
-class V2Group {
+class V2Group : public testing::StrategyModelGroup {
  public:
-  V2Group() : strategy_(Options(), Settings()) {}
+  V2Group() : strategy_(Options(), Settings()) { Drive(&strategy_); }
 
-  IdleNotifier& notifier() { return strategy_.notifier(); }
-  // A plain thread's StartFiber.
-  void Produce() {
-    next_entry_ += 2;  // plain: a model's threads take turns
-    strategy_.Enqueue(next_entry_, /*stealable=*/true, ReadyReason::kStarted,
-                      SchedulingStrategy::kNoWorker);
-  }
-  std::uintptr_t TakeOwn(std::size_t w) { return strategy_.TakeNext(w); }
   std::uintptr_t LookInGroup(std::size_t w) {
     if (const std::uintptr_t entry = strategy_.TakeNext(w)) return entry;
     return strategy_.StealInGroup(w);
   }
-  // A fiber of worker w that yielded (parking.cc's UnlockAndRequeue, once w switched to
-  // the next): the tail of w's local queue, with the wake-up of any push.
-  void Yield(std::size_t w, std::uintptr_t entry) {
-    strategy_.Enqueue(entry, /*stealable=*/true, ReadyReason::kYielded, w);
-  }
-  bool Empty() const { return strategy_.UnsafeEmpty(); }
 
  private:
   static SchedulingGroupOptions Options() {
@@ -64,7 +50,6 @@ class V2Group {
   }
 
   StrategyV2 strategy_;
-  std::uintptr_t next_entry_ = 0;
 };
 
 // Two entries from one plain thread: one worker may take both in one global batch (T4)

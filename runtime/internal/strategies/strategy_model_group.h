@@ -1,0 +1,61 @@
+// Copyright 2026 The Spindle Authors.
+//
+// A strategy as the idle-path models (runtime/internal/idle/notifier_model.h's
+// GroupIdleModel) drive it, over its model build (strategies_for_models): plain threads
+// start fibers (Enqueue from no worker, then its Notify), a worker's fiber that yields
+// is queued again through Enqueue(kYielded) (parking.cc's UnlockAndRequeue), and the
+// worker that takes the last entry stops the strategy (Stop(): its flag and WakeAll),
+// as TerminateRuntime() does. Entries are even words, which the strategies treat as
+// fibers whose control block they never read on these paths (descriptors are odd; a
+// full local queue, which would read an entry's flags, cannot happen with these few).
+// Model builds only.
+
+#ifndef SPINDLE_RUNTIME_INTERNAL_STRATEGIES_STRATEGY_MODEL_GROUP_H_
+#define SPINDLE_RUNTIME_INTERNAL_STRATEGIES_STRATEGY_MODEL_GROUP_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/internal/strategies/scheduling_strategy.h"
+
+namespace spindle::internal::testing {
+
+// The members GroupIdleModel needs of a group, over the strategy a derived group owns
+// and names with Drive() in its constructor. Used by one model run's threads, which
+// take turns.
+class StrategyModelGroup {
+ public:
+  StrategyModelGroup(const StrategyModelGroup&) = delete;
+  StrategyModelGroup& operator=(const StrategyModelGroup&) = delete;
+
+  IdleNotifier& notifier() { return strategy_->notifier(); }
+  // A plain thread's StartFiber.
+  void Produce() {
+    next_entry_ += 2;  // plain: a model's threads take turns
+    strategy_->Enqueue(next_entry_, /*stealable=*/true, ReadyReason::kStarted,
+                       SchedulingStrategy::kNoWorker);
+  }
+  // A yield's switch: the next entry of worker w's own queues (parking.cc's
+  // TakeNextForSwitch), and the yielder queued again (UnlockAndRequeue).
+  std::uintptr_t TakeOwn(std::size_t w) { return strategy_->TakeNext(w); }
+  void Yield(std::size_t w, std::uintptr_t entry) {
+    strategy_->Enqueue(entry, /*stealable=*/true, ReadyReason::kYielded, w);
+  }
+  void Stop() { strategy_->Stop(); }
+  bool Stopping() const { return strategy_->stopping(); }
+  // After the run: nothing left queued.
+  bool Empty() const { return strategy_->UnsafeEmpty(); }
+
+ protected:
+  StrategyModelGroup() = default;
+  ~StrategyModelGroup() = default;
+  void Drive(SchedulingStrategy* strategy) { strategy_ = strategy; }
+
+ private:
+  SchedulingStrategy* strategy_ = nullptr;
+  std::uintptr_t next_entry_ = 0;
+};
+
+}  // namespace spindle::internal::testing
+
+#endif  // SPINDLE_RUNTIME_INTERNAL_STRATEGIES_STRATEGY_MODEL_GROUP_H_
