@@ -51,8 +51,23 @@ struct FiberEntity::Landing {
 namespace {
 
 thread_local FiberEntity* tls_current_fiber = nullptr;
+// The calling thread's `__cxa_eh_globals` (exception_state.h), looked up once per
+// thread: libstdc++'s __cxa_get_globals() reaches its thread-local through
+// __tls_get_addr (it is a shared library), 22 instructions per switch (callgrind).
+// Read only by a thread about its own state, before a switch (Switch()) or through
+// ThisThreadExceptionState(), never cached across one.
+thread_local ExceptionState* tls_exception_state = nullptr;
+
+__attribute__((noinline, cold)) ExceptionState* LookUpExceptionState() {
+  // Called through a volatile pointer: opaque to the optimizer, so no call is merged
+  // with another across a fiber switch (the function is declared const).
+  static abi::__cxa_eh_globals* (*volatile get_globals)() = &abi::__cxa_get_globals;
+  tls_exception_state = reinterpret_cast<ExceptionState*>(get_globals());
+  return tls_exception_state;
+}
 
 SPINDLE_SWITCH_SAFE_TLS_ACCESSOR(FiberEntity*, tls_current_fiber, CurrentFiberSlot)
+SPINDLE_SWITCH_SAFE_TLS_ACCESSOR(ExceptionState*, tls_exception_state, ExceptionStateSlot)
 
 bool QueryRunningGuardedStack(GuardedStackInfo* info) {
   const FiberEntity* fiber = *CurrentFiberSlot();
@@ -73,21 +88,6 @@ void ReclaimToThreadCache(FiberEntity* dead) {
 void ReclaimDeadFiber(void* arg) {
   FiberEntity* dead = static_cast<FiberEntity*>(arg);
   dead->reclaim(dead);
-}
-
-bool IsLegalTransition(FiberState from, FiberState to) {
-  switch (from) {
-    case FiberState::kReady:
-      return to == FiberState::kRunning;
-    case FiberState::kRunning:
-      return to == FiberState::kReady || to == FiberState::kWaiting ||
-             to == FiberState::kDead;
-    case FiberState::kWaiting:
-      return to == FiberState::kReady;
-    case FiberState::kDead:
-      return false;
-  }
-  return false;
 }
 
 constexpr std::uint64_t kIdBlock = 1024;
@@ -153,21 +153,25 @@ FiberEntity::FiberEntity(std::uint64_t id, const Stack& stack, bool is_master)
 
 FiberEntity::~FiberEntity() = default;
 
-void FiberEntity::SetState(FiberState next) {
+void FiberEntity::FailSetState(FiberState next) const {
   CHECK(scheduler_lock.IsLocked())
       << "fiber " << id << ": state changed to " << FiberStateName(next)
       << " without holding its scheduler lock";
-  CHECK(IsLegalTransition(state_, next))
-      << "fiber " << id << ": illegal state transition " << FiberStateName(state_)
-      << " -> " << FiberStateName(next);
-  state_ = next;
-  // Only a park is timed: the dump's question is how long a fiber has waited, and a
-  // clock read on every transition would cost spawn_join several percent (a TSC read
-  // is 10-20 ns on a VM; a fiber's life has four transitions).
-  // Written only then (the dump reads it only for a Waiting fiber): a store on every
-  // transition showed in spawn_join.
-  if (next == FiberState::kWaiting) state_since_ = CycleClockNow();
+  LOG(FATAL) << "fiber " << id << ": illegal state transition " << FiberStateName(state_)
+             << " -> " << FiberStateName(next);
+  std::abort();
 }
+
+std::uint64_t FiberEntity::StateClockNow() { return CycleClockNow(); }
+
+// Every transition of the diagram, and no other.
+static_assert(FiberEntity::IsLegalTransition(FiberState::kReady, FiberState::kRunning));
+static_assert(!FiberEntity::IsLegalTransition(FiberState::kReady, FiberState::kWaiting));
+static_assert(FiberEntity::IsLegalTransition(FiberState::kRunning, FiberState::kDead));
+static_assert(!FiberEntity::IsLegalTransition(FiberState::kRunning, FiberState::kRunning));
+static_assert(FiberEntity::IsLegalTransition(FiberState::kWaiting, FiberState::kReady));
+static_assert(!FiberEntity::IsLegalTransition(FiberState::kWaiting, FiberState::kRunning));
+static_assert(!FiberEntity::IsLegalTransition(FiberState::kDead, FiberState::kReady));
 
 // always_inline: SwitchTo() is the hot path, and every extra call/return around the
 // jump costs a return-stack misprediction on the far side of the switch.
@@ -181,7 +185,10 @@ __attribute__((always_inline)) inline void FiberEntity::Switch(FiberEntity* targ
   // exception_state.h): ours go with us, the target's come back. Done here, before the
   // jump, on the thread that will run the target; a fiber starting for the first time
   // gets the empty state its entity was built with.
-  ExceptionState* const live = ThisThreadExceptionState();
+  // Before the jump this thread is still ours: a plain thread-local read (as the write
+  // of tls_current_fiber below).
+  ExceptionState* live = tls_exception_state;
+  if (__builtin_expect(live == nullptr, 0)) live = LookUpExceptionState();
   exception_state_ = *live;
   *live = target->exception_state_;
   // An unguarded stack (stack_allocator.cc, layout 3) is checked each time its fiber
@@ -221,10 +228,8 @@ __attribute__((always_inline)) inline void FiberEntity::Land(Landing* landing) {
 }
 
 ExceptionState* ThisThreadExceptionState() {
-  // Called through a volatile pointer: opaque to the optimizer, so no call is merged
-  // with another across a fiber switch (the function is declared const).
-  static abi::__cxa_eh_globals* (*volatile get_globals)() = &abi::__cxa_get_globals;
-  return reinterpret_cast<ExceptionState*>(get_globals());
+  ExceptionState* live = *ExceptionStateSlot();
+  return live != nullptr ? live : LookUpExceptionState();
 }
 
 void FiberEntity::SwitchTo(FiberEntity* target, LandingHook hook) {

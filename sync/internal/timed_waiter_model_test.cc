@@ -30,6 +30,7 @@
 // for ever is a deadlock.
 
 #include <chrono>
+#include <cstdlib>
 
 #include "fiber/internal/atomic.h"
 #include "fiber/internal/fiber_entity.h"
@@ -75,14 +76,13 @@ FiberEntity::FiberEntity(std::uint64_t id, const Stack& stack, bool is_master)
       is_master_(is_master),
       stack_(stack) {}
 FiberEntity::~FiberEntity() = default;
-void FiberEntity::SetState(FiberState next) {
-  RL_ASSERT(scheduler_lock.IsLocked());
-  // The transitions of a park and its wake-up.
-  RL_ASSERT((state_ == FiberState::kRunning && next == FiberState::kWaiting) ||
-            (state_ == FiberState::kWaiting && next == FiberState::kReady) ||
-            (state_ == FiberState::kReady && next == FiberState::kRunning));
-  state_ = next;
+// SetState() is inline (fiber_entity.h): its checks run in the model as they are; a
+// failed one is a failed model, and no clock is read.
+void FiberEntity::FailSetState(FiberState) const {
+  RL_ASSERT(!"illegal fiber state transition, or one without the fiber's lock");
+  std::abort();
 }
+std::uint64_t FiberEntity::StateClockNow() { return 0; }
 
 // Waiting, the lock released once we are "switched out", and back only once queued,
 // made Running by the worker that takes us.

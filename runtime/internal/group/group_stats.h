@@ -106,6 +106,18 @@ class GroupStats {
   static void StampReady(FiberEntity* fiber) {
     if (ThisThreadSamplesReadiness()) fiber->ready_stamp = CycleClockNow();
   }
+  // StampReady() by worker `worker` of this group on its own thread, or by any thread
+  // with any other `worker`: a worker counts in its own cells, without the thread-local
+  // look-up (the yield path's landing hook stamps on every switch).
+  void StampReadyOn(std::size_t worker, FiberEntity* fiber) {
+    if (worker < workers_) {
+      if ((++cells_[worker].ready_tick & ReadySampleMask()) == 0) {
+        fiber->ready_stamp = CycleClockNow();
+      }
+    } else {
+      StampReady(fiber);
+    }
+  }
   static void StampReady(FiberDesc* desc) {
     desc->ready_stamp = (desc->id & ReadySampleMask()) == 0 ? CycleClockNow() : 0;
   }
@@ -120,6 +132,7 @@ class GroupStats {
     SingleWriterCounter fibers_begun;
     SingleWriterCounter fibers_run_inline;
     SingleWriterHistogram ready_latency;  // nanoseconds
+    std::uint32_t ready_tick = 0;  // StampReadyOn()'s count of readinesses
   };
 
   // Adds `n` to `field` of worker `worker`'s cells when the calling thread is that

@@ -107,18 +107,6 @@ SearchNotifier::SearchNotifier(NotifiedQueues& queues, std::size_t workers)
       queues_(queues),
       max_searching_(std::max<std::size_t>(1, (workers + 1) / 2)) {}
 
-void SearchNotifier::Notify() {
-  SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorkerIndex);
-  StoreLoadFence();  // N1: pairs with W2 and with I4's fence.
-  // relaxed loads: ordered after the push by N1.
-  if (searching_.load(std::memory_order_relaxed) != 0) return;  // N2
-  if (sleeping_.load(std::memory_order_relaxed) == 0) {         // N3
-    queues_.WakeUpThief();
-    return;
-  }
-  WakeSleeperAsSearcher(/*only_if_none_search=*/true);  // N4, N5
-}
-
 bool SearchNotifier::WakeSleeperAsSearcher(bool only_if_none_search) {
   for (;;) {
     if (only_if_none_search) {
@@ -153,7 +141,7 @@ bool SearchNotifier::WakeSleeperAsSearcher(bool only_if_none_search) {
     if (sleeping_.load(std::memory_order_relaxed) == 0) {
       // Every worker of ours is busy after all: as N3 (a producer's call only; a
       // thief's wake-up of us is not passed on).
-      if (only_if_none_search) queues_.WakeUpThief();
+      if (only_if_none_search && queues_.has_thieves()) queues_.WakeUpThief();
       return false;
     }
     if (queues_.UnsafeEmpty()) return false;

@@ -76,7 +76,7 @@ inline void SpinnerNotifier::Notify() {
   StoreLoadFence();  // P1: pairs with W2 (Announce) and the spinner's CAS (S1).
   if (WakeUpOneSpinningWorker()) return;  // P2
   if (WakeUpOneSleepingWorker()) return;  // P3
-  queues_.WakeUpThief();                   // P4: all busy
+  if (queues_.has_thieves()) queues_.WakeUpThief();  // P4: all busy
 }
 
 inline bool SpinnerNotifier::WakeUpOneSpinningWorker() {

@@ -152,7 +152,10 @@ class SchedulingStrategy : public NotifiedQueues {
   bool WakeOneSleeper() { return notifier_.WakeOneSleeper(); }
   // Groups whose workers may steal from this one, woken when every worker of this group
   // is busy and fibers wait (WakeUpThief). Set before any worker starts.
-  void SetThieves(std::vector<SchedulingStrategy*> thieves) { thieves_ = std::move(thieves); }
+  void SetThieves(std::vector<SchedulingStrategy*> thieves) {
+    thieves_ = std::move(thieves);
+    has_thieves_ = !thieves_.empty();
+  }
   // T1 (strategy_v1.cc): if a stealable backlog waits, wakes one sleeping worker of a
   // thief group, tried in turn until one has a sleeper. Called by the notifier after its
   // fence, when every worker of ours is busy.

@@ -216,19 +216,29 @@ StrategyV2::~StrategyV2() { delete[] workers_; }
 
 void StrategyV2::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason,
                          std::size_t origin) {
-  if (origin == kNoWorker) {
-    global_.Push(entry, stealable, [this] { Notify(); });
-  } else if (reason == ReadyReason::kYielded || reason == ReadyReason::kStartedBack ||
-             (reason != ReadyReason::kStartedNext && !settings_.spawn_lifo)) {
-    PushLocal(origin, entry);
+  // The common cases (a yield, a spawn or a wake-up by a worker of ours) inline; the
+  // rest out of line, so that they do not make every push save registers.
+  if (__builtin_expect(origin >= options_.workers, 0)) return EnqueueFromOutside(entry, stealable);
+  Worker& me = *workers_[origin];
+  if (reason == ReadyReason::kYielded || reason == ReadyReason::kStartedBack ||
+      (reason != ReadyReason::kStartedNext && !settings_.spawn_lifo)) {
+    if (__builtin_expect(!me.local.Push(entry), 0)) PushLocalOverflow(me, entry);
   } else {
-    Worker& me = *workers_[origin];
     // The owner's exchange; a sibling may CAS the slot away concurrently (acq_rel: the
     // entry's referent is published to whoever takes it, and we see what it published).
     const std::uintptr_t old = me.runnext.exchange(entry, std::memory_order_acq_rel);
-    if (old != 0 && !DropIfRunInline(old)) PushLocal(origin, old);
+    if (old != 0) PlaceDisplaced(me, old);
   }
   Notify();
+}
+
+void StrategyV2::EnqueueFromOutside(std::uintptr_t entry, bool stealable) {
+  global_.Push(entry, stealable, [this] { Notify(); });
+  Notify();
+}
+
+void StrategyV2::PlaceDisplaced(Worker& me, std::uintptr_t old) {
+  if (!DropIfRunInline(old) && !me.local.Push(old)) PushLocalOverflow(me, old);
 }
 
 void StrategyV2::EnqueueBatch(const std::uintptr_t* entries, const bool* stealable,
@@ -285,7 +295,10 @@ void StrategyV2::EnqueueWoken(const std::uintptr_t* entries, const bool* stealab
 
 void StrategyV2::PushLocal(std::size_t worker, std::uintptr_t entry) {
   Worker& me = *workers_[worker];
-  if (me.local.Push(entry)) return;
+  if (__builtin_expect(!me.local.Push(entry), 0)) PushLocalOverflow(me, entry);
+}
+
+void StrategyV2::PushLocalOverflow(Worker& me, std::uintptr_t entry) {
   // Full: move half of it, and the new entry, to the global queue in one batch (Go's
   // runqputslow), so siblings and thieves see the backlog there too.
   const std::size_t half = me.local.capacity() / 2 + 1;
@@ -305,7 +318,8 @@ void StrategyV2::PushLocal(std::size_t worker, std::uintptr_t entry) {
 
 // ---- Worker side.
 
-std::uintptr_t StrategyV2::TakeLocal(Worker& me) {
+// Inlined into its callers (TakeOwnSources on every switch).
+__attribute__((always_inline)) inline std::uintptr_t StrategyV2::TakeLocal(Worker& me) {
   for (;;) {
     const std::uintptr_t entry = me.local.Pop();
     if (entry == 0 || ClaimEntry(entry)) return entry;

@@ -103,6 +103,13 @@ class StrategyV2 final : public SchedulingStrategy {
   std::uintptr_t TakeFromSiblingInbox(Worker& me);
   std::uintptr_t TakeFromGlobal(Worker& me);
   void PushLocal(std::size_t worker, std::uintptr_t entry);
+  // PushLocal()'s slow path: `me`'s local queue is full.
+  __attribute__((noinline)) void PushLocalOverflow(Worker& me, std::uintptr_t entry);
+  // Enqueue() from a thread that is none of our workers: the global queue.
+  __attribute__((noinline)) void EnqueueFromOutside(std::uintptr_t entry, bool stealable);
+  // Enqueue()'s place for the entry a new runnext displaced: dropped if its joiner ran
+  // it, else the local tail.
+  __attribute__((noinline)) void PlaceDisplaced(Worker& me, std::uintptr_t old);
   // After a push: the notifier's producer side (N1-N5 in notifier.cc).
   void Notify() { notifier_.Notify(); }
   // Whether any queue of the group holds an entry (a relaxed snapshot).
