@@ -47,13 +47,6 @@ SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
       stats_(options.workers) {}
 
 SchedulingGroup::~SchedulingGroup() {
-  // Every queue is empty (checked below), so each pending descriptor has lost its queue
-  // reference: ours is the last. Freed here, on the thread that ends the runtime, not
-  // at a worker's exit: freeing runs the exit hook's destructors, which may use that
-  // thread's caches, already gone while its thread_local objects are destroyed.
-  for (PendingTakeBacks& pending : pending_take_backs_) {
-    for (auto& [group, desc] : pending.entries) ReleaseRunInlineDesc(desc);
-  }
   CHECK(strategy_->UnsafeEmpty())
       << "scheduling group " << index() << " destroyed with fibers still queued";
 }

@@ -93,9 +93,6 @@ class SchedulingGroup {
   friend void QueueReadyFiber(FiberEntity* fiber);
   friend void QueueReadyFibers(SchedulingGroup* group, FiberEntity* const* fibers,
                                std::size_t n, bool timer_round);
-  // take_back.h's, which keeps its pending lists in pending_take_backs_.
-  friend void TakeBackRunInline(SchedulingGroup* group, FiberEntity* joiner,
-                                FiberDesc* desc);
 
   void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason);
   // Enqueue() from a thread that already read its binding: `origin` is its worker
@@ -112,13 +109,6 @@ class SchedulingGroup {
   const SchedulingGroupOptions options_;
   std::unique_ptr<SchedulingStrategy> strategy_;
   BusyPoll busy_poll_;
-  // Per worker, its thread's only: descriptors that fibers on this worker ran inline
-  // and could not take back yet, each with its group and the joiner's reference
-  // (take_back.cc).
-  struct alignas(64) PendingTakeBacks {
-    std::vector<std::pair<SchedulingGroup*, FiberDesc*>> entries;
-  };
-  PendingTakeBacks pending_take_backs_[kMaxWorkers];
   mutable GroupStats stats_;
 };
 static_assert(SchedulingGroup::kMaxWorkers <= GroupStats::kMaxWorkers,

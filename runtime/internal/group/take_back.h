@@ -12,10 +12,10 @@ class SchedulingGroup;  // scheduling_group.h
 
 // Called by the fiber `joiner`, which has just run `desc`'s fiber inline after winning
 // desc->claim (Fiber::join()); `group` is the group `desc` was started in. Takes the
-// dead entry back out of the group's queues, and any earlier one of this joiner's
-// worker that has meanwhile come to the front, so that joining in a loop leaves nothing
-// behind (see "Dead entries" in take_back.cc). Takes over the joiner's reference to
-// `desc` (FiberDesc::run_inline_refs). Does not block or switch fibers.
+// dead entry back out of the group's queues where it is next to leave one, else leaves
+// it to be dropped by its consumer or its full queue (see "Dead entries" in
+// take_back.cc). Takes over the joiner's reference to `desc`
+// (FiberDesc::run_inline_refs). Does not block or switch fibers.
 void TakeBackRunInline(SchedulingGroup* group, FiberEntity* joiner, FiberDesc* desc);
 
 }  // namespace spindle::internal
