@@ -38,6 +38,7 @@ void Accumulate(GroupMetrics& into, const GroupMetrics& from) {
   into.timers_fired += from.timers_fired;
   into.reactor_polls += from.reactor_polls;
   into.reactor_events += from.reactor_events;
+  into.run_queue_spills += from.run_queue_spills;
   into.run_queue_depth += from.run_queue_depth;
   into.local_queue_depth += from.local_queue_depth;
   into.ready_latency.MergeFrom(from.ready_latency);
@@ -59,6 +60,7 @@ GroupMetrics GroupSince(const GroupMetrics& now, const GroupMetrics& before) {
   d.timers_fired = Minus(now.timers_fired, before.timers_fired);
   d.reactor_polls = Minus(now.reactor_polls, before.reactor_polls);
   d.reactor_events = Minus(now.reactor_events, before.reactor_events);
+  d.run_queue_spills = Minus(now.run_queue_spills, before.run_queue_spills);
   d.ready_latency = now.ready_latency.Since(before.ready_latency);
   for (std::size_t w = 0; w < d.per_worker.size() && w < before.per_worker.size(); ++w) {
     WorkerMetrics& dw = d.per_worker[w];
@@ -109,6 +111,7 @@ RuntimeMetrics GetRuntimeMetrics() {
     const internal::StrategyStats stats = group.strategy()->stats();
     m.steals_in_group = stats.steals_in_group;
     m.wakeups = stats.wakeups;
+    m.run_queue_spills = stats.run_queue_spills;
     m.run_queue_depth = stats.global_queue_size;
     m.local_queue_depth = stats.local_queue_size;
     if (const internal::TimerWorker* timers = internal::TimerWorkerFor(&group)) {
@@ -190,6 +193,10 @@ std::string FormatPrometheus(const RuntimeMetrics& metrics) {
             "Descriptor events returned by the group's IO reactor (since "
             "process start).",
             &GroupMetrics::reactor_events);
+  per_group("spindle_run_queue_spills_total", "counter",
+            "Fibers that found the group's shared queue full and went to its overflow "
+            "list.",
+            &GroupMetrics::run_queue_spills);
   per_group("spindle_run_queue_depth", "gauge", "Fibers in the group's shared queue now.",
             &GroupMetrics::run_queue_depth);
   per_group("spindle_local_queue_depth", "gauge",

@@ -71,6 +71,10 @@ struct GroupMetrics {
   std::uint64_t reactor_polls = 0;
   std::uint64_t reactor_events = 0;
 
+  // Fibers that found the group's shared queue full and went to its overflow list
+  // (v1, v2): a burst does this by design; a count that keeps growing says that
+  // --fiber_run_queue_size is too small for the steady load.
+  std::uint64_t run_queue_spills = 0;
   std::uint64_t run_queue_depth = 0;    // its shared (global) queue, now
   std::uint64_t local_queue_depth = 0;  // v2: all workers' local queues, now
 

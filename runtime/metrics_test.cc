@@ -142,6 +142,32 @@ TEST(MetricsTest, IdleWorkersCountTheirSleeps) {
   EXPECT_EQ(GetRuntimeMetrics().strategy, ::spindle::testing::TestStrategy());
 }
 
+// A burst bigger than the shared queue spills to its overflow list (v1, v2): counted,
+// and every fiber still runs once.
+TEST(MetricsTest, ABurstThatFillsTheSharedQueueIsCountedAsSpills) {
+  constexpr std::size_t kQueue = 1024;
+  ScopedRuntime runtime(1, 0, /*run_queue_size=*/kQueue);
+  const RuntimeMetrics before = GetRuntimeMetrics();
+  const std::size_t burst = 4 * kQueue;
+  std::atomic<std::size_t> ran{0};
+  // One worker, and its fiber does not yield while it starts them: they all wait queued.
+  Fiber([&] {
+    for (std::size_t i = 0; i < burst; ++i) {
+      StartFiberDetached([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+    }
+  }).join();
+  ASSERT_TRUE(WaitFor([&] { return ran.load() == burst; }));
+  const GroupMetrics spilled = GetRuntimeMetrics().Since(before).groups[0];
+  if (::spindle::testing::TestStrategy() == "relaxed") {
+    EXPECT_EQ(spilled.run_queue_spills, 0u) << "relaxed's lists do not spill";
+  } else {
+    // At least what did not fit in the ring (v2 keeps up to a local queue and its
+    // runnext slot out of it).
+    EXPECT_GE(spilled.run_queue_spills, burst - kQueue - 512) << "spills not counted";
+    EXPECT_LE(spilled.run_queue_spills, burst);
+  }
+}
+
 // The text parses as Prometheus exposition: HELP/TYPE before each family, one
 // sample per group, cumulative buckets that never decrease and end at _count.
 TEST(MetricsTest, PrometheusText) {
@@ -187,6 +213,7 @@ TEST(MetricsTest, PrometheusText) {
   }
   EXPECT_EQ(types["spindle_fibers_started_total"], "counter");
   EXPECT_EQ(types["spindle_run_queue_depth"], "gauge");
+  EXPECT_EQ(types["spindle_run_queue_spills_total"], "counter");
   EXPECT_EQ(types["spindle_ready_latency_seconds"], "histogram");
   for (const GroupMetrics& group : metrics.groups) {
     const std::string g = "{group=\"" + std::to_string(group.index) + "\"}";

@@ -90,6 +90,9 @@ class GlobalRunQueue {
   std::size_t UnsafeRingSize() const { return ring_.UnsafeSize(); }
   bool UnsafeEmpty() const { return UnsafeSize() == 0; }
   std::size_t capacity() const { return ring_.capacity(); }
+  // Entries a runtime thread spilled to the overflow list because the ring was full
+  // (a relaxed count since construction; the runtime's run_queue_spills metric).
+  std::uint64_t spills() const { return spills_.load(std::memory_order_relaxed); }
 
   // Tests only: a push stalled between claiming its position and publishing it
   // (run_queue.h's progress caveat).
@@ -112,6 +115,7 @@ class GlobalRunQueue {
   // `overflow_size_` is not 0.
   alignas(64) std::atomic<std::size_t> overflow_size_{0};
   std::atomic<bool> dead_entries_{false};  // see NoteDeadEntries()
+  std::atomic<std::uint64_t> spills_{0};     // see spills(); under overflow_lock_'s path
   OsMutex overflow_lock_;
   std::deque<std::uintptr_t> overflow_ ABSL_GUARDED_BY(overflow_lock_);
 };

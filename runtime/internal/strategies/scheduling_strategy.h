@@ -67,6 +67,9 @@ struct StrategyStats {
   std::uint64_t wakeups = 0;          // sleeping workers woken (system calls made)
   std::uint64_t steals_in_group = 0;  // fibers taken from a sibling worker's queue
   std::uint64_t global_queue_size = 0;
+  // Fibers spilled to the shared queue's overflow list because its ring was full (v1,
+  // v2; relaxed's lists do not spill).
+  std::uint64_t run_queue_spills = 0;
   std::uint64_t local_queue_size = 0;  // summed over the workers (v2)
   // Per worker (v2; empty under v1, which has no local queues): runnext + local queue
   // + timer inbox.

@@ -131,6 +131,7 @@ bool StrategyV1::UnsafeEmpty() const { return queue_.UnsafeEmpty(); }
 StrategyStats StrategyV1::stats() const {
   StrategyStats stats;
   stats.wakeups = notifier_.wakeups();
+  stats.run_queue_spills = queue_.spills();
   stats.global_queue_size = queue_.UnsafeSize();
   return stats;
 }
