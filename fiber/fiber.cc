@@ -24,8 +24,10 @@
 namespace spindle {
 namespace internal {
 
-// What a Fiber handle shares with its fiber: the function, until somebody claims it,
-// and the hand-off of its exit to a joiner. See Fiber::join() and FiberDesc::claim.
+// What a Fiber handle shares with its fiber: its descriptor (the base: queued in place
+// of a pooled one, so a joinable fiber costs one object, and its function is stored once,
+// where both the worker and an inline join take it), the claim, and the hand-off of its
+// exit to a joiner. See Fiber::join() and FiberDesc::claim.
 //
 // Why join() cannot miss the exit: `waiter_` goes from kRunning to either kExited
 // (Signal() first) or the joiner's TimedWaiter (Wait() first), by one exchange or CAS
@@ -33,8 +35,18 @@ namespace internal {
 // finds its waiter and notifies it; TimedWaiter keeps a Notify() that arrives before
 // WaitUntil(), and the joiner's frame (where the waiter lives) outlasts the Notify()
 // (see timed_waiter.h). If Signal() came first, the CAS fails and join() returns.
-class JoinState {
- public:
+//
+// Three references: the handle (until join() or detach()); the run (the fiber's exit
+// hook, or the joiner that ran it inline); the descriptor (released by FreeFiberDesc():
+// after a worker instantiated it, or once a joiner that ran it inline and the queue
+// holding its dead entry are both done with it). From PooledObjects: the fiber usually
+// releases on a worker, the handle on the spawner.
+struct JoinState : FiberDesc {
+  JoinState() {
+    hooks = &kHooks;
+    claim = &claimed;
+  }
+
   // Called once, by the fiber's exit hook.
   void Signal() {
     // acq_rel: publishes the fiber's effects to the joiner, and acquires its waiter.
@@ -54,67 +66,51 @@ class JoinState {
     }
   }
 
-  // Two owners: the handle (until join() or detach()) and the fiber's exit hook (a
-  // JoinRef, released when the hook is destroyed: after it ran, or unrun when a joiner
-  // ran the fiber inline and the descriptor was dropped). From PooledObjects, like
-  // descriptors: the fiber usually releases on a worker, the handle on the spawner.
-  static JoinState* New();
-  void Release() {
-    // acq_rel: the last owner sees the other's accesses before it recycles the state.
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) Recycle(this);
+  static JoinState* New() { return PooledObjects<JoinState>::New(); }
+  // Drops `n` of the references above.
+  void Release(int n = 1) {
+    // acq_rel: the last owner sees the others' accesses before it recycles the state.
+    if (refs_.fetch_sub(n, std::memory_order_acq_rel) == n) Recycle(this);
   }
 
   std::atomic<bool> claimed{false};
-  // The fiber's stack size class (Fiber::Attributes::stack_size; 0: the default): the
-  // joiner must have 32 KiB to spare to run the fiber inline, or that class's size if
-  // it is more. Beside `claimed`, in what was padding.
-  std::uint8_t stack_class = 0;
-  absl::AnyInvocable<void()> start_proc;
-  // Where the fiber was queued: what join() takes back after running it inline.
-  FiberDesc* desc = nullptr;
+  // Where the fiber was started: what join() takes its entry back from after running it
+  // inline.
   SchedulingGroup* group = nullptr;
 
  private:
   static void Recycle(JoinState* state);
+  static const FiberDescHooks kHooks;
 
   static constexpr std::uintptr_t kRunning = 0;
   static constexpr std::uintptr_t kExited = 1;
   std::atomic<std::uintptr_t> waiter_{kRunning};  // or the joiner's TimedWaiter*
-  std::atomic<int> refs_{2};
+  std::atomic<int> refs_{3};
 };
 
-namespace {
-
-// The fiber's reference to its JoinState, held by its exit hook (see JoinState).
-class JoinRef {
- public:
-  explicit JoinRef(JoinState* state) : state_(state) {}
-  JoinRef(JoinRef&& other) noexcept : state_(other.state_) { other.state_ = nullptr; }
-  JoinRef& operator=(JoinRef&&) = delete;
-  ~JoinRef() {
-    if (state_ != nullptr) state_->Release();
-  }
-  JoinState* get() const { return state_; }
-
- private:
-  JoinState* state_;
-};
-
-}  // namespace
-
-JoinState* JoinState::New() { return PooledObjects<JoinState>::New(); }
+const FiberDescHooks JoinState::kHooks = {
+    /*on_exit=*/[](void* desc) {
+      auto* state = static_cast<JoinState*>(static_cast<FiberDesc*>(desc));
+      state->Signal();
+      state->Release();  // the run's reference
+    },
+    /*on_free=*/[](FiberDesc* desc) { static_cast<JoinState*>(desc)->Release(); }};
 
 void JoinState::Recycle(JoinState* state) {
-  // Both owners are done with it: plain resets (relaxed for the atomics) before it is
+  // Every owner is done with it: plain resets (relaxed for the atomics) before it is
   // handed out again, which publishes them (a later New() on this thread, or a batch
-  // passed through the pool's lock).
-  state->claimed.store(false, std::memory_order_relaxed);
-  if (state->start_proc) state->start_proc = nullptr;  // usually moved-from already
-  state->desc = nullptr;
-  state->group = nullptr;
+  // passed through the pool's lock). `hooks` and `claim` stay.
+  if (state->start_proc) state->start_proc = nullptr;  // usually run and reset already
+  state->id = 0;
+  state->ready_stamp = 0;
+  state->run_inline_refs.store(2, std::memory_order_relaxed);
+  state->scheduling_group_local = false;
   state->stack_class = 0;
+  state->start_reason = 0;
+  state->claimed.store(false, std::memory_order_relaxed);
+  state->group = nullptr;
   state->waiter_.store(kRunning, std::memory_order_relaxed);
-  state->refs_.store(2, std::memory_order_relaxed);
+  state->refs_.store(3, std::memory_order_relaxed);
   PooledObjects<JoinState>::Delete(state);
 }
 
@@ -195,21 +191,16 @@ Fiber::Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc
   internal::JoinState* state = internal::JoinState::New();
   join_state_ = state;
   InheritContextIfAsked(attributes, &start_proc);
+  // Run once, by whoever wins the claim: the worker that takes the descriptor (it checks
+  // before taking a stack), or the joiner, inline.
   state->start_proc = std::move(start_proc);
-  // The queued descriptor runs the function only if its worker wins the claim (it
-  // checks before taking a stack); otherwise the joiner has run it inline.
-  internal::FiberDesc* desc = internal::NewFiberDesc([state] {
-    auto proc = std::move(state->start_proc);
-    proc();
-  });
-  desc->exit_hook = [ref = internal::JoinRef(state)] { ref.get()->Signal(); };
-  desc->claim = &state->claimed;
-  id_ = desc->id;
-  state->desc = desc;
-  desc->stack_class = state->stack_class = StackClassOf(attributes);
-  // The descriptor may be run and freed before LaunchFiber returns; join() touches
-  // `desc` only after winning the claim, which proves it is still queued.
-  state->group = LaunchFiber(attributes, desc);
+  state->id = internal::NewFiberId();
+  internal::CountFiberStarted(1);
+  id_ = state->id;
+  state->stack_class = StackClassOf(attributes);
+  // The descriptor may be run before LaunchFiber returns; the handle's reference keeps
+  // it (and the group field, read only by join()) alive.
+  state->group = LaunchFiber(attributes, state);
 }
 
 Fiber::~Fiber() {
@@ -247,9 +238,10 @@ void Fiber::join() {
                                 ? kInlineJoinStackReserve
                                 : std::max(kInlineJoinStackReserve,
                                            internal::StackClassSize(state->stack_class))) &&
-      // acq_rel: pairs with the worker's claim in AcquireFiber(); the winner runs it.
+      // acq_rel: pairs with the worker's claim (ClaimEntry()); the winner runs it.
       !state->claimed.exchange(true, std::memory_order_acq_rel)) {
-    auto proc = std::move(state->start_proc);
+    // Run in place: whoever finds the descriptor queued from now on sees the claim
+    // taken and touches nothing but its references.
     // The child gets fiber-locals of its own: the joiner's step aside meanwhile (only
     // when it has some: the common case pays a test).
     std::optional<internal::FiberLocalStorage> joiner_locals;
@@ -257,7 +249,7 @@ void Fiber::join() {
       self->locals.MoveTo(&joiner_locals.emplace());
     }
     try {
-      proc();
+      state->start_proc();
     } catch (const std::exception& e) {
       LOG(FATAL) << "exception escaped fiber " << id_ << " (run inline by join()): "
                  << e.what();
@@ -265,6 +257,9 @@ void Fiber::join() {
       LOG(FATAL) << "exception of unknown type escaped fiber " << id_
                  << " (run inline by join())";
     }
+    // Destroyed before join() returns, as a fiber's function is destroyed on the fiber
+    // before its exit is signalled.
+    state->start_proc = nullptr;
     // `self` is still this fiber's entity, though maybe on another worker now.
     self->locals.DestroyValues(id_);
     if (joiner_locals.has_value()) joiner_locals->MoveTo(&self->locals);
@@ -272,11 +267,12 @@ void Fiber::join() {
     // The descriptor is still queued somewhere; take it back (this hands over our
     // reference to it). `self` may be on another worker by now: the group reads
     // where it runs.
-    internal::TakeBackRunInline(state->group, self, state->desc);
+    internal::TakeBackRunInline(state->group, self, state);
+    state->Release(2);  // the run's reference, and the handle's
   } else {
     state->Wait();
+    state->Release();  // the handle's
   }
-  state->Release();
   join_state_ = nullptr;
   id_ = 0;
 }

@@ -21,7 +21,7 @@
 namespace spindle {
 
 namespace internal {
-class JoinState;
+struct JoinState;
 }
 
 // How a new fiber starts.

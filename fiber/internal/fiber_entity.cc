@@ -253,9 +253,10 @@ void FiberProc(void* arg) {
 }
 
 void FiberEntity::Exit() {
-  if (exit_barrier_hook) {
-    exit_barrier_hook();
+  if (exit_barrier_hook != nullptr) {
+    void (*const hook)(void*) = exit_barrier_hook;
     exit_barrier_hook = nullptr;
+    hook(exit_barrier_arg);
   }
   // A fiber ends by returning from start_proc, so it has left every catch block and no
   // exception is in flight; anything else means the state was corrupted (or an ABI hack

@@ -149,9 +149,12 @@ class FiberEntity {
 
   // What the fiber runs. Destroyed on the fiber right after it returns.
   absl::AnyInvocable<void()> start_proc;
-  // Runs on the fiber after start_proc returns, before it is marked Dead (a Fiber
-  // handle's join() waits on what this hook signals).
-  absl::AnyInvocable<void()> exit_barrier_hook;
+  // Runs on the fiber after start_proc returns, before it is marked Dead, as
+  // exit_barrier_hook(exit_barrier_arg) (a Fiber handle's join() waits on what it
+  // signals); null: none. A plain function and its argument, not a type-erased callable:
+  // every joinable fiber has one, and moving one costs an indirect call.
+  void (*exit_barrier_hook)(void* arg) = nullptr;
+  void* exit_barrier_arg = nullptr;
   // Runs on the thread's master fiber after a dead fiber has switched away for the last
   // time; it must destroy the entity (DestroyFiberEntity) and recycle the stack. The
   // default returns the stack to the calling thread's StackCache.

@@ -200,10 +200,11 @@ TEST(FiberEntityTest, ExitBarrierHookRunsOnTheFiberBeforeReclaim) {
   std::vector<std::string> log;
   events = &log;
   FiberEntity* fiber = NewFiber([] { events->push_back("body"); });
-  fiber->exit_barrier_hook = [fiber] {
-    events->push_back(GetCurrentFiberEntity() == fiber ? "exit hook on fiber"
-                                                       : "exit hook elsewhere");
+  fiber->exit_barrier_hook = [](void* arg) {
+    events->push_back(GetCurrentFiberEntity() == arg ? "exit hook on fiber"
+                                                     : "exit hook elsewhere");
   };
+  fiber->exit_barrier_arg = fiber;
   fiber->reclaim = [](FiberEntity* dead) {
     events->push_back(dead->state() == FiberState::kDead && GetCurrentFiberEntity()->is_master()
                           ? "reclaim dead on master"

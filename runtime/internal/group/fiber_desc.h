@@ -16,11 +16,22 @@ namespace spindle::internal {
 // the stack is taken on the worker that first runs it (so stacks are taken and returned
 // on the same worker thread, which keeps its stack cache warm). Owned by whoever holds
 // it: the starter, then the run queue, then the worker that instantiates it.
+struct FiberDesc;
+
+// What a descriptor embedded in another object (a joinable Fiber's shared state,
+// fiber.cc) is told. Both functions get the descriptor's address.
+struct FiberDescHooks {
+  // Becomes the fiber's exit_barrier_hook: runs on the fiber after it returns.
+  void (*on_exit)(void* desc);
+  // FreeFiberDesc() of an embedded descriptor: its owner's reference is released
+  // instead of the descriptor going back to the pool.
+  void (*on_free)(FiberDesc* desc);
+};
+
 struct FiberDesc {
   absl::AnyInvocable<void()> start_proc;
-  // Becomes the fiber's exit_barrier_hook (a joinable Fiber signals its joiner here);
-  // empty for detached fibers.
-  absl::AnyInvocable<void()> exit_hook;
+  // Null for a pooled descriptor (detached fibers); set for one embedded in its owner.
+  const FiberDescHooks* hooks = nullptr;
   std::uint64_t id = 0;  // the fiber's id, chosen at start so Fiber::get_id() has it
   // The cycle clock when it was queued, or 0 when not sampled (see FiberEntity).
   std::uint64_t ready_stamp = 0;
@@ -34,9 +45,9 @@ struct FiberDesc {
   // The joiner's reference keeps the address from being reused while it compares queue
   // entries with it. The last of the two frees the descriptor (ReleaseRunInlineDesc).
   std::atomic<int> run_inline_refs{2};
-  // Beside the int above, so that the descriptor stays 96 bytes: with ready_stamp
-  // added among the others it grew to 112, and spawn_join, which keeps a million
-  // descriptors queued at once, cost 7% more.
+  // Beside the int above, so that the descriptor stays small: with ready_stamp added
+  // among the others it grew from 96 bytes to 112, and spawn_join, which keeps a
+  // million descriptors queued at once, cost 7% more.
   bool scheduling_group_local = false;
   // The stack size class to instantiate it with (stack_allocator.h; 0: the default).
   std::uint8_t stack_class = 0;
@@ -44,7 +55,7 @@ struct FiberDesc {
   // kStartedBack; Fiber::Attributes::start_order).
   std::uint8_t start_reason = 0;
 };
-static_assert(sizeof(FiberDesc) <= 96, "a million queued fibers pay for every byte");
+static_assert(sizeof(FiberDesc) <= 80, "a million queued fibers pay for every byte");
 
 // A descriptor from the calling thread's cache (or new); all fields at their defaults.
 FiberDesc* AllocateFiberDesc();

@@ -52,7 +52,10 @@ void ReclaimFiber(FiberEntity* dead) {
 FiberEntity* Instantiate(SchedulingGroup* group, FiberDesc* desc, std::size_t worker) {
   FiberEntity* fiber = InstantiateFiberEntity(StackCache::ForThisThread(desc->stack_class).Get(),
                                               std::move(desc->start_proc), desc->id);
-  fiber->exit_barrier_hook = std::move(desc->exit_hook);
+  if (desc->hooks != nullptr) {
+    fiber->exit_barrier_hook = desc->hooks->on_exit;
+    fiber->exit_barrier_arg = desc;  // its owner outlives the fiber's exit
+  }
   fiber->scheduling_group = group;
   fiber->scheduling_group_local = desc->scheduling_group_local;
   fiber->reclaim = &ReclaimFiber;
