@@ -139,8 +139,11 @@ internal::SchedulingGroup* ChooseGroup(const Fiber::Attributes& attributes) {
 
 // The stack size class for the attributes (0: the default); a size out of range is a
 // fatal error naming it.
-std::uint8_t StackClassOf(const Fiber::Attributes& attributes) {
-  if (attributes.stack_size == 0) return 0;
+__attribute__((noinline)) std::uint8_t StackClassOfSize(const Fiber::Attributes& attributes);
+inline std::uint8_t StackClassOf(const Fiber::Attributes& attributes) {
+  return attributes.stack_size == 0 ? 0 : StackClassOfSize(attributes);
+}
+std::uint8_t StackClassOfSize(const Fiber::Attributes& attributes) {
   const std::string error = internal::ValidateRequestedStackSize(attributes.stack_size);
   if (!error.empty()) LOG(FATAL) << error;
   return internal::StackClassFor(attributes.stack_size);
@@ -149,11 +152,13 @@ std::uint8_t StackClassOf(const Fiber::Attributes& attributes) {
 // Wraps `*start_proc` to run in the caller's execution context if the attributes ask
 // for it and there is one. In place: the common case costs a test, not two moves of the
 // function (those cost fib 8%).
-void InheritContextIfAsked(const Fiber::Attributes& attributes,
-                           absl::AnyInvocable<void()>* start_proc) {
-  if (__builtin_expect(!attributes.inherit_execution_context, 1)) return;
+__attribute__((noinline)) void InheritContext(absl::AnyInvocable<void()>* start_proc) {
   if (ExecutionContext::Current() == nullptr) return;
   *start_proc = CaptureExecutionContext(std::move(*start_proc));
+}
+inline void InheritContextIfAsked(const Fiber::Attributes& attributes,
+                                  absl::AnyInvocable<void()>* start_proc) {
+  if (__builtin_expect(attributes.inherit_execution_context, 0)) InheritContext(start_proc);
 }
 
 // Queues or dispatches `desc` as the attributes say (its stack class already set, see
@@ -170,9 +175,19 @@ internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
       << "Fiber::Attributes::start_order=" << order
       << " is invalid: expected kDefault, kNext or kBack";
   desc->start_reason = static_cast<std::uint8_t>(kStartReasons[order]);
-  internal::SchedulingGroup* group = ChooseGroup(attributes);
   internal::FiberEntity* self = internal::GetCurrentFiberEntity();
   const bool in_fiber = self != nullptr && !self->is_master();
+  // The common case, a fiber on a worker starting a child in its own group: the
+  // worker's group is the nearest, and the fiber knows its worker (no thread-local
+  // look-ups of the runtime's worker and of the thread's binding).
+  if (in_fiber && attributes.scheduling_group == Fiber::kNearestSchedulingGroup &&
+      attributes.launch_policy != spindle::Launch::kDispatch &&
+      self->scheduling_worker < self->scheduling_group->size()) {
+    internal::SchedulingGroup* group = self->scheduling_group;
+    group->StartFiberOnWorker(desc, self->scheduling_worker);
+    return group;
+  }
+  internal::SchedulingGroup* group = ChooseGroup(attributes);
   if (attributes.launch_policy == spindle::Launch::kDispatch && in_fiber &&
       self->scheduling_group == group) {
     internal::DispatchFiber(self, desc);
@@ -184,10 +199,15 @@ internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
 
 }  // namespace
 
-Fiber::Fiber(absl::AnyInvocable<void()> start_proc)
-    : Fiber(Attributes(), std::move(start_proc)) {}
+Fiber::Fiber(absl::AnyInvocable<void()> start_proc) { Start(Attributes(), start_proc); }
 
 Fiber::Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc) {
+  Start(attributes, start_proc);
+}
+
+// Both constructors' body, on their parameter: delegating moved the function once more
+// (an indirect call into its manager, and another to destroy the moved-from one).
+void Fiber::Start(const Attributes& attributes, absl::AnyInvocable<void()>& start_proc) {
   internal::JoinState* state = internal::JoinState::New();
   join_state_ = state;
   InheritContextIfAsked(attributes, &start_proc);

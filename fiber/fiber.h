@@ -96,6 +96,8 @@ class Fiber {
   std::uint64_t get_id() const { return id_; }
 
  private:
+  void Start(const Attributes& attributes, absl::AnyInvocable<void()>& start_proc);
+
   // Shared with the fiber (reference-counted inside); null when not joinable.
   internal::JoinState* join_state_ = nullptr;
   std::uint64_t id_ = 0;

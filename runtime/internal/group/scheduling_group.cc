@@ -101,6 +101,13 @@ void SchedulingGroup::StartFiber(FiberDesc* desc) {
               static_cast<ReadyReason>(desc->start_reason));
 }
 
+void SchedulingGroup::StartFiberOnWorker(FiberDesc* desc, std::size_t worker) {
+  stats_.CountStarted(worker, 1);
+  GroupStats::StampReady(desc);
+  strategy_->Enqueue(EncodeEntry(desc), !desc->scheduling_group_local,
+                     static_cast<ReadyReason>(desc->start_reason), worker);
+}
+
 template <class T>
 void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n, bool timer_round) {
   const BoundWorker bound = *BoundWorkerSlot();

@@ -55,6 +55,9 @@ class SchedulingGroup {
   // Queues a new fiber (ownership of `desc` passes to the group) and wakes a worker.
   // Any thread.
   void StartFiber(FiberDesc* desc);
+  // StartFiber() by a fiber running on worker `worker` of this group (its own thread):
+  // the same, without looking the thread's binding up.
+  void StartFiberOnWorker(FiberDesc* desc, std::size_t worker);
   // Queues `n` new fibers at once and wakes up to `n` workers. Any thread.
   void StartFibers(FiberDesc* const* descs, std::size_t n);
   // Called by worker `worker`'s thread before it takes its first fiber, and with

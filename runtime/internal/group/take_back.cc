@@ -39,17 +39,9 @@ void TakeBackRunInline(SchedulingGroup* group, FiberEntity* joiner, FiberDesc* d
     FreeFiberDesc(desc);
     return;
   }
-  // The child alone first: usually it is at the front (fan-out joined in start order).
-  const std::uintptr_t entry = EncodeEntry(desc);
-  bool taken = false;
-  group->strategy()->TakeBack(
-      home == group && on_worker ? joiner->scheduling_worker : SchedulingGroup::kNoWorker,
-      [entry](std::uintptr_t queued) { return queued == entry; },
-      [&taken](std::uintptr_t) {
-        taken = true;
-        return false;
-      });
-  if (taken) {
+  if (group->strategy()->TakeBackEntry(
+          home == group && on_worker ? joiner->scheduling_worker : SchedulingGroup::kNoWorker,
+          EncodeEntry(desc))) {
     FreeFiberDesc(desc);  // both references were ours now
     return;
   }

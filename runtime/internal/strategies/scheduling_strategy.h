@@ -141,6 +141,10 @@ class SchedulingStrategy : public NotifiedQueues {
   // alive. Entries it could not reach: see NoteDeadEntries().
   virtual void TakeBack(std::size_t worker, absl::FunctionRef<bool(std::uintptr_t)> wanted,
                         absl::FunctionRef<bool(std::uintptr_t)> taken) = 0;
+  // TakeBack() of the one entry `entry`: whether it was removed (the caller owns it
+  // then). The default goes through TakeBack(); a strategy may compare directly (every
+  // inline join asks once).
+  virtual bool TakeBackEntry(std::size_t worker, std::uintptr_t entry);
   // A joiner left a dead entry it could not take back in this group's queues: a full
   // shared queue is worth compacting (GlobalRunQueue::NoteDeadEntries()).
   virtual void NoteDeadEntries() = 0;

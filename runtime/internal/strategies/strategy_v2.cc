@@ -586,6 +586,24 @@ void StrategyV2::TakeBack(std::size_t worker,
   global_.TakeBack(wanted, taken);
 }
 
+bool StrategyV2::TakeBackEntry(std::size_t worker, std::uintptr_t entry) {
+  // TakeBack() for one entry, with the compares inline.
+  if (worker != kNoWorker) {
+    Worker& me = *workers_[worker];
+    // relaxed: a value to compare; the CAS decides (acquire: we take over the entry).
+    std::uintptr_t next = me.runnext.load(std::memory_order_relaxed);
+    if (next == entry &&
+        me.runnext.compare_exchange_strong(next, 0, std::memory_order_acquire,
+                                           std::memory_order_relaxed)) {
+      return true;
+    }
+    if (me.local.TakeOldestIf([entry](std::uintptr_t queued) { return queued == entry; }) != 0) {
+      return true;
+    }
+  }
+  return SchedulingStrategy::TakeBackEntry(kNoWorker, entry);  // the global queue
+}
+
 void StrategyV2::NoteDeadEntries() { global_.NoteDeadEntries(); }
 
 bool StrategyV2::UnsafeEmpty() const { return !AnyQueued(); }

@@ -61,6 +61,7 @@ class StrategyV2 final : public SchedulingStrategy {
   bool MayHaveStealable() const override;
   void TakeBack(std::size_t worker, absl::FunctionRef<bool(std::uintptr_t)> wanted,
                 absl::FunctionRef<bool(std::uintptr_t)> taken) override;
+  bool TakeBackEntry(std::size_t worker, std::uintptr_t entry) override;
   void NoteDeadEntries() override;
   bool UnsafeEmpty() const override;
   StrategyStats stats() const override;
