@@ -152,12 +152,12 @@ std::uint8_t StackClassOfSize(const Fiber::Attributes& attributes) {
 // Wraps `*start_proc` to run in the caller's execution context if the attributes ask
 // for it and there is one. In place: the common case costs a test, not two moves of the
 // function (those cost fib 8%).
-__attribute__((noinline)) void InheritContext(absl::AnyInvocable<void()>* start_proc) {
+__attribute__((noinline)) void InheritContext(internal::FiberFunction* start_proc) {
   if (ExecutionContext::Current() == nullptr) return;
-  *start_proc = CaptureExecutionContext(std::move(*start_proc));
+  *start_proc = CaptureExecutionContext(absl::AnyInvocable<void()>(std::move(*start_proc)));
 }
 inline void InheritContextIfAsked(const Fiber::Attributes& attributes,
-                                  absl::AnyInvocable<void()>* start_proc) {
+                                  internal::FiberFunction* start_proc) {
   if (__builtin_expect(attributes.inherit_execution_context, 0)) InheritContext(start_proc);
 }
 
@@ -199,15 +199,15 @@ internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
 
 }  // namespace
 
-Fiber::Fiber(absl::AnyInvocable<void()> start_proc) { Start(Attributes(), start_proc); }
-
-Fiber::Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc) {
-  Start(attributes, start_proc);
+Fiber::Fiber(absl::AnyInvocable<void()> start_proc) {
+  Start(Attributes(), internal::FiberFunction(std::move(start_proc)));
 }
 
-// Both constructors' body, on their parameter: delegating moved the function once more
-// (an indirect call into its manager, and another to destroy the moved-from one).
-void Fiber::Start(const Attributes& attributes, absl::AnyInvocable<void()>& start_proc) {
+Fiber::Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc) {
+  Start(attributes, internal::FiberFunction(std::move(start_proc)));
+}
+
+void Fiber::Start(const Attributes& attributes, internal::FiberFunction start_proc) {
   internal::JoinState* state = internal::JoinState::New();
   join_state_ = state;
   InheritContextIfAsked(attributes, &start_proc);
@@ -310,8 +310,9 @@ void StartFiberDetached(absl::AnyInvocable<void()> start_proc) {
 
 void StartFiberDetached(const Fiber::Attributes& attributes,
                         absl::AnyInvocable<void()> start_proc) {
-  InheritContextIfAsked(attributes, &start_proc);
-  internal::FiberDesc* desc = internal::NewFiberDesc(std::move(start_proc));
+  internal::FiberFunction function(std::move(start_proc));
+  InheritContextIfAsked(attributes, &function);
+  internal::FiberDesc* desc = internal::NewFiberDesc(std::move(function));
   desc->stack_class = StackClassOf(attributes);
   LaunchFiber(attributes, desc);
 }

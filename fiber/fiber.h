@@ -14,15 +14,25 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
+#include "fiber/internal/fiber_function.h"
 
 namespace spindle {
 
 namespace internal {
 struct JoinState;
-}
+
+// Whether Fiber's constructor templates take `F`: a callable with no arguments, other
+// than the absl::AnyInvocable<void()> its other constructors take.
+template <class F, class D = std::decay_t<F>>
+inline constexpr bool kIsFiberCallable =
+    !std::is_same_v<D, absl::AnyInvocable<void()>> && !std::is_same_v<D, FiberFunction> &&
+    std::is_invocable_v<D&>;
+}  // namespace internal
 
 // How a new fiber starts.
 enum class Launch {
@@ -73,6 +83,18 @@ class Fiber {
   Fiber() = default;
   explicit Fiber(absl::AnyInvocable<void()> start_proc);
   Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc);
+  // The same for any callable taking no arguments (a lambda, usually), stored without a
+  // type-erasing wrapper of its own: one of up to 32 bytes that is trivially copyable (a
+  // lambda capturing references, pointers and numbers) costs the spawn no allocation
+  // and no indirect call to move or destroy it.
+  template <class F, std::enable_if_t<internal::kIsFiberCallable<F>, int> = 0>
+  explicit Fiber(F&& start_proc) {
+    Start(Attributes(), internal::FiberFunction(std::forward<F>(start_proc)));
+  }
+  template <class F, std::enable_if_t<internal::kIsFiberCallable<F>, int> = 0>
+  Fiber(const Attributes& attributes, F&& start_proc) {
+    Start(attributes, internal::FiberFunction(std::forward<F>(start_proc)));
+  }
   ~Fiber();
 
   Fiber(Fiber&& other) noexcept;
@@ -96,7 +118,7 @@ class Fiber {
   std::uint64_t get_id() const { return id_; }
 
  private:
-  void Start(const Attributes& attributes, absl::AnyInvocable<void()>& start_proc);
+  void Start(const Attributes& attributes, internal::FiberFunction start_proc);
 
   // Shared with the fiber (reference-counted inside); null when not joinable.
   internal::JoinState* join_state_ = nullptr;

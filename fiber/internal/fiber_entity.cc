@@ -290,8 +290,7 @@ std::size_t FiberControlBlockSize() {
   return (sizeof(FiberEntity) + kStackHeaderSize + kAlign - 1) / kAlign * kAlign;
 }
 
-FiberEntity* InstantiateFiberEntity(const Stack& stack,
-                                    absl::AnyInvocable<void()> start_proc,
+FiberEntity* InstantiateFiberEntity(const Stack& stack, FiberFunction start_proc,
                                     std::uint64_t id) {
   CHECK_GT(stack.size, FiberControlBlockSize() + 4096) << "fiber stack too small";
   if (stack.guarded) InstallStackOverflowHandler(&QueryRunningGuardedStack);

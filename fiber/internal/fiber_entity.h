@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "absl/functional/any_invocable.h"
 #include "fiber/internal/exception_state.h"
+#include "fiber/internal/fiber_function.h"
 #include "fiber/internal/local_storage.h"
 #include "fiber/internal/spinlock.h"
 #include "fiber/internal/stack_allocator.h"
@@ -148,7 +148,7 @@ class FiberEntity {
   std::uint32_t scheduling_worker = 0;
 
   // What the fiber runs. Destroyed on the fiber right after it returns.
-  absl::AnyInvocable<void()> start_proc;
+  FiberFunction start_proc;
   // Runs on the fiber after start_proc returns, before it is marked Dead, as
   // exit_barrier_hook(exit_barrier_arg) (a Fiber handle's join() waits on what it
   // signals); null: none. A plain function and its argument, not a type-erased callable:
@@ -181,8 +181,7 @@ class FiberEntity {
  private:
   struct Landing;
   friend void FiberProc(void* arg);
-  friend FiberEntity* InstantiateFiberEntity(const Stack&, absl::AnyInvocable<void()>,
-                                             std::uint64_t);
+  friend FiberEntity* InstantiateFiberEntity(const Stack&, FiberFunction, std::uint64_t);
   friend Stack DestroyFiberEntity(FiberEntity*);
   friend FiberEntity* GetMasterFiberEntity();
 
@@ -248,8 +247,7 @@ class ScopedWaitKind {
 
 // Builds a Ready fiber on `stack` that will run `start_proc`. The fiber starts running
 // the first time some fiber SwitchTo()s it. `id` 0 means: take a new one.
-FiberEntity* InstantiateFiberEntity(const Stack& stack,
-                                    absl::AnyInvocable<void()> start_proc,
+FiberEntity* InstantiateFiberEntity(const Stack& stack, FiberFunction start_proc,
                                     std::uint64_t id = 0);
 
 // Destroys a fiber that is not running (never started, or dead and switched away from)

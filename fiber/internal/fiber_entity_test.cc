@@ -294,7 +294,7 @@ StackAllocator& UnguardedStacks() {
   return *allocator;
 }
 
-FiberEntity* NewUnguardedFiber(absl::AnyInvocable<void()> body) {
+FiberEntity* NewUnguardedFiber(FiberFunction body) {
   const Stack stack = UnguardedStacks().Create();
   EXPECT_FALSE(stack.guarded);
   FiberEntity* fiber = InstantiateFiberEntity(stack, std::move(body));

@@ -7,13 +7,14 @@
 #define SPINDLE_FIBER_INTERNAL_FIBER_ENTITY_TESTING_H_
 
 #include <mutex>
+#include <utility>
 
 #include "fiber/internal/fiber_entity.h"
 
 namespace spindle::internal::testing {
 
 // Creates a fiber on a stack from the calling thread's default cache.
-inline FiberEntity* NewFiber(absl::AnyInvocable<void()> body) {
+inline FiberEntity* NewFiber(FiberFunction body) {
   return InstantiateFiberEntity(StackCache::ForThisThread().Get(), std::move(body));
 }
 

@@ -32,7 +32,7 @@ void FreeFiberDesc(FiberDesc* desc) {
   PooledObjects<FiberDesc>::Delete(desc);
 }
 
-FiberDesc* NewFiberDesc(absl::AnyInvocable<void()> start_proc) {
+FiberDesc* NewFiberDesc(FiberFunction start_proc) {
   FiberDesc* desc = AllocateFiberDesc();
   desc->start_proc = std::move(start_proc);
   desc->id = NewFiberId();

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstdint>
 
-#include "absl/functional/any_invocable.h"
 #include "fiber/internal/fiber_entity.h"
 
 namespace spindle::internal {
@@ -29,7 +28,7 @@ struct FiberDescHooks {
 };
 
 struct FiberDesc {
-  absl::AnyInvocable<void()> start_proc;
+  FiberFunction start_proc;
   // Null for a pooled descriptor (detached fibers); set for one embedded in its owner.
   const FiberDescHooks* hooks = nullptr;
   std::uint64_t id = 0;  // the fiber's id, chosen at start so Fiber::get_id() has it
@@ -55,7 +54,7 @@ struct FiberDesc {
   // kStartedBack; Fiber::Attributes::start_order).
   std::uint8_t start_reason = 0;
 };
-static_assert(sizeof(FiberDesc) <= 80, "a million queued fibers pay for every byte");
+static_assert(sizeof(FiberDesc) <= 96, "a million queued fibers pay for every byte");
 
 // A descriptor from the calling thread's cache (or new); all fields at their defaults.
 FiberDesc* AllocateFiberDesc();
@@ -63,7 +62,7 @@ FiberDesc* AllocateFiberDesc();
 void FreeFiberDesc(FiberDesc* desc);
 // A new descriptor for a fiber that runs `start_proc`, with a new id, counted as live
 // (live_fibers.h). Any thread.
-FiberDesc* NewFiberDesc(absl::AnyInvocable<void()> start_proc);
+FiberDesc* NewFiberDesc(FiberFunction start_proc);
 
 // Drops one owner of a descriptor whose fiber a joiner ran inline (see
 // FiberDesc::run_inline_refs); the last owner frees it.
