@@ -180,8 +180,10 @@ internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
   // The common case, a fiber on a worker starting a child in its own group: the
   // worker's group is the nearest, and the fiber knows its worker (no thread-local
   // look-ups of the runtime's worker and of the thread's binding).
+  // (A fiber that no group runs, switched to by hand, has no group: the general path.)
   if (in_fiber && attributes.scheduling_group == Fiber::kNearestSchedulingGroup &&
       attributes.launch_policy != spindle::Launch::kDispatch &&
+      self->scheduling_group != nullptr &&
       self->scheduling_worker < self->scheduling_group->size()) {
     internal::SchedulingGroup* group = self->scheduling_group;
     group->StartFiberOnWorker(desc, self->scheduling_worker);

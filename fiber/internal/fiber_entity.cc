@@ -172,6 +172,7 @@ static_assert(!FiberEntity::IsLegalTransition(FiberState::kRunning, FiberState::
 static_assert(FiberEntity::IsLegalTransition(FiberState::kWaiting, FiberState::kReady));
 static_assert(!FiberEntity::IsLegalTransition(FiberState::kWaiting, FiberState::kRunning));
 static_assert(!FiberEntity::IsLegalTransition(FiberState::kDead, FiberState::kReady));
+static_assert(!FiberEntity::IsLegalTransition(static_cast<FiberState>(8), FiberState::kRunning));
 
 // always_inline: SwitchTo() is the hot path, and every extra call/return around the
 // jump costs a return-stack misprediction on the far side of the switch.

@@ -123,7 +123,10 @@ class FiberEntity {
                   static_cast<int>(FiberState::kRunning) == 1 &&
                   static_cast<int>(FiberState::kWaiting) == 2 &&
                   static_cast<int>(FiberState::kDead) == 3);
-    return (kLegal >> ((4 * static_cast<unsigned>(from) + static_cast<unsigned>(to)) & 31)) & 1;
+    // A state outside the enum (a corrupted control block) is never legal.
+    const unsigned f = static_cast<unsigned>(from);
+    const unsigned t = static_cast<unsigned>(to);
+    return f < 4 && t < 4 && ((kLegal >> (4 * f + t)) & 1) != 0;
   }
   // When the fiber parked (a CycleClockNow() tick, fiber/internal/cycle_clock.h) while
   // it is Waiting (0 if it never parked); stale in the other states, which are not

@@ -56,9 +56,8 @@ class FiberFunction {
                                  std::is_invocable_r_v<void, D&>,
                              int> = 0>
   FiberFunction& operator=(F&& f) {
-    Reset();
-    Construct<D>(std::forward<F>(f));
-    return *this;
+    // Built first: `f` may refer into the function it replaces, and building may throw.
+    return *this = FiberFunction(std::forward<F>(f));
   }
   FiberFunction(const FiberFunction&) = delete;
   FiberFunction& operator=(const FiberFunction&) = delete;
