@@ -39,6 +39,7 @@ void Accumulate(GroupMetrics& into, const GroupMetrics& from) {
   into.reactor_polls += from.reactor_polls;
   into.reactor_events += from.reactor_events;
   into.run_queue_spills += from.run_queue_spills;
+  into.run_queue_full_waits += from.run_queue_full_waits;
   into.run_queue_depth += from.run_queue_depth;
   into.local_queue_depth += from.local_queue_depth;
   into.ready_latency.MergeFrom(from.ready_latency);
@@ -61,6 +62,7 @@ GroupMetrics GroupSince(const GroupMetrics& now, const GroupMetrics& before) {
   d.reactor_polls = Minus(now.reactor_polls, before.reactor_polls);
   d.reactor_events = Minus(now.reactor_events, before.reactor_events);
   d.run_queue_spills = Minus(now.run_queue_spills, before.run_queue_spills);
+  d.run_queue_full_waits = Minus(now.run_queue_full_waits, before.run_queue_full_waits);
   d.ready_latency = now.ready_latency.Since(before.ready_latency);
   for (std::size_t w = 0; w < d.per_worker.size() && w < before.per_worker.size(); ++w) {
     WorkerMetrics& dw = d.per_worker[w];
@@ -112,6 +114,7 @@ RuntimeMetrics GetRuntimeMetrics() {
     m.steals_in_group = stats.steals_in_group;
     m.wakeups = stats.wakeups;
     m.run_queue_spills = stats.run_queue_spills;
+    m.run_queue_full_waits = stats.run_queue_full_waits;
     m.run_queue_depth = stats.global_queue_size;
     m.local_queue_depth = stats.local_queue_size;
     if (const internal::TimerWorker* timers = internal::TimerWorkerFor(&group)) {
@@ -197,6 +200,10 @@ std::string FormatPrometheus(const RuntimeMetrics& metrics) {
             "Fibers that found the group's shared queue full and went to its overflow "
             "list.",
             &GroupMetrics::run_queue_spills);
+  per_group("spindle_run_queue_full_waits_total", "counter",
+            "Fibers started from threads that are not the runtime's that waited for room "
+            "in the group's full shared queue.",
+            &GroupMetrics::run_queue_full_waits);
   per_group("spindle_run_queue_depth", "gauge", "Fibers in the group's shared queue now.",
             &GroupMetrics::run_queue_depth);
   per_group("spindle_local_queue_depth", "gauge",

@@ -75,6 +75,9 @@ struct GroupMetrics {
   // (v1, v2): a burst does this by design; a count that keeps growing says that
   // --fiber_run_queue_size is too small for the steady load.
   std::uint64_t run_queue_spills = 0;
+  // Fibers started from threads that are not the runtime's that waited for room in the
+  // full shared queue (v1, v2): back-pressure on a producer that outruns the workers.
+  std::uint64_t run_queue_full_waits = 0;
   std::uint64_t run_queue_depth = 0;    // its shared (global) queue, now
   std::uint64_t local_queue_depth = 0;  // v2: all workers' local queues, now
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fiber/fiber.h"
@@ -168,6 +169,45 @@ TEST(MetricsTest, ABurstThatFillsTheSharedQueueIsCountedAsSpills) {
   }
 }
 
+// A plain thread that starts more fibers than the shared queue holds while the only
+// worker is busy waits for room (v1, v2: back-pressure, counted), and every fiber runs
+// once the worker drains the queue.
+TEST(MetricsTest, APlainThreadThatFindsTheSharedQueueFullWaitsAndIsCounted) {
+  constexpr std::size_t kQueue = 1024;
+  ScopedRuntime runtime(1, 0, /*run_queue_size=*/kQueue);
+  const bool bounded = ::spindle::testing::TestStrategy() != "relaxed";
+  const RuntimeMetrics before = GetRuntimeMetrics();
+  std::atomic<bool> hold{true};
+  std::atomic<bool> holding{false};
+  StartFiberDetached([&] {
+    holding = true;
+    while (hold.load()) {
+    }  // keeps the only worker from draining the queue
+  });
+  ASSERT_TRUE(WaitFor([&] { return holding.load(); }));
+  const std::size_t burst = kQueue + 64;
+  std::atomic<std::size_t> ran{0};
+  std::thread producer([&] {
+    for (std::size_t i = 0; i < burst; ++i) {
+      StartFiberDetached([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+    }
+  });
+  const bool waited = !bounded || WaitFor([&] {
+    return GetRuntimeMetrics().Since(before).groups[0].run_queue_full_waits > 0;
+  });
+  hold = false;
+  producer.join();
+  ASSERT_TRUE(WaitFor([&] { return ran.load() == burst; }));
+  EXPECT_TRUE(waited) << "the producer's wait for room was not counted";
+  const GroupMetrics group = GetRuntimeMetrics().Since(before).groups[0];
+  if (bounded) {
+    EXPECT_GE(group.run_queue_full_waits, 1u);
+    EXPECT_LE(group.run_queue_full_waits, burst);
+  } else {
+    EXPECT_EQ(group.run_queue_full_waits, 0u) << "relaxed's lists do not fill";
+  }
+}
+
 // The text parses as Prometheus exposition: HELP/TYPE before each family, one
 // sample per group, cumulative buckets that never decrease and end at _count.
 TEST(MetricsTest, PrometheusText) {
@@ -214,6 +254,7 @@ TEST(MetricsTest, PrometheusText) {
   EXPECT_EQ(types["spindle_fibers_started_total"], "counter");
   EXPECT_EQ(types["spindle_run_queue_depth"], "gauge");
   EXPECT_EQ(types["spindle_run_queue_spills_total"], "counter");
+  EXPECT_EQ(types["spindle_run_queue_full_waits_total"], "counter");
   EXPECT_EQ(types["spindle_ready_latency_seconds"], "histogram");
   for (const GroupMetrics& group : metrics.groups) {
     const std::string g = "{group=\"" + std::to_string(group.index) + "\"}";

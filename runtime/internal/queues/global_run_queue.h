@@ -93,6 +93,9 @@ class GlobalRunQueue {
   // Entries a runtime thread spilled to the overflow list because the ring was full
   // (a relaxed count since construction; the runtime's run_queue_spills metric).
   std::uint64_t spills() const { return spills_.load(std::memory_order_relaxed); }
+  // Pushes by a thread that is not the runtime's that found the ring full and waited for
+  // room (a relaxed count since construction; the run_queue_full_waits metric).
+  std::uint64_t full_waits() const { return full_waits_.load(std::memory_order_relaxed); }
 
   // Tests only: a push stalled between claiming its position and publishing it
   // (run_queue.h's progress caveat).
@@ -115,7 +118,8 @@ class GlobalRunQueue {
   // `overflow_size_` is not 0.
   alignas(64) std::atomic<std::size_t> overflow_size_{0};
   std::atomic<bool> dead_entries_{false};  // see NoteDeadEntries()
-  std::atomic<std::uint64_t> spills_{0};     // see spills(); under overflow_lock_'s path
+  std::atomic<std::uint64_t> spills_{0};      // see spills()
+  std::atomic<std::uint64_t> full_waits_{0};  // see full_waits()
   OsMutex overflow_lock_;
   std::deque<std::uintptr_t> overflow_ ABSL_GUARDED_BY(overflow_lock_);
 };

@@ -70,6 +70,9 @@ struct StrategyStats {
   // Fibers spilled to the shared queue's overflow list because its ring was full (v1,
   // v2; relaxed's lists do not spill).
   std::uint64_t run_queue_spills = 0;
+  // Pushes from threads that are not the runtime's that waited for room in that full
+  // ring (v1, v2).
+  std::uint64_t run_queue_full_waits = 0;
   std::uint64_t local_queue_size = 0;  // summed over the workers (v2)
   // Per worker (v2; empty under v1, which has no local queues): runnext + local queue
   // + timer inbox.

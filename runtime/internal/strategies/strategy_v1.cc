@@ -132,6 +132,7 @@ StrategyStats StrategyV1::stats() const {
   StrategyStats stats;
   stats.wakeups = notifier_.wakeups();
   stats.run_queue_spills = queue_.spills();
+  stats.run_queue_full_waits = queue_.full_waits();
   stats.global_queue_size = queue_.UnsafeSize();
   return stats;
 }

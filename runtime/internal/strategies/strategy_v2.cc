@@ -613,6 +613,7 @@ StrategyStats StrategyV2::stats() const {
   // relaxed: statistics.
   stats.wakeups = notifier_.wakeups();
   stats.run_queue_spills = global_.spills();
+  stats.run_queue_full_waits = global_.full_waits();
   stats.steals_in_group = steals_in_group_.Read();
   stats.global_queue_size = global_.UnsafeSize();
   for (std::size_t i = 0; i < options_.workers; ++i) {
