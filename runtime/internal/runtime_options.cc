@@ -29,8 +29,10 @@ DEFINE_uint64(fiber_scheduling_group_size, 0,
               "load only through stealing.");
 DEFINE_uint64(fiber_run_queue_size, 65536,
               "Capacity of each scheduling group's run queue, in ready fibers (default "
-              "65536). A power of two in [2, 2^30]. When a queue is full, producers "
-              "wait (with a warning): raise it if that happens.");
+              "65536). A power of two in [2, 2^30]. When a queue is full, plain threads "
+              "wait for room and the runtime's threads spill to an overflow list, both "
+              "counted (metrics run_queue_full_waits, run_queue_spills): raise it if "
+              "they keep growing.");
 DEFINE_string(fiber_scheduling_strategy, "v2",
               "How workers share and wait for work (default v2). Accepted: v1 (one "
               "shared queue per group, at most two spinning workers), v2 (a local queue "
