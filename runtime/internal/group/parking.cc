@@ -64,24 +64,33 @@ FiberEntity* Instantiate(SchedulingGroup* group, FiberDesc* desc, std::size_t wo
   return fiber;
 }
 
-// MakeRunning() with its common case inline: a Ready fiber (not a new one) whose
-// readiness was not sampled, taken by a worker (a call and the general path cost the
-// yield 52 instructions per switch, callgrind).
-__attribute__((always_inline)) inline FiberEntity* MakeRunningOnSwitch(SchedulingGroup* group,
-                                                                       std::uintptr_t entry,
-                                                                       std::size_t worker) {
-  if (__builtin_expect(IsDescEntry(entry) || worker == kNoWorker, 0)) {
-    return MakeRunning(group, entry, worker);
-  }
-  FiberEntity* fiber = DecodeFiber(entry);
-  if (__builtin_expect(fiber->ready_stamp != 0, 0)) return MakeRunning(group, entry, worker);
-  // As MakeRunning() below.
+// MakeRunning()'s last step, once the fiber is known: ours, on `worker` (kNoWorker:
+// not one of our workers), Running. `stamp`: its readiness stamp (0: not sampled).
+__attribute__((always_inline)) inline FiberEntity* TakeOver(SchedulingGroup* group,
+                                                            FiberEntity* fiber,
+                                                            std::size_t worker,
+                                                            std::uint64_t stamp) {
+  // A fiber may have been stolen from another group: it belongs to ours from now on.
+  // Plain write: the fiber is not running and no one else holds it (we took its entry);
+  // whoever reads it next is ordered after us through the scheduler lock below.
   fiber->scheduling_group = group;
   fiber->scheduling_worker = static_cast<std::uint32_t>(worker);
-  group->stats().NoteRun(worker, 0);
+  if (worker != kNoWorker) group->stats().NoteRun(worker, stamp);
   SpinlockGuard lock(fiber->scheduler_lock);
   fiber->SetState(FiberState::kRunning);
   return fiber;
+}
+
+// MakeRunning() with its common case inline: a Ready fiber (not a new one) whose
+// readiness was not sampled (a call and the general path cost the yield 52
+// instructions per switch, callgrind). `worker` is the switching fiber's, one of ours.
+__attribute__((always_inline)) inline FiberEntity* MakeRunningOnSwitch(SchedulingGroup* group,
+                                                                       std::uintptr_t entry,
+                                                                       std::size_t worker) {
+  if (__builtin_expect(IsDescEntry(entry), 0)) return MakeRunning(group, entry, worker);
+  FiberEntity* fiber = DecodeFiber(entry);
+  if (__builtin_expect(fiber->ready_stamp != 0, 0)) return MakeRunning(group, entry, worker);
+  return TakeOver(group, fiber, worker, 0);
 }
 
 // The next Ready fiber for `self`, which leaves its worker (Yield, Park), made Running;
@@ -159,15 +168,7 @@ FiberEntity* MakeRunning(SchedulingGroup* group, std::uintptr_t entry, std::size
     stamp = fiber->ready_stamp;
     if (stamp != 0) fiber->ready_stamp = 0;  // written only when sampled (StampReady)
   }
-  // A fiber may have been stolen from another group: it belongs to ours from now on.
-  // Plain write: the fiber is not running and no one else holds it (we took its entry);
-  // whoever reads it next is ordered after us through the scheduler lock below.
-  fiber->scheduling_group = group;
-  fiber->scheduling_worker = static_cast<std::uint32_t>(worker);
-  if (worker != kNoWorker) group->stats().NoteRun(worker, stamp);
-  std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
-  fiber->SetState(FiberState::kRunning);
-  return fiber;
+  return TakeOver(group, fiber, worker, stamp);
 }
 
 void YieldFiber(FiberEntity* self) {

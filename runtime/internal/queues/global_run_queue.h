@@ -60,14 +60,10 @@ class GlobalRunQueue {
   // them there. How many.
   std::size_t TakeBatchUnclaimed(std::uintptr_t* out, std::size_t max);
 
-  // SchedulingStrategy::TakeBack on the ring (not the overflow list): while its oldest
-  // entry is `wanted`, takes it and passes it to `taken` (which returns whether more are
-  // wanted).
-  void TakeBack(absl::FunctionRef<bool(std::uintptr_t)> wanted,
-                absl::FunctionRef<bool(std::uintptr_t)> taken) {
-    while (const std::uintptr_t entry = ring_.TakeOldestIf(wanted)) {
-      if (!taken(entry)) return;
-    }
+  // SchedulingStrategy::TakeBackEntry on the ring (not the overflow list): takes
+  // `entry` if it is the oldest; whether it did.
+  bool TakeBackEntry(std::uintptr_t entry) {
+    return ring_.TakeOldestIf([entry](std::uintptr_t queued) { return queued == entry; }) != 0;
   }
   // Some descriptor that a joiner ran inline may be queued here where it could not take
   // it back (SchedulingStrategy::NoteDeadEntries): the next time the ring is full, it is

@@ -18,17 +18,6 @@ void SchedulingStrategy::operator delete(void* pointer, int) {
   (void)pointer;
 }
 
-bool SchedulingStrategy::TakeBackEntry(std::size_t worker, std::uintptr_t entry) {
-  bool taken = false;
-  TakeBack(
-      worker, [entry](std::uintptr_t queued) { return queued == entry; },
-      [&taken](std::uintptr_t) {
-        taken = true;
-        return false;
-      });
-  return taken;
-}
-
 void SchedulingStrategy::WakeUpThief() {
   // Nothing to do if a worker of ours already took the backlog.
   if (thieves_.empty() || !MayHaveStealable()) return;

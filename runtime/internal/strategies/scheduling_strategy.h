@@ -86,7 +86,7 @@ struct StrategyStats {
 // are run-queue words (fiber_desc.h: a FiberEntity or a FiberDesc, tagged); the
 // strategy never dereferences them except through ClaimEntry() (dropping descriptors a
 // joiner already ran). Each entry that goes in comes out exactly once, from
-// TakeNext/StealInGroup/Steal/TakeBack, or the strategy was destroyed with it queued
+// TakeNext/StealInGroup/Steal/TakeBackEntry, or the strategy was destroyed with it queued
 // (a CHECK in the group).
 //
 // Thread-safety: Enqueue* from any thread. TakeNext/StealInGroup by worker `worker`'s
@@ -135,19 +135,13 @@ class SchedulingStrategy : public NotifiedQueues {
 
   // ---- Running fiber side: a joiner taking back fibers it already ran inline (so that
   // join() in a loop leaves no dead entries behind; SchedulingGroup::TakeBackRunInline).
-  // `worker` is the joiner's worker in this group, or kNoWorker. Wherever the next entry
-  // to leave a queue the joiner may take from (under v2: its runnext and local queue,
-  // when `worker` is ours; the group's shared queue) is one that `wanted` accepts, it is
-  // removed and passed to `taken`, which returns whether more are wanted; repeated while
-  // that brings another wanted entry to the front. Values are only compared: nothing is
-  // dereferenced, so `wanted` must accept only values whose referents the caller keeps
-  // alive. Entries it could not reach: see NoteDeadEntries().
-  virtual void TakeBack(std::size_t worker, absl::FunctionRef<bool(std::uintptr_t)> wanted,
-                        absl::FunctionRef<bool(std::uintptr_t)> taken) = 0;
-  // TakeBack() of the one entry `entry`: whether it was removed (the caller owns it
-  // then). The default goes through TakeBack(); a strategy may compare directly (every
-  // inline join asks once).
-  virtual bool TakeBackEntry(std::size_t worker, std::uintptr_t entry);
+  // `worker` is the joiner's worker in this group, or kNoWorker. Where `entry` is the
+  // next to leave a queue the joiner may take from (under v2: its runnext and local
+  // queue, when `worker` is ours; the group's shared queue), removes it and returns true
+  // (the caller owns it then). Values are only compared: nothing is dereferenced, so the
+  // caller keeps `entry`'s referent alive. Entries it could not reach: see
+  // NoteDeadEntries().
+  virtual bool TakeBackEntry(std::size_t worker, std::uintptr_t entry) = 0;
   // A joiner left a dead entry it could not take back in this group's queues: a full
   // shared queue is worth compacting (GlobalRunQueue::NoteDeadEntries()).
   virtual void NoteDeadEntries() = 0;

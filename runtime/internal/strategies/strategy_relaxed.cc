@@ -20,7 +20,7 @@
 //     next pops look at that list first (the thesis' locality, not v2's LIFO). Fork-join
 //     trees lose v2's "run the child next"; a joiner that finds its child not yet run
 //     still runs it inline (join()), and takes the dead entry back from the list it
-//     pushed it to, which the worker's cursor remembers (TakeBack).
+//     pushed it to, which the worker's cursor remembers (TakeBackEntry).
 //   - Timer wake-ups are pushed like any other ready fiber (the seam's default
 //     EnqueueWoken): their stamps are taken when they are queued, so two-choice pops
 //     order them among the other fibers by readiness.
@@ -129,7 +129,7 @@ StrategyRelaxed::~StrategyRelaxed() = default;
 RelaxedCursor& StrategyRelaxed::CursorFor(std::size_t origin) {
   if (origin < options_.workers) return workers_[origin].cursor;
   // Plain threads, timer threads and other groups' workers: a cursor per thread (its
-  // last-push list may be another group's; TakeBack() only compares values).
+  // last-push list may be another group's; TakeBackEntry() only compares values).
   thread_local RelaxedCursor foreign(
       SeedFor(std::hash<std::thread::id>()(std::this_thread::get_id()), 1000));
   return foreign;
@@ -179,15 +179,20 @@ bool StrategyRelaxed::MayHaveStealable() const { return queue_.UnsafeHasStealabl
 
 // ---- Lifetime and statistics.
 
-void StrategyRelaxed::TakeBack(std::size_t worker,
-                               absl::FunctionRef<bool(std::uintptr_t)> wanted,
-                               absl::FunctionRef<bool(std::uintptr_t)> taken) {
+bool StrategyRelaxed::TakeBackEntry(std::size_t worker, std::uintptr_t entry) {
   // The joiner pushed its children with its own cursor (or its thread's, off a worker
   // of ours), which remembers where. A joiner that moved to another worker since, or
   // children queued through a plain thread's cursor (chaos mode's shared-queue pushes)
   // are not found: their dead entries wait for a pop or a full list's compaction.
   // Nothing to wake: the queue only shrinks.
-  queue_.TakeBack(CursorFor(worker), wanted, taken);
+  bool taken = false;
+  queue_.TakeBack(
+      CursorFor(worker), [entry](std::uintptr_t queued) { return queued == entry; },
+      [&taken](std::uintptr_t) {
+        taken = true;
+        return false;  // one entry only
+      });
+  return taken;
 }
 
 bool StrategyRelaxed::UnsafeEmpty() const { return queue_.UnsafeEmpty(); }

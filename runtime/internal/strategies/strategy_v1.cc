@@ -116,12 +116,10 @@ std::uintptr_t StrategyV1::Steal() {
 
 bool StrategyV1::MayHaveStealable() const { return queue_.UnsafeRingSize() != 0; }
 
-void StrategyV1::TakeBack(std::size_t /*worker*/,
-                          absl::FunctionRef<bool(std::uintptr_t)> wanted,
-                          absl::FunctionRef<bool(std::uintptr_t)> taken) {
+bool StrategyV1::TakeBackEntry(std::size_t /*worker*/, std::uintptr_t entry) {
   // The shared queue's head only: taking an entry out frees its slot at once. Nothing to
   // wake: the queue only shrank.
-  queue_.TakeBack(wanted, taken);
+  return queue_.TakeBackEntry(entry);
 }
 
 void StrategyV1::NoteDeadEntries() { queue_.NoteDeadEntries(); }

@@ -561,33 +561,11 @@ bool StrategyV2::MayHaveStealable() const {
 
 // ---- Lifetime and statistics.
 
-void StrategyV2::TakeBack(std::size_t worker,
-                          absl::FunctionRef<bool(std::uintptr_t)> wanted,
-                          absl::FunctionRef<bool(std::uintptr_t)> taken) {
+bool StrategyV2::TakeBackEntry(std::size_t worker, std::uintptr_t entry) {
   // A joiner's children sit in its own runnext and at the head of its own local queue
   // (in start order), or at the global queue's head when they came from elsewhere or
   // overflowed. Owner operations on our own queues, one CAS each; a thief that copied an
-  // entry first loses its CAS (or we lose ours and leave the entry to it). Taking one
-  // brings nothing new to the front of another queue, so one pass does.
-  if (worker != kNoWorker) {
-    Worker& me = *workers_[worker];
-    // relaxed: a value to compare; the CAS decides (acquire: we take over the entry).
-    std::uintptr_t next = me.runnext.load(std::memory_order_relaxed);
-    if (next != 0 && wanted(next) &&
-        me.runnext.compare_exchange_strong(next, 0, std::memory_order_acquire,
-                                           std::memory_order_relaxed) &&
-        !taken(next)) {
-      return;
-    }
-    while (const std::uintptr_t oldest = me.local.TakeOldestIf(wanted)) {
-      if (!taken(oldest)) return;
-    }
-  }
-  global_.TakeBack(wanted, taken);
-}
-
-bool StrategyV2::TakeBackEntry(std::size_t worker, std::uintptr_t entry) {
-  // TakeBack() for one entry, with the compares inline.
+  // entry first loses its CAS (or we lose ours and leave the entry to it).
   if (worker != kNoWorker) {
     Worker& me = *workers_[worker];
     // relaxed: a value to compare; the CAS decides (acquire: we take over the entry).
@@ -601,7 +579,7 @@ bool StrategyV2::TakeBackEntry(std::size_t worker, std::uintptr_t entry) {
       return true;
     }
   }
-  return SchedulingStrategy::TakeBackEntry(kNoWorker, entry);  // the global queue
+  return global_.TakeBackEntry(entry);
 }
 
 void StrategyV2::NoteDeadEntries() { global_.NoteDeadEntries(); }

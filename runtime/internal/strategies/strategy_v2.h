@@ -59,8 +59,6 @@ class StrategyV2 final : public SchedulingStrategy {
   std::uintptr_t StealInGroup(std::size_t worker) override;
   std::uintptr_t Steal() override;
   bool MayHaveStealable() const override;
-  void TakeBack(std::size_t worker, absl::FunctionRef<bool(std::uintptr_t)> wanted,
-                absl::FunctionRef<bool(std::uintptr_t)> taken) override;
   bool TakeBackEntry(std::size_t worker, std::uintptr_t entry) override;
   void NoteDeadEntries() override;
   bool UnsafeEmpty() const override;
