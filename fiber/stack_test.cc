@@ -77,6 +77,10 @@ TEST(FiberStackTest, ResidentMemoryFallsBackAfterABurstOf100kFibers) {
   EXPECT_TRUE(fell) << "RSS stayed at " << (ResidentBytes() >> 10) << " KiB, "
                     << ((ResidentBytes() - before) >> 10) << " KiB above the "
                     << (before >> 10) << " KiB before the burst";
+  // A release round unmaps the burst's mmapped stacks before it counts the slab stacks
+  // it gives back, so RSS can be down before the count moves: wait for it too.
+  EXPECT_TRUE(WaitFor([] { return internal::StackAllocator::Default().released_count() > 0; },
+                      std::chrono::seconds(60)));
   EXPECT_GT(internal::StackAllocator::Default().released_count(), 0u);
 }
 
