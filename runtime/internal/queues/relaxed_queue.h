@@ -28,8 +28,15 @@ struct RelaxedCursor {
   static constexpr std::size_t kRecentPushes = 8;
   explicit RelaxedCursor(std::uint64_t seed = 0x9E3779B97F4A7C15ULL)
       : forward(seed), backward(seed) {}
+  // A worker's cursor: lists [first, first + count) are its home (RelaxedQueue::Push
+  // and Pop say how they use it). count 0: no home, every pick is over all lists (a
+  // plain thread's cursor, and the thesis' behaviour).
+  RelaxedCursor(std::uint64_t seed, std::size_t first, std::size_t count)
+      : forward(seed), backward(seed), home_first(first), home_count(count) {}
   std::uint64_t forward;
   std::uint64_t backward;
+  std::size_t home_first = 0;
+  std::size_t home_count = 0;
   struct Push {
     std::uintptr_t value = 0;  // 0: none (or taken back)
     std::size_t list = 0;
@@ -40,9 +47,10 @@ struct RelaxedCursor {
 
 // A relaxed-FIFO queue of non-zero words (seed 001, "Scheduling Core": an array of
 // small strictly-FIFO lists, each with a lock and the timestamp of its oldest item).
-// Push() appends to a random list whose lock is free; Pop() looks at the heads of two
-// random lists and takes the older. The design, and where it departs from the thesis,
-// are at the top of relaxed_queue.cc.
+// Push() appends to a random list whose lock is free (one of the cursor's home lists
+// first, if it has them); Pop() looks at the heads of two lists (a home one and a
+// random one, or two random ones) and takes the older. The design, and where it
+// departs from the thesis, are at the top of relaxed_queue.cc.
 //
 // Lists grow as needed: nothing is ever refused, and nothing is dropped except values
 // that `is_dead` (if given) reports as dead once NoteDeadEntries() was called: a list
@@ -58,6 +66,8 @@ class RelaxedQueue {
   static constexpr int kPopTries = 2;
   // Lists Push() tries with try_lock before it waits for the last one's lock.
   static constexpr int kPushTries = 4;
+  // Of those, how many are among the cursor's home lists (if it has them).
+  static constexpr int kHomePushTries = 2;
   // How far Steal() looks past a list's head for a stealable value.
   static constexpr std::size_t kStealLookahead = 256;
   // How far TakeBack() looks from either end of a list for a value.
@@ -74,13 +84,16 @@ class RelaxedQueue {
   RelaxedQueue(const RelaxedQueue&) = delete;
   RelaxedQueue& operator=(const RelaxedQueue&) = delete;
 
-  // Appends `value` (non-zero) to one list, stamped with the cycle clock. Never fails;
+  // Appends `value` (non-zero) to one list, stamped with the cycle clock: the first
+  // kHomePushTries tries are among the cursor's home lists (if it has them), the rest
+  // among all lists. Never fails;
   // may allocate (a list that is full doubles). On return the value is visible to any
   // Pop()/UnsafeEmpty() that is ordered after the return.
   void Push(RelaxedCursor& cursor, std::uintptr_t value, bool stealable);
 
   // Takes a value, or returns 0. Two-choice picks first (kPopTries pairs, through the
-  // cursor's backward generator), then one sweep over every list from a random one:
+  // cursor's backward generator; with a home, the first of each pair is a home list and
+  // the second any list), then one sweep over every list from a random one:
   // 0 means every list was seen empty during the sweep (each head read after the call
   // began). Never blocks for longer than other callers' critical sections.
   std::uintptr_t Pop(RelaxedCursor& cursor);
@@ -115,6 +128,7 @@ class RelaxedQueue {
   bool UnsafeEmpty() const;
   std::size_t UnsafeSize() const;
   bool UnsafeHasStealable() const;
+  std::size_t UnsafeListSize(std::size_t list) const;  // list < lists()
   std::size_t lists() const { return count_; }
 
  private:
@@ -125,6 +139,8 @@ class RelaxedQueue {
   struct List;
 
   std::size_t Lane(std::uint64_t random) const;
+  // A list of the cursor's home (which it has) for `random`.
+  static std::size_t HomeLane(const RelaxedCursor& cursor, std::uint64_t random);
   // Under the list's lock: removes and returns its oldest value (the list is not empty).
   static std::uintptr_t PopLocked(List& list);
   // Under the list's lock: removes and returns its k-th oldest value (k < count),

@@ -112,6 +112,43 @@ TEST(RelaxedQueueTest, DynamicEntropyTakesBackWhatACursorPushed) {
   EXPECT_GT(own * 2, total) << own << " of " << total << " pops returned the popper's own";
 }
 
+TEST(RelaxedQueueTest, AWorkersPushesStayHomeAndItsPopsStillReachEveryList) {
+  // Two workers' cursors, two home lists each.
+  RelaxedQueue queue(4, kNoNumaNode);
+  RelaxedCursor a(11, /*first=*/0, /*count=*/2);
+  RelaxedCursor b(29, /*first=*/2, /*count=*/2);
+  // Every lock is free: a's pushes all land at home.
+  constexpr std::size_t kPushes = 64;
+  for (std::size_t i = 0; i < kPushes; ++i) queue.Push(a, V(i), true);
+  EXPECT_EQ(queue.UnsafeListSize(0) + queue.UnsafeListSize(1), kPushes);
+  EXPECT_EQ(queue.UnsafeListSize(2) + queue.UnsafeListSize(3), 0u);
+  EXPECT_GT(queue.UnsafeListSize(0), 0u);  // both home lists are used
+  EXPECT_GT(queue.UnsafeListSize(1), 0u);
+  // b's pops look at a random list beside its own: with its home full of younger
+  // values, a's older one is still taken early, and everything comes out once.
+  for (std::size_t i = 0; i < 200; ++i) queue.Push(b, V(kPushes + i), true);
+  EXPECT_EQ(queue.UnsafeListSize(0) + queue.UnsafeListSize(1), kPushes);
+  std::vector<char> seen(kPushes + 200, 0);
+  std::size_t first_of_a = 0;
+  for (std::size_t n = 1; n <= kPushes + 200; ++n) {
+    const std::uintptr_t value = queue.Pop(b);
+    ASSERT_NE(value, 0u) << "pop " << n;
+    ASSERT_EQ(seen[value - 1], 0) << "value popped twice";
+    seen[value - 1] = 1;
+    if (value <= kPushes && first_of_a == 0) first_of_a = n;
+  }
+  EXPECT_EQ(queue.Pop(b), 0u);
+  EXPECT_GT(first_of_a, 0u);
+  EXPECT_LE(first_of_a, 16u) << "b's pops never compared a's lists";
+  // A cursor whose home does not fit the queue has none: its pushes go anywhere.
+  RelaxedCursor stray(5, /*first=*/6, /*count=*/2);
+  for (std::size_t i = 0; i < 64; ++i) queue.Push(stray, V(i), true);
+  EXPECT_EQ(queue.UnsafeSize(), 64u);
+  std::size_t popped = 0;
+  while (queue.Pop(stray) != 0) ++popped;
+  EXPECT_EQ(popped, 64u);
+}
+
 TEST(RelaxedQueueTest, StealSkipsValuesThatMustStayAndKeepsTheirOrder) {
   RelaxedQueue queue(1, kNoNumaNode);
   RelaxedCursor cursor;

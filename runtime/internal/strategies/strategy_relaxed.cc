@@ -16,8 +16,10 @@
 //     the one idle path (idle_path.cc) under the shared notifier, so the timers,
 //     stealing between groups, sync and the poller work unchanged.
 //   - Every ready fiber goes through the lists: no runnext slot and no local queue.
-//     A fiber started, woken or yielding on worker w is pushed with w's cursor, so w's
-//     next pops look at that list first (the thesis' locality, not v2's LIFO). Fork-join
+//     A fiber started, woken or yielding on worker w is pushed with w's cursor, to one
+//     of w's home lists while their locks are free, so w's next pops look at that list
+//     first (the thesis' locality, not v2's LIFO), and siblings meet w's lists only
+//     through their pops' random picks. Fork-join
 //     trees lose v2's "run the child next"; a joiner that finds its child not yet run
 //     still runs it inline (join()), and takes the dead entry back from the list it
 //     pushed it to, which the worker's cursor remembers (TakeBackEntry).
@@ -119,8 +121,10 @@ StrategyRelaxed::StrategyRelaxed(const SchedulingGroupOptions& options,
       queue_(ListCount(options, settings), options.memory_node, &DropIfRunInline),
       workers_(new Worker[options.workers]),
       notifier_(*this, options.workers) {
+  // Each worker's home: its own lists_per_worker lists (relaxed_queue.cc).
+  const std::size_t per_worker = queue_.lists() / options.workers;
   for (std::size_t i = 0; i < options.workers; ++i) {
-    workers_[i].cursor = RelaxedCursor(SeedFor(options.index, i));
+    workers_[i].cursor = RelaxedCursor(SeedFor(options.index, i), i * per_worker, per_worker);
   }
 }
 
