@@ -80,7 +80,7 @@ class GlobalRunQueue {
   // re-check reads it after its fence; a producer's push is in it once its Push()
   // returned (the ring's tail and the overflow count are updated before that).
   std::size_t UnsafeSize() const {
-    // relaxed: see PushSlow() for the overflow count.
+    // relaxed: see Spill() for the overflow count.
     return ring_.UnsafeSize() + overflow_size_.load(std::memory_order_relaxed);
   }
   std::size_t UnsafeRingSize() const { return ring_.UnsafeSize(); }
@@ -102,6 +102,9 @@ class GlobalRunQueue {
 
  private:
   void PushSlow(std::uintptr_t entry, bool stealable, absl::FunctionRef<void()> make_room);
+  // A runtime thread's entries that found the ring full: to the overflow list, in
+  // order, under one lock; counted in spills().
+  void Spill(const std::uintptr_t* entries, std::size_t n);
   // With the ring full and dead entries noted: pops a batch of its oldest entries, drops
   // those a joiner already ran inline, and moves the others, in order, to the back of
   // the overflow list. How many were dropped.
