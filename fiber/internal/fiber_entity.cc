@@ -162,6 +162,16 @@ void FiberEntity::FailSetState(FiberState next) const {
   std::abort();
 }
 
+void FiberEntity::FailTransition(FiberState expected, FiberState next) const {
+  CHECK(scheduler_lock.IsLocked())
+      << "fiber " << id << ": state changed to " << FiberStateName(next)
+      << " without holding its scheduler lock";
+  LOG(FATAL) << "fiber " << id << ": state " << FiberStateName(state_) << " where "
+             << FiberStateName(expected) << " was expected, changing to "
+             << FiberStateName(next);
+  std::abort();
+}
+
 std::uint64_t FiberEntity::StateClockNow() { return CycleClockNow(); }
 
 // Every transition of the diagram, and no other.

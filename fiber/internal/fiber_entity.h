@@ -113,6 +113,18 @@ class FiberEntity {
     // only then (the dump reads it only for a Waiting fiber).
     if (next == FiberState::kWaiting) state_since_ = StateClockNow();
   }
+  // SetState(kTo) where the caller knows the one state the fiber must be in (the switch
+  // paths: a taken entry is Ready, the yielder is Running): the same checks, the
+  // transition's a single compare (a corrupted or unexpected state fails it).
+  template <FiberState kFrom, FiberState kTo>
+  __attribute__((always_inline)) void Transition() {
+    static_assert(IsLegalTransition(kFrom, kTo), "not an edge of the state diagram");
+    static_assert(kTo != FiberState::kWaiting, "a park is timed: use SetState()");
+    if (__builtin_expect(!scheduler_lock.IsLocked() || state_ != kFrom, 0)) {
+      FailTransition(kFrom, kTo);
+    }
+    state_ = kTo;
+  }
   // Whether `from` -> `to` is an edge of the diagram above: bit 4 * from + to.
   static constexpr bool IsLegalTransition(FiberState from, FiberState to) {
     constexpr std::uint32_t kLegal =
@@ -192,6 +204,9 @@ class FiberEntity {
   // SetState()'s failure: aborts naming the fiber, the transition, and whether the lock
   // was held.
   [[noreturn]] __attribute__((noinline, cold)) void FailSetState(FiberState next) const;
+  // Transition()'s failure: the same, naming the state the caller expected.
+  [[noreturn]] __attribute__((noinline, cold)) void FailTransition(FiberState expected,
+                                                                    FiberState next) const;
   // CycleClockNow() (fiber/internal/cycle_clock.h), out of line for SetState().
   static std::uint64_t StateClockNow();
   // Aborts with "fiber stack overflow" if this fiber's unguarded stack overflowed.

@@ -260,6 +260,32 @@ TEST_F(FiberEntityDeathTest, IllegalTransitionsAreCheckFailures) {
 TEST_F(FiberEntityDeathTest, StateChangeWithoutTheLockIsACheckFailure) {
   FiberEntity* fiber = NewFiber([] {});
   EXPECT_DEATH(fiber->SetState(FiberState::kRunning), "without holding its scheduler lock");
+  EXPECT_DEATH((fiber->Transition<FiberState::kReady, FiberState::kRunning>()),
+               "without holding its scheduler lock");
+}
+
+TEST(FiberEntityTest, TransitionFromTheExpectedStateChangesIt) {
+  FiberEntity* fiber = NewFiber([] {});
+  fiber->scheduler_lock.lock();
+  fiber->Transition<FiberState::kReady, FiberState::kRunning>();
+  EXPECT_EQ(fiber->state(), FiberState::kRunning);
+  fiber->Transition<FiberState::kRunning, FiberState::kReady>();
+  EXPECT_EQ(fiber->state(), FiberState::kReady);
+  fiber->scheduler_lock.unlock();
+  StackCache::ForThisThread().Put(DestroyFiberEntity(fiber));
+}
+
+TEST_F(FiberEntityDeathTest, TransitionFromAnyOtherStateIsACheckFailure) {
+  // Waiting -> Ready is an edge of the diagram, but not where Running was expected (a
+  // yielder that is not running, a taken entry that is not ready).
+  FiberEntity* fiber = NewFiber([] {});
+  std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
+  fiber->SetState(FiberState::kRunning);
+  fiber->SetState(FiberState::kWaiting);
+  EXPECT_DEATH((fiber->Transition<FiberState::kRunning, FiberState::kReady>()),
+               "state Waiting where Running was expected, changing to Ready");
+  EXPECT_DEATH((fiber->Transition<FiberState::kReady, FiberState::kRunning>()),
+               "state Waiting where Ready was expected, changing to Running");
 }
 
 __attribute__((noinline)) int Recurse(int depth) {

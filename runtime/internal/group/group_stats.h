@@ -108,7 +108,7 @@ class GroupStats {
   }
   // StampReady() by worker `worker` of this group on its own thread, or by any thread
   // with any other `worker`: a worker counts in its own cells, without the thread-local
-  // look-up (the yield path's landing hook stamps on every switch).
+  // look-up (the yield path stamps on every switch).
   void StampReadyOn(std::size_t worker, FiberEntity* fiber) {
     if (worker < workers_) {
       if ((++cells_[worker].ready_tick & ReadySampleMask()) == 0) {

@@ -9,16 +9,24 @@
 // Parking. A fiber parks (ParkFiber) while holding its own scheduler lock; the context
 // it switches to releases the lock in its landing hook (FiberEntity::SwitchTo).
 // ResumeFiber() takes that lock first, so it cannot queue the fiber before its
-// registers are saved. YieldFiber and DispatchFiber queue the fiber they leave from a
-// landing hook for the same reason, and that push is a producer's like any other, with
-// the strategy's wake-up decision (P1-P4 under v1). It used to wake nobody, on the
-// argument that the yielding worker is busy and comes back to the queue: true only once
-// the fiber it switched to stops running. A partner fiber yields, its worker takes the
-// waiter fiber and re-queues the partner, the waiter spins until the partner has run,
-// and the other worker sleeps: stranded (tests/scheduler_stress_test.cc,
-// PartnerThatYieldsAlwaysGetsAWorkerBack, failed in 2 runs of 2 that way). A runnable
-// fiber must never wait while a worker of its group is idle; the price is P1's fence
-// per yield.
+// registers are saved.
+//
+// Yielding. YieldFiber and DispatchFiber queue the fiber they leave before the switch,
+// holding its scheduler lock, which the landing hook releases, as a park does. Whoever
+// takes the entry meanwhile (a sibling, a thief) waits for that lock in MakeRunning
+// (TakeOver takes it before it touches the fiber), so it cannot run the fiber before its
+// registers are saved. Nothing else waits for a Ready fiber's lock while holding one,
+// and the yielder takes no other lock while it holds its own (its next fiber was made
+// Running before), so the wait cannot deadlock. (The push used to be made by the
+// landing hook itself: a second indirect call and a detour per yield.) The push is a
+// producer's like any other, with the strategy's wake-up decision (P1-P4 under v1). It
+// used to wake nobody, on the argument that the yielding worker is busy and comes back
+// to the queue: true only once the fiber it switched to stops running. A partner fiber
+// yields, its worker takes the waiter fiber and re-queues the partner, the waiter spins
+// until the partner has run, and the other worker sleeps: stranded
+// (tests/scheduler_stress_test.cc, PartnerThatYieldsAlwaysGetsAWorkerBack, failed in 2
+// runs of 2 that way). A runnable fiber must never wait while a worker of its group is
+// idle; the price is P1's fence per yield.
 
 #include "runtime/internal/group/parking.h"
 
@@ -70,14 +78,16 @@ __attribute__((always_inline)) inline FiberEntity* TakeOver(SchedulingGroup* gro
                                                             FiberEntity* fiber,
                                                             std::size_t worker,
                                                             std::uint64_t stamp) {
+  if (worker != kNoWorker) group->stats().NoteRun(worker, stamp);
+  // A fiber that yielded is queued before it switched out, holding this lock until its
+  // registers are saved (see "Yielding" at the top): wait for it before touching it.
+  SpinlockGuard lock(fiber->scheduler_lock);
   // A fiber may have been stolen from another group: it belongs to ours from now on.
-  // Plain write: the fiber is not running and no one else holds it (we took its entry);
-  // whoever reads it next is ordered after us through the scheduler lock below.
+  // Plain writes: we took its entry, so no one else makes it Running; whoever reads
+  // them next is ordered after us through this lock or the switch to it.
   fiber->scheduling_group = group;
   fiber->scheduling_worker = static_cast<std::uint32_t>(worker);
-  if (worker != kNoWorker) group->stats().NoteRun(worker, stamp);
-  SpinlockGuard lock(fiber->scheduler_lock);
-  fiber->SetState(FiberState::kRunning);
+  fiber->Transition<FiberState::kReady, FiberState::kRunning>();
   return fiber;
 }
 
@@ -109,26 +119,30 @@ __attribute__((always_inline)) inline FiberEntity* TakeNextForSwitch(FiberEntity
   return MakeRunningOnSwitch(group, entry, worker);
 }
 
-// The landing hook of Yield and Dispatch. Not analysed: releases the scheduler lock
-// that the fiber switched out took before the switch.
+// The landing hook of Park, Yield and Dispatch. Not analysed: releases the scheduler
+// lock that the fiber switched out took before the switch.
+void UnlockFiber(void* fiber) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  static_cast<FiberEntity*>(fiber)->scheduler_lock.unlock();
+}
+
+// Yield's and Dispatch's push of `self`, Ready, which holds its scheduler lock and has
+// not switched out yet (see "Yielding" at the top): a producer's push like any other,
+// with its wake-up. We run on the worker self ran on, which it recorded when it was made
+// Running (none: a test's plain thread, a foreign producer). Nothing of self is read
+// after the push: a taker may write its scheduling fields once it holds the lock.
 template <bool kChaos>
-void UnlockAndRequeue(void* arg) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  auto* fiber = static_cast<FiberEntity*>(arg);
-  fiber->scheduler_lock.unlock();
-  // Ours until queued: Ready, and no queue holds it yet.
-  fiber->scheduling_group->stats().StampReadyOn(fiber->scheduling_worker, fiber);
-  // A producer's push like any other, with its wake-up (see "Parking" at the top). We
-  // run on the worker the fiber left, which it recorded when it was made Running (none:
-  // a test's plain thread, a foreign producer).
+__attribute__((always_inline)) inline void RequeueBeforeSwitch(FiberEntity* self) {
+  SchedulingGroup* group = self->scheduling_group;
+  const std::size_t worker = self->scheduling_worker;
+  const bool group_local = self->scheduling_group_local;
+  // Written before the push, which orders it for the taker.
+  group->stats().StampReadyOn(worker, self);
   if constexpr (kChaos) {
-    ChaosQueue(fiber->scheduling_group, EncodeEntry(fiber), fiber->scheduling_group_local,
-               ReadyReason::kYielded, fiber->scheduling_worker,
-               /*foreign=*/fiber->scheduling_worker >= fiber->scheduling_group->size());
+    ChaosQueue(group, EncodeEntry(self), group_local, ReadyReason::kYielded, worker,
+               /*foreign=*/worker >= group->size());
+    ChaosPause();  // queued but not yet switched out: a taker spins on our lock meanwhile
   } else {
-    fiber->scheduling_group->strategy()->Enqueue(EncodeEntry(fiber),
-                                                 !fiber->scheduling_group_local,
-                                                 ReadyReason::kYielded,
-                                                 fiber->scheduling_worker);
+    group->strategy()->Enqueue(EncodeEntry(self), !group_local, ReadyReason::kYielded, worker);
   }
 }
 
@@ -138,12 +152,14 @@ void UnlockAndRequeue(void* arg) ABSL_NO_THREAD_SAFETY_ANALYSIS {
 template <bool kChaos>
 __attribute__((always_inline)) inline void SwitchToNext(FiberEntity* self)
     ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  // Taken and made Running before self's lock is taken: the yielder holds no lock while
+  // it waits for next's (see "Yielding" at the top).
   FiberEntity* next = TakeNextForSwitch<kChaos>(self);
   if (next == nullptr) return;  // nothing else is ready: keep running
   self->scheduler_lock.lock();
-  self->SetState(FiberState::kReady);
-  // Re-queued by the landing hook, once self is saved.
-  self->SwitchTo(next, LandingHook{&UnlockAndRequeue<kChaos>, self});
+  self->Transition<FiberState::kRunning, FiberState::kReady>();
+  RequeueBeforeSwitch<kChaos>(self);
+  self->SwitchTo(next, LandingHook{&UnlockFiber, self});
 }
 
 }  // namespace
@@ -204,12 +220,8 @@ void ParkFiber(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
   }
   FiberEntity* target = next != nullptr ? next : GetMasterFiberEntity();
   ChaosPause();  // Waiting but not yet switched out: a waker spins on our lock meanwhile
-  // Not analysed: the hook releases the lock self_lock held (released above).
-  self->SwitchTo(target, LandingHook{[](void* fiber) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                       static_cast<FiberEntity*>(fiber)
-                                           ->scheduler_lock.unlock();
-                                     },
-                                     self});
+  // The hook releases the lock self_lock held (released above).
+  self->SwitchTo(target, LandingHook{&UnlockFiber, self});
   // D3 (chaos.h): back from the park, holding no lock (a park is allowed only there),
   // sometimes yield at once. We may have moved to another group meanwhile.
   if constexpr (kTestSeams) {
@@ -239,13 +251,15 @@ void DispatchFiber(FiberEntity* self, FiberDesc* desc) ABSL_NO_THREAD_SAFETY_ANA
     std::lock_guard<Spinlock> lock(next->scheduler_lock);
     next->SetState(FiberState::kRunning);
   }
+  // next was made Running before self's lock is taken (see "Yielding" at the top).
   self->scheduler_lock.lock();
-  self->SetState(FiberState::kReady);
-  void (*requeue)(void*) = &UnlockAndRequeue<false>;
-  if constexpr (kTestSeams) {
-    if (ChaosDecides()) requeue = &UnlockAndRequeue<true>;
+  self->Transition<FiberState::kRunning, FiberState::kReady>();
+  if (kTestSeams && ChaosDecides()) {
+    RequeueBeforeSwitch<true>(self);
+  } else {
+    RequeueBeforeSwitch<false>(self);
   }
-  self->SwitchTo(next, LandingHook{requeue, self});
+  self->SwitchTo(next, LandingHook{&UnlockFiber, self});
 }
 
 }  // namespace spindle::internal

@@ -3,7 +3,7 @@
 // A strategy as the idle-path models (runtime/internal/idle/notifier_model.h's
 // GroupIdleModel) drive it, over its model build (strategies_for_models): plain threads
 // start fibers (Enqueue from no worker, then its Notify), a worker's fiber that yields
-// is queued again through Enqueue(kYielded) (parking.cc's UnlockAndRequeue), and the
+// is queued again through Enqueue(kYielded) (parking.cc's RequeueBeforeSwitch), and the
 // worker that takes the last entry stops the strategy (Stop(): its flag and WakeAll),
 // as TerminateRuntime() does. Entries are even words, which the strategies treat as
 // fibers whose control block they never read on these paths (descriptors are odd; a
@@ -36,7 +36,7 @@ class StrategyModelGroup {
                        SchedulingStrategy::kNoWorker);
   }
   // A yield's switch: the next entry of worker w's own queues (parking.cc's
-  // TakeNextForSwitch), and the yielder queued again (UnlockAndRequeue).
+  // TakeNextForSwitch), and the yielder queued again (RequeueBeforeSwitch).
   std::uintptr_t TakeOwn(std::size_t w) { return strategy_->TakeNext(w); }
   void Yield(std::size_t w, std::uintptr_t entry) {
     strategy_->Enqueue(entry, /*stealable=*/true, ReadyReason::kYielded, w);

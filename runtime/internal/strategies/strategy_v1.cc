@@ -49,7 +49,7 @@
 //       some awake thief (unless a non-stealable entry is ahead of it: Steal() looks at
 //       the oldest entry only). Missing a thief never strands a fiber: our own workers
 //       still run everything queued here. A fiber re-queued by Yield() or Dispatch()
-//       (UnlockAndRequeue) is pushed with P1-P4 like any other, so T1 covers it too.
+//       (RequeueBeforeSwitch) is pushed with P1-P4 like any other, so T1 covers it too.
 
 #include "runtime/internal/strategies/strategy_v1.h"
 
