@@ -106,9 +106,9 @@ class BatchPool {
 // per second (fiber descriptors, join states): a plain new/delete makes malloc pay for
 // a cross-thread free each time (a quarter of 1M spawns' time in _int_malloc/_int_free).
 // Each thread keeps a cache of free objects and trades batches with one BatchPool per
-// type. When both are empty, a slab (kSlabBytes, aligned to its size) is carved into
-// kObjectsPerSlab objects at once: one fresh object at a time from malloc's top chunk
-// cost spawn_join (1M fibers outstanding) ~250 instructions per fiber (callgrind). The
+// type. When both are empty, a slab (a page) is carved into kObjectsPerSlab objects at
+// once: one fresh object at a time from malloc's top chunk cost spawn_join (1M fibers
+// outstanding) ~250 instructions per fiber (callgrind). The
 // pool keeps kKeep objects for good; beyond that, objects that sat in it unused for
 // --fiber_release_delay_ms are destroyed (idle_release.h), and a slab goes back to
 // malloc when its last object is, so a burst of 100k fibers does not pin 100k
@@ -150,42 +150,56 @@ class PooledObjects {
 
  private:
   static constexpr std::size_t kBatch = 64;
-  // A slab: this header, then the objects. A page, or more for objects too large for
-  // eight of them to fit one.
-  struct alignas(64) SlabHeader {
+  // A slab: a count, then the objects, each after a pointer back to its slab. One
+  // plain malloc of a page's worth (an aligned_alloc per slab left the heap so
+  // fragmented that a 100k-fiber burst kept 5 MiB more resident after its release:
+  // stack_test), or more for objects too large for eight of them to fit.
+  struct SlabHeader {
     explicit SlabHeader(std::size_t n) : live(n) {}
     std::atomic<std::size_t> live;  // its objects not yet destroyed
   };
-  static_assert(alignof(T) <= alignof(SlabHeader), "a slab aligns objects to 64 bytes at most");
-  static constexpr std::size_t kObjectBytes =
-      (sizeof(T) + alignof(T) - 1) / alignof(T) * alignof(T);
-  static constexpr std::size_t SlabBytesFor(std::size_t object_bytes) {
-    std::size_t bytes = 4096;
-    while (bytes < sizeof(SlabHeader) + 8 * object_bytes) bytes *= 2;
-    return bytes;
+  static constexpr std::size_t RoundUp(std::size_t n, std::size_t to) {
+    return (n + to - 1) / to * to;
   }
-  static constexpr std::size_t kSlabBytes = SlabBytesFor(kObjectBytes);
-  static constexpr std::size_t kObjectsPerSlab =
-      (kSlabBytes - sizeof(SlabHeader)) / kObjectBytes;
+  static constexpr std::size_t kObjectAlign = alignof(T) > alignof(SlabHeader*)
+                                                  ? alignof(T)
+                                                  : alignof(SlabHeader*);
+  static_assert(kObjectAlign <= alignof(std::max_align_t),
+                "malloc's alignment must be enough for a slab's objects");
+  // Where an object starts in its slot, and the slot's size.
+  static constexpr std::size_t kObjectOffset = RoundUp(sizeof(SlabHeader*), kObjectAlign);
+  static constexpr std::size_t kSlotBytes = kObjectOffset + RoundUp(sizeof(T), kObjectAlign);
+  static constexpr std::size_t kFirstSlot = RoundUp(sizeof(SlabHeader), kObjectAlign);
+  static constexpr std::size_t SlabBytesFor(std::size_t slot_bytes) {
+    std::size_t bytes = 4096;
+    while (bytes - 16 < kFirstSlot + 8 * slot_bytes) bytes *= 2;
+    return bytes - 16;  // malloc's chunk header: the chunk is a whole page (or pages)
+  }
+  static constexpr std::size_t kSlabBytes = SlabBytesFor(kSlotBytes);
+  static constexpr std::size_t kObjectsPerSlab = (kSlabBytes - kFirstSlot) / kSlotBytes;
 
   // A new slab's objects: one returned, the others into `cache` (lowest address last,
   // so it is handed out next).
   __attribute__((noinline)) static T* NewSlab(std::vector<T*>* cache) {
-    void* memory = std::aligned_alloc(kSlabBytes, kSlabBytes);
+    void* memory = std::malloc(kSlabBytes);
     if (memory == nullptr) throw std::bad_alloc();
-    new (memory) SlabHeader(kObjectsPerSlab);
+    auto* slab = new (memory) SlabHeader(kObjectsPerSlab);
     live_slabs_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
-    char* const first = static_cast<char*>(memory) + sizeof(SlabHeader);
-    for (std::size_t i = kObjectsPerSlab; i-- > 1;) {
-      cache->push_back(new (first + i * kObjectBytes) T);
+    char* const first = static_cast<char*>(memory) + kFirstSlot;
+    for (std::size_t i = kObjectsPerSlab; i-- > 0;) {
+      char* slot = first + i * kSlotBytes;
+      new (slot) SlabHeader*(slab);
+      T* object = new (slot + kObjectOffset) T;
+      if (i == 0) return object;
+      cache->push_back(object);
     }
-    return new (first) T;
+    __builtin_unreachable();
   }
   // The release's end of an object: destroyed, and its slab freed with its last one.
   static void Destroy(T* object) {
+    SlabHeader* slab =
+        *reinterpret_cast<SlabHeader**>(reinterpret_cast<char*>(object) - kObjectOffset);
     object->~T();
-    auto* slab = reinterpret_cast<SlabHeader*>(reinterpret_cast<std::uintptr_t>(object) &
-                                               ~std::uintptr_t{kSlabBytes - 1});
     // acq_rel: every other object's destruction happens-before the free.
     if (slab->live.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       slab->~SlabHeader();
