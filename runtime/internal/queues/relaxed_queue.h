@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "absl/functional/function_ref.h"
 #include "fiber/internal/spinlock.h"
 
 namespace spindle::internal {
@@ -104,13 +103,11 @@ class RelaxedQueue {
   // was found.
   std::uintptr_t Steal(std::size_t start);
 
-  // For a joiner taking back the children it ran inline: for each of the cursor's
-  // recent pushes, newest first, whose value `wanted` accepts, looks for the value
-  // within kTakeBackWindow of either end of the list it went to; if it is there,
-  // removes it (the others keep their order) and passes it to `taken`, which returns
-  // whether more are wanted. A value already popped is not found: nothing happens.
-  void TakeBack(RelaxedCursor& cursor, absl::FunctionRef<bool(std::uintptr_t)> wanted,
-                absl::FunctionRef<bool(std::uintptr_t)> taken);
+  // For a joiner taking back a child it ran inline: if `value` is among the cursor's
+  // recent pushes, looks for it within kTakeBackWindow of either end of the list it went
+  // to and, if it is there, removes it (the others keep their order). Whether it did. A
+  // value already popped, or pushed too long ago, is not found: nothing happens.
+  bool TakeBack(RelaxedCursor& cursor, std::uintptr_t value);
 
   // Some queued value may be dead (a joiner ran its fiber inline and could not take it
   // back): from now on a list that is full drops its dead values before it grows.

@@ -176,26 +176,23 @@ TEST(RelaxedQueueTest, TakeBackFindsRecentPushesNearEitherEndOfTheirList) {
   RelaxedCursor cursor;
   constexpr std::size_t kRecent = RelaxedCursor::kRecentPushes;
   constexpr std::size_t kCount = 5 * kRecent;
-  std::vector<std::uintptr_t> taken;
-  auto take = [&](std::uintptr_t value) {
-    taken.push_back(value);
-    return true;
-  };
+  std::size_t taken = 0;
   // Older values first, then a batch of kRecent "children" joined in start order.
   for (std::size_t i = 0; i < kCount; ++i) queue.Push(cursor, V(i), true);
   for (std::size_t i = kCount - kRecent; i < kCount; ++i) {
-    queue.TakeBack(cursor, [i](std::uintptr_t v) { return v == V(i); }, take);
+    taken += queue.TakeBack(cursor, V(i)) ? 1 : 0;
   }
-  EXPECT_EQ(taken.size(), kRecent);
+  EXPECT_EQ(taken, kRecent);
   // A batch joined in reverse order.
   for (std::size_t i = 0; i < kRecent; ++i) queue.Push(cursor, V(kCount + i), true);
   for (std::size_t i = kCount + kRecent; i-- > kCount;) {
-    queue.TakeBack(cursor, [i](std::uintptr_t v) { return v == V(i); }, take);
+    taken += queue.TakeBack(cursor, V(i)) ? 1 : 0;
   }
-  EXPECT_EQ(taken.size(), 2 * kRecent);
+  EXPECT_EQ(taken, 2 * kRecent);
+  // A value taken back once is not found again.
+  EXPECT_FALSE(queue.TakeBack(cursor, V(kCount)));
   // An old value is not among the recent pushes: left alone.
-  queue.TakeBack(cursor, [](std::uintptr_t v) { return v == V(0); }, take);
-  EXPECT_EQ(taken.size(), 2 * kRecent);
+  EXPECT_FALSE(queue.TakeBack(cursor, V(0)));
   EXPECT_EQ(queue.UnsafeSize(), kCount - kRecent);
   // Those left come out, each once, and none of those taken back.
   std::vector<char> seen(kCount + kRecent, 0);
@@ -206,19 +203,14 @@ TEST(RelaxedQueueTest, TakeBackFindsRecentPushesNearEitherEndOfTheirList) {
   for (std::size_t i = 0; i < kCount + kRecent; ++i) {
     EXPECT_EQ(seen[i], i < kCount - kRecent ? 1 : 0) << i;
   }
-  // A value already popped is not found; `taken` returning false stops it.
+  // A value already popped is not found; the others still are.
   for (std::size_t i = 0; i < 3; ++i) queue.Push(cursor, V(100 + i), true);
   EXPECT_EQ(queue.Pop(cursor), V(100));
-  taken.clear();
-  queue.TakeBack(cursor, [](std::uintptr_t) { return true; },
-                 [&](std::uintptr_t value) {
-                   taken.push_back(value);
-                   return false;
-                 });
-  EXPECT_EQ(taken, (std::vector<std::uintptr_t>{V(102)}));
+  EXPECT_FALSE(queue.TakeBack(cursor, V(100)));
+  EXPECT_TRUE(queue.TakeBack(cursor, V(102)));
   EXPECT_EQ(queue.UnsafeSize(), 1u);
   RelaxedCursor fresh;  // never pushed: nothing to take back
-  queue.TakeBack(fresh, [](std::uintptr_t) { return true; }, take);
+  EXPECT_FALSE(queue.TakeBack(fresh, V(101)));
   EXPECT_EQ(queue.UnsafeSize(), 1u);
 }
 
@@ -232,15 +224,11 @@ TEST(RelaxedQueueTest, TakeBackLooksOnlyNearTheEnds) {
   const std::uintptr_t child = V(1000);
   queue.Push(joiner, child, true);
   for (std::size_t i = 0; i < kSide; ++i) queue.Push(others, V(kSide + i), true);
-  std::size_t taken = 0;
-  auto count = [&](std::uintptr_t) { return ++taken, true; };
-  queue.TakeBack(joiner, [&](std::uintptr_t v) { return v == child; }, count);
-  EXPECT_EQ(taken, 0u);
+  EXPECT_FALSE(queue.TakeBack(joiner, child));
   EXPECT_EQ(queue.UnsafeSize(), 2 * kSide + 1);
   // Once the values before it are gone, it is at the head: found.
   for (std::size_t i = 0; i < kSide; ++i) EXPECT_EQ(queue.Pop(others), V(i));
-  queue.TakeBack(joiner, [&](std::uintptr_t v) { return v == child; }, count);
-  EXPECT_EQ(taken, 1u);
+  EXPECT_TRUE(queue.TakeBack(joiner, child));
   EXPECT_EQ(queue.UnsafeSize(), kSide);
 }
 

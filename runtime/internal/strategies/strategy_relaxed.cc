@@ -189,14 +189,7 @@ bool StrategyRelaxed::TakeBackEntry(std::size_t worker, std::uintptr_t entry) {
   // children queued through a plain thread's cursor (chaos mode's shared-queue pushes)
   // are not found: their dead entries wait for a pop or a full list's compaction.
   // Nothing to wake: the queue only shrinks.
-  bool taken = false;
-  queue_.TakeBack(
-      CursorFor(worker), [entry](std::uintptr_t queued) { return queued == entry; },
-      [&taken](std::uintptr_t) {
-        taken = true;
-        return false;  // one entry only
-      });
-  return taken;
+  return queue_.TakeBack(CursorFor(worker), entry);
 }
 
 bool StrategyRelaxed::UnsafeEmpty() const { return queue_.UnsafeEmpty(); }
