@@ -44,9 +44,9 @@
 //     not built (it found that their cache traffic cost more than the misses they
 //     save); the sweep is only reached after kPopTries pairs missed.
 //   - A worker's cursor has a home: its own lists_per_worker lists. Its pushes try
-//     two of them before any list, and the first pick of each of its pop's pairs is a
-//     home list (the second is over all lists, so every pop still compares against a
-//     random list, and a fiber queued anywhere is taken when it is older). The
+//     two of them before any list, and each of its pop's pairs is a home list and a
+//     list outside its home (so every pop still compares against a random sibling's
+//     list, and a fiber queued anywhere is taken when it is older). The
 //     thesis' pushes go to any list: on fork-join (a fiber starts children and joins
 //     them, running inline those nobody took) both workers' pushes, pops and
 //     take-backs then met on the same few lists, and skynet and fib took as long on 2
@@ -163,6 +163,12 @@ std::size_t RelaxedQueue::Lane(std::uint64_t random) const {
 std::size_t RelaxedQueue::HomeLane(const RelaxedCursor& cursor, std::uint64_t random) {
   return cursor.home_first +
          static_cast<std::size_t>(((random >> 32) * cursor.home_count) >> 32);
+}
+
+std::size_t RelaxedQueue::ForeignLane(const RelaxedCursor& cursor, std::uint64_t random) const {
+  const std::size_t others = count_ - cursor.home_count;
+  const std::size_t k = static_cast<std::size_t>(((random >> 32) * others) >> 32);
+  return k < cursor.home_first ? k : k + cursor.home_count;
 }
 
 void RelaxedQueue::PublishLocked(List& list) ABSL_EXCLUSIVE_LOCKS_REQUIRED(list.lock) {
@@ -294,10 +300,15 @@ std::uintptr_t RelaxedQueue::Pop(RelaxedCursor& cursor) {
   const bool home = cursor.home_count != 0 && cursor.home_first + cursor.home_count <= count_;
   for (int attempt = 0; attempt < kPopTries; ++attempt) {
     // With a home, the first pick replays a push to it (Push()'s home tries map the
-    // same generator values the same way), the second is over all lists.
+    // same generator values the same way), the second is a list outside it (when the
+    // queue has any): a pair of two home lists compared nothing a sibling queued, and an
+    // idle worker, whose home is empty, wasted half its picks on it (relaxed's
+    // spawn_join: the sibling fell behind the spawner, and the queue grew).
     const std::uint64_t random = StepBackward(cursor.backward);
     const std::size_t a = home ? HomeLane(cursor, random) : Lane(random);
-    std::size_t b = Lane(StepBackward(cursor.backward));
+    std::size_t b = home && cursor.home_count < count_
+                        ? ForeignLane(cursor, StepBackward(cursor.backward))
+                        : Lane(StepBackward(cursor.backward));
     // Two different lists: with two lists in all (one worker) every pop then compares
     // both heads, and the oldest ready fiber always runs first.
     if (b == a && count_ > 1) b = a + 1 == count_ ? 0 : a + 1;

@@ -92,7 +92,7 @@ class RelaxedQueue {
 
   // Takes a value, or returns 0. Two-choice picks first (kPopTries pairs, through the
   // cursor's backward generator; with a home, the first of each pair is a home list and
-  // the second any list), then one sweep over every list from a random one:
+  // the second one outside it), then one sweep over every list from a random one:
   // 0 means every list was seen empty during the sweep (each head read after the call
   // began). Never blocks for longer than other callers' critical sections.
   std::uintptr_t Pop(RelaxedCursor& cursor);
@@ -136,8 +136,10 @@ class RelaxedQueue {
   struct List;
 
   std::size_t Lane(std::uint64_t random) const;
-  // A list of the cursor's home (which it has) for `random`.
+  // A list of the cursor's home (which it has) for `random`; one outside it (which
+  // exists).
   static std::size_t HomeLane(const RelaxedCursor& cursor, std::uint64_t random);
+  std::size_t ForeignLane(const RelaxedCursor& cursor, std::uint64_t random) const;
   // Under the list's lock: removes and returns its oldest value (the list is not empty).
   static std::uintptr_t PopLocked(List& list);
   // Under the list's lock: removes and returns its k-th oldest value (k < count),
