@@ -161,6 +161,15 @@ inline void InheritContextIfAsked(const Fiber::Attributes& attributes,
   if (__builtin_expect(attributes.inherit_execution_context, 0)) InheritContext(start_proc);
 }
 
+// A start with an empty function: a fiber that would crash when it runs, far from the
+// mistake. Fatal here, naming the call.
+[[noreturn]] __attribute__((noinline, cold)) void RejectEmptyFunction(const std::string& where) {
+  LOG(FATAL) << where
+             << " was given an empty function (a null function pointer, or an empty "
+                "std::function or absl::AnyInvocable): expected a callable to run";
+  std::abort();
+}
+
 // Queues or dispatches `desc` as the attributes say (its stack class already set, see
 // StackClassOf()); returns its group.
 internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
@@ -210,6 +219,7 @@ Fiber::Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc
 }
 
 void Fiber::Start(const Attributes& attributes, internal::FiberFunction start_proc) {
+  if (__builtin_expect(!start_proc, 0)) RejectEmptyFunction("spindle::Fiber");
   internal::JoinState* state = internal::JoinState::New();
   join_state_ = state;
   InheritContextIfAsked(attributes, &start_proc);
@@ -312,15 +322,29 @@ void StartFiberDetached(absl::AnyInvocable<void()> start_proc) {
 
 void StartFiberDetached(const Fiber::Attributes& attributes,
                         absl::AnyInvocable<void()> start_proc) {
-  internal::FiberFunction function(std::move(start_proc));
-  InheritContextIfAsked(attributes, &function);
-  internal::FiberDesc* desc = internal::NewFiberDesc(std::move(function));
+  internal::StartFiberDetachedFunction(attributes, internal::FiberFunction(std::move(start_proc)));
+}
+
+namespace internal {
+
+void StartFiberDetachedFunction(const Fiber::Attributes& attributes, FiberFunction start_proc) {
+  if (__builtin_expect(!start_proc, 0)) RejectEmptyFunction("spindle::StartFiberDetached");
+  InheritContextIfAsked(attributes, &start_proc);
+  FiberDesc* desc = NewFiberDesc(std::move(start_proc));
   desc->stack_class = StackClassOf(attributes);
   LaunchFiber(attributes, desc);
 }
 
+}  // namespace internal
+
 void BatchStartFiberDetached(std::vector<absl::AnyInvocable<void()>> start_procs) {
   if (start_procs.empty()) return;
+  for (std::size_t i = 0; i < start_procs.size(); ++i) {
+    if (!start_procs[i]) {
+      RejectEmptyFunction("spindle::BatchStartFiberDetached (function " + std::to_string(i) +
+                          " of " + std::to_string(start_procs.size()) + ")");
+    }
+  }
   std::vector<internal::FiberDesc*> descs;
   descs.reserve(start_procs.size());
   for (auto& proc : start_procs) descs.push_back(internal::NewFiberDesc(std::move(proc)));

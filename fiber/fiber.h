@@ -125,10 +125,29 @@ class Fiber {
   std::uint64_t id_ = 0;
 };
 
+namespace internal {
+// StartFiberDetached's common path, for its templates below.
+void StartFiberDetachedFunction(const Fiber::Attributes& attributes, FiberFunction start_proc);
+}  // namespace internal
+
 // Starts a fiber nobody joins. Callable from any thread, fibers and plain threads alike.
+// An empty function (a null function pointer, an empty std::function or
+// absl::AnyInvocable) is a fatal error naming it, here and in Fiber's constructors.
 void StartFiberDetached(absl::AnyInvocable<void()> start_proc);
 void StartFiberDetached(const Fiber::Attributes& attributes,
                         absl::AnyInvocable<void()> start_proc);
+// The same for any callable taking no arguments, stored as Fiber's constructor
+// templates store it (no wrapper of its own, no allocation for a small lambda).
+template <class F, std::enable_if_t<internal::kIsFiberCallable<F>, int> = 0>
+void StartFiberDetached(F&& start_proc) {
+  internal::StartFiberDetachedFunction(Fiber::Attributes(),
+                                       internal::FiberFunction(std::forward<F>(start_proc)));
+}
+template <class F, std::enable_if_t<internal::kIsFiberCallable<F>, int> = 0>
+void StartFiberDetached(const Fiber::Attributes& attributes, F&& start_proc) {
+  internal::StartFiberDetachedFunction(attributes,
+                                       internal::FiberFunction(std::forward<F>(start_proc)));
+}
 
 // Starts many detached fibers at once (one queue operation and at most one wake-up per
 // worker). Callable from any thread.

@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/runtime.h"
+#include "sync/latch.h"
 
 namespace spindle {
 namespace {
@@ -421,6 +422,65 @@ TEST(FiberDeathTest, DestroyingAJoinableFiberAborts) {
         Fiber fiber([] {});
       },
       "destroyed while joinable");
+}
+
+TEST(FiberDeathTest, AnEmptyFunctionIsAnErrorNamingTheCall) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  constexpr const char* kWhat = "was given an empty function";
+  EXPECT_DEATH(
+      {
+        ScopedRuntime runtime(1);
+        Fiber fiber{absl::AnyInvocable<void()>()};
+        fiber.join();
+      },
+      std::string("spindle::Fiber ") + kWhat);
+  EXPECT_DEATH(
+      {
+        ScopedRuntime runtime(1);
+        void (*null_pointer)() = nullptr;
+        StartFiberDetached(null_pointer);
+      },
+      std::string("spindle::StartFiberDetached ") + kWhat);
+  EXPECT_DEATH(
+      {
+        ScopedRuntime runtime(1);
+        StartFiberDetached(Fiber::Attributes(), std::function<void()>());
+      },
+      std::string("spindle::StartFiberDetached ") + kWhat);
+  EXPECT_DEATH(
+      {
+        ScopedRuntime runtime(1);
+        std::vector<absl::AnyInvocable<void()>> procs;
+        procs.emplace_back([] {});
+        procs.emplace_back();
+        BatchStartFiberDetached(std::move(procs));
+      },
+      "spindle::BatchStartFiberDetached \\(function 1 of 2\\) was given an empty function");
+}
+
+// StartFiberDetached's templates: a move-only lambda, a function pointer and a
+// std::function run, each once.
+int g_detached_pointer_runs = 0;
+void DetachedByPointer() { ++g_detached_pointer_runs; }
+
+TEST(FiberTest, DetachedCallablesOfEveryKindRun) {
+  ScopedRuntime runtime(1);
+  Latch done(3);
+  auto owned = std::make_unique<int>(7);
+  std::atomic<int> seen{0};
+  StartFiberDetached([owned = std::move(owned), &seen, &done] {
+    seen.fetch_add(*owned);
+    done.count_down();
+  });
+  StartFiberDetached(Fiber::Attributes(), std::function<void()>([&seen, &done] {
+                       seen.fetch_add(100);
+                       done.count_down();
+                     }));
+  StartFiberDetached(&DetachedByPointer);
+  StartFiberDetached([&done] { done.count_down(); });
+  done.wait();
+  EXPECT_EQ(seen.load(), 107);
+  EXPECT_TRUE(WaitFor([] { return g_detached_pointer_runs == 1; }));
 }
 
 TEST(FiberDeathTest, StartingWithoutARuntimeNamesTheProblem) {

@@ -5,9 +5,12 @@
 
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <new>
 #include <type_traits>
 #include <utility>
+
+#include "absl/functional/any_invocable.h"
 
 namespace spindle::internal {
 
@@ -17,6 +20,10 @@ namespace spindle::internal {
 // with an indirect call into a manager function for every move and every destruction,
 // empty or not (a quarter of fib's samples, perf), and keeps only 16 bytes inline, so a
 // lambda capturing four words (skynet's) went to the heap on every spawn.
+//
+// A callable that can be null (a null function pointer, an empty std::function or
+// absl::AnyInvocable) makes an empty FiberFunction, which the start paths reject with
+// an error naming it, rather than a fiber that crashes when it runs.
 //
 // Here a callable of up to kInlineSize bytes that is trivially copyable and trivially
 // destructible (a lambda capturing references, pointers and numbers: the common case) is
@@ -84,8 +91,25 @@ class FiberFunction {
   // `from`. kDestroy: destroys it in `from`.
   using Manage = void (*)(Op op, void* from, void* to) noexcept;
 
+  // Whether a D can be null, and is: what std::function's constructor treats as empty.
+  template <class D>
+  struct IsNullable : std::bool_constant<std::is_pointer_v<D> || std::is_member_pointer_v<D>> {};
+  template <class Signature>
+  struct IsNullable<std::function<Signature>> : std::true_type {};
+  template <class Signature>
+  struct IsNullable<absl::AnyInvocable<Signature>> : std::true_type {};
+  template <class D>
+  static bool IsNull(const D& f) {
+    if constexpr (IsNullable<D>::value) {
+      return !f;
+    } else {
+      return false;
+    }
+  }
+
   template <class D, class F>
   void Construct(F&& f) {
+    if (IsNull<D>(f)) return;  // empty, as `f` is
     if constexpr (kStoredInline<D>) {
       ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
       invoke_ = [](void* storage) { (*std::launder(static_cast<D*>(storage)))(); };

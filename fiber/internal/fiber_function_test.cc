@@ -3,6 +3,7 @@
 #include "fiber/internal/fiber_function.h"
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -85,6 +86,27 @@ TEST(FiberFunctionTest, HoldsAnAnyInvocableAndAMoveOnlyCapture) {
   h();
   g();
   EXPECT_EQ(calls, 42);
+}
+
+int g_free_function_calls = 0;
+void FreeFunction() { ++g_free_function_calls; }
+
+TEST(FiberFunctionTest, ANullCallableMakesAnEmptyFunction) {
+  void (*null_pointer)() = nullptr;
+  EXPECT_FALSE(FiberFunction(null_pointer));
+  EXPECT_FALSE(FiberFunction(std::function<void()>()));
+  EXPECT_FALSE(FiberFunction(absl::AnyInvocable<void()>()));
+  EXPECT_FALSE(FiberFunction(nullptr));
+  // Their non-null values are functions like any other.
+  FiberFunction pointer(&FreeFunction);
+  ASSERT_TRUE(pointer);
+  pointer();
+  EXPECT_EQ(g_free_function_calls, 1);
+  int calls = 0;
+  FiberFunction wrapped(std::function<void()>([&calls] { ++calls; }));
+  ASSERT_TRUE(wrapped);
+  wrapped();
+  EXPECT_EQ(calls, 1);
 }
 
 TEST(FiberFunctionTest, AssigningReplacesAndDestroysTheOldFunction) {
