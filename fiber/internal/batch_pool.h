@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -130,6 +131,8 @@ class PooledObjects {
     cache.pop_back();
     return object;
   }
+  // `object` must come from New() (a slab's back-pointer sits before it; the idle
+  // release reads it).
   static void Delete(T* object) {
     if (kUnderSanitizer) {
       delete object;
@@ -179,21 +182,33 @@ class PooledObjects {
   static constexpr std::size_t kObjectsPerSlab = (kSlabBytes - kFirstSlot) / kSlotBytes;
 
   // A new slab's objects: one returned, the others into `cache` (lowest address last,
-  // so it is handed out next).
+  // so it is handed out next). Room in the cache first, so that handing them over cannot
+  // throw; a constructor that throws takes the slab down with the objects built so far.
   __attribute__((noinline)) static T* NewSlab(std::vector<T*>* cache) {
+    cache->reserve(cache->size() + kObjectsPerSlab - 1);
     void* memory = std::malloc(kSlabBytes);
     if (memory == nullptr) throw std::bad_alloc();
     auto* slab = new (memory) SlabHeader(kObjectsPerSlab);
-    live_slabs_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
     char* const first = static_cast<char*>(memory) + kFirstSlot;
-    for (std::size_t i = kObjectsPerSlab; i-- > 0;) {
-      char* slot = first + i * kSlotBytes;
-      new (slot) SlabHeader*(slab);
-      T* object = new (slot + kObjectOffset) T;
-      if (i == 0) return object;
-      cache->push_back(object);
+    auto object_at = [first](std::size_t i) {
+      return std::launder(reinterpret_cast<T*>(first + i * kSlotBytes + kObjectOffset));
+    };
+    std::size_t built = 0;
+    try {
+      for (; built < kObjectsPerSlab; ++built) {
+        char* slot = first + built * kSlotBytes;
+        new (slot) SlabHeader*(slab);
+        new (slot + kObjectOffset) T;
+      }
+    } catch (...) {
+      while (built-- > 0) object_at(built)->~T();
+      slab->~SlabHeader();
+      std::free(memory);
+      throw;
     }
-    __builtin_unreachable();
+    live_slabs_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+    for (std::size_t i = kObjectsPerSlab; i-- > 1;) cache->push_back(object_at(i));
+    return object_at(0);
   }
   // The release's end of an object: destroyed, and its slab freed with its last one.
   static void Destroy(T* object) {

@@ -19,7 +19,7 @@ namespace {
 struct Counted {
   static std::atomic<int> constructed;
   static std::atomic<int> destroyed;
-  Counted() { constructed.fetch_add(1, std::memory_order_relaxed); }
+  Counted() noexcept { constructed.fetch_add(1, std::memory_order_relaxed); }
   ~Counted() { destroyed.fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t mark = 0;
   char payload[88];

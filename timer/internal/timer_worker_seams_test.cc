@@ -79,7 +79,7 @@ std::int64_t Nanos(TimerClock::time_point t) {
 void CountFiring(void* arg) { static_cast<std::atomic<int>*>(arg)->fetch_add(1); }
 
 TimerEntry* CountingTimer(TimerClock::time_point expires_at, std::atomic<int>* count) {
-  auto* entry = new TimerEntry;
+  auto* entry = NewTimerEntry();  // released through the pool: not plain new
   entry->refs.store(1, std::memory_order_relaxed);  // the worker's only
   entry->expires_at = expires_at;
   entry->inline_callback = &CountFiring;

@@ -53,7 +53,7 @@ TEST(TimerWorkerTest, FiresInExpiryOrderAndNeverEarly) {
   const auto base = TimerClock::now() + 200ms;
   for (int i = 0; i < kTimers; ++i) {
     probes[i] = Probe{i, {}, &order, &count};
-    auto* entry = new TimerEntry;
+    auto* entry = NewTimerEntry();  // released through the pool: not plain new
     entry->refs.store(1, std::memory_order_relaxed);  // the worker's only
     due[i] = base + std::chrono::microseconds(random() % 50000);
     entry->expires_at = due[i];

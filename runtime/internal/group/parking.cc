@@ -15,9 +15,11 @@
 // holding its scheduler lock, which the landing hook releases, as a park does. Whoever
 // takes the entry meanwhile (a sibling, a thief) waits for that lock in MakeRunning
 // (TakeOver takes it before it touches the fiber), so it cannot run the fiber before its
-// registers are saved. Nothing else waits for a Ready fiber's lock while holding one,
-// and the yielder takes no other lock while it holds its own (its next fiber was made
-// Running before), so the wait cannot deadlock. (The push used to be made by the
+// registers are saved. The wait cannot deadlock: a thread waits for a fiber's lock while
+// holding another only in ParkFiber (its own, while it makes its next fiber Running),
+// and the lock it waits for is held by a yielder or dispatcher between its push and its
+// switch, which waits for no fiber's lock (it made its next fiber Running before it took
+// its own), or briefly by a waker or the fiber dump, which wait for none either. (The push used to be made by the
 // landing hook itself: a second indirect call and a detour per yield.) The push is a
 // producer's like any other, with the strategy's wake-up decision (P1-P4 under v1). It
 // used to wake nobody, on the argument that the yielding worker is busy and comes back
@@ -233,8 +235,8 @@ void ParkFiber(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
   }
 }
 
-// Not analysed: takes self's scheduler lock for the landing hook (UnlockAndRequeue) on
-// the other side of the switch to release.
+// Not analysed: takes self's scheduler lock for the landing hook (UnlockFiber) on the
+// other side of the switch to release.
 void DispatchFiber(FiberEntity* self, FiberDesc* desc) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   CheckNoOsMutexHeld(self->id, "dispatch");
   SchedulingGroup* group = self->scheduling_group;
@@ -254,8 +256,10 @@ void DispatchFiber(FiberEntity* self, FiberDesc* desc) ABSL_NO_THREAD_SAFETY_ANA
   // next was made Running before self's lock is taken (see "Yielding" at the top).
   self->scheduler_lock.lock();
   self->Transition<FiberState::kRunning, FiberState::kReady>();
-  if (kTestSeams && ChaosDecides()) {
-    RequeueBeforeSwitch<true>(self);
+  bool chaos = false;
+  if constexpr (kTestSeams) chaos = ChaosDecides();
+  if (chaos) {
+    RequeueBeforeSwitch<kTestSeams>(self);
   } else {
     RequeueBeforeSwitch<false>(self);
   }

@@ -24,8 +24,9 @@
 //      captured (absl::GetStackTrace), others say "stack not captured".
 //   4. The raw PCs are copied, the lock and the pin released; symbolizing (slow) comes
 //      after, outside every lock.
-// The group and worker of a Ready fiber are not read: a worker that takes it from a
-// queue (maybe stealing it for another group) writes both before it takes the lock.
+// The group and worker of a Ready fiber are not shown: they are those of its last run,
+// not where it waits (a worker of another group may take it), and the worker that takes
+// it rewrites both under the lock when it makes it Running.
 //
 // The stack walk follows the frame-pointer chain (the build keeps frame pointers):
 // from the saved context (context_x86_64.S / context_aarch64.S) take the return
@@ -111,7 +112,7 @@ bool SnapshotStack(const Stack& stack, const FiberEntity* caller,
     if (out->state != FiberState::kReady && fiber->scheduling_group != nullptr) {
       out->group = static_cast<int>(fiber->scheduling_group->index());
     }
-    // Only while Running: a worker taking a Ready fiber writes it before the lock.
+    // Only while Running: a Ready fiber's is that of its last run (see the top).
     if (out->state == FiberState::kRunning) out->worker = fiber->scheduling_worker;
     if (out->is_caller) {
       out->pcs = caller_pcs;
