@@ -125,10 +125,11 @@ class PooledObjects {
  public:
   static T* New() {
     if (kUnderSanitizer) return new T;
-    std::vector<T*>& cache = ThisThread();
-    if (cache.empty() && !Pool().TakeBatch(&cache)) return NewSlab(&cache);
-    T* object = cache.back();
-    cache.pop_back();
+    std::vector<T*>* cache = ThisThread();
+    if (__builtin_expect(cache == nullptr, 0)) return NewWithoutCache();
+    if (cache->empty() && !Pool().TakeBatch(cache)) return NewSlab(cache);
+    T* object = cache->back();
+    cache->pop_back();
     return object;
   }
   // `object` must come from New() (a slab's back-pointer sits before it; the idle
@@ -138,9 +139,10 @@ class PooledObjects {
       delete object;
       return;
     }
-    std::vector<T*>& cache = ThisThread();
-    cache.push_back(object);
-    if (Pool().SpillIfFull(&cache) > kKeep) RegisterRelease();
+    std::vector<T*>* cache = ThisThread();
+    if (__builtin_expect(cache == nullptr, 0)) return DeleteWithoutCache(object);
+    cache->push_back(object);
+    if (Pool().SpillIfFull(cache) > kKeep) RegisterRelease();
   }
 
   static constexpr std::size_t kKeep = 4096;
@@ -150,6 +152,7 @@ class PooledObjects {
   static std::size_t live_slabs() { return live_slabs_.load(std::memory_order_relaxed); }
   static constexpr std::size_t objects_per_slab() { return kObjectsPerSlab; }
   static void DestroyForTesting(T* object) { Destroy(object); }
+  static std::size_t pooled_for_testing() { return Pool().size(); }
 
  private:
   static constexpr std::size_t kBatch = 64;
@@ -227,8 +230,30 @@ class PooledObjects {
     std::vector<T*> free;
     ~Cache() {
       if (!free.empty()) Pool().GiveBatch(&free);
+      tls_cache_gone_ = true;
     }
   };
+  // This thread's cache was destroyed (the thread is exiting). A thread_local destroyed
+  // after it (a master fiber's fiber-locals holding a join handle, say) may still free
+  // and allocate: through the pool, one at a time, instead of into a dead vector.
+  // Trivially initialized and destroyed, so it outlives every other thread_local.
+  inline static thread_local bool tls_cache_gone_ = false;
+  __attribute__((noinline, cold)) static T* NewWithoutCache() {
+    std::vector<T*> batch;
+    T* object;
+    if (Pool().TakeBatch(&batch)) {
+      object = batch.back();
+      batch.pop_back();
+    } else {
+      object = NewSlab(&batch);
+    }
+    if (!batch.empty()) Pool().GiveBatch(&batch);
+    return object;
+  }
+  __attribute__((noinline, cold)) static void DeleteWithoutCache(T* object) {
+    std::vector<T*> one(1, object);
+    Pool().GiveBatch(&one);
+  }
   // Once the pool first holds more than kKeep: from then on, the release thread frees
   // what sat idle beyond kKeep every --fiber_release_delay_ms.
   __attribute__((noinline, cold)) static void RegisterRelease() {
@@ -252,9 +277,11 @@ class PooledObjects {
     static auto* pool = new BatchPool<T*>(kBatch);  // never destroyed: threads outlive it
     return *pool;
   }
-  static std::vector<T*>& ThisThread() {
+  // This thread's cache; nullptr once it was destroyed at thread exit.
+  static std::vector<T*>* ThisThread() {
+    if (__builtin_expect(tls_cache_gone_, 0)) return nullptr;
     thread_local Cache cache;
-    return cache.free;
+    return &cache.free;
   }
 };
 

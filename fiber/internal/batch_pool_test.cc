@@ -80,6 +80,33 @@ TEST(PooledObjectsTest, ASlabIsFreedWithItsLastObjectAndNotBefore) {
   EXPECT_EQ(Pool::live_slabs(), 1u);
 }
 
+// A fourth type, and a thread_local whose destructor allocates and frees it: built
+// before the thread's cache, so destroyed after it.
+struct Late : Counted {};
+struct LateUser {
+  ~LateUser() {
+    Late* object = PooledObjects<Late>::New();
+    object->mark = 7;
+    PooledObjects<Late>::Delete(object);
+    PooledObjects<Late>::Delete(kept);
+  }
+  Late* kept = nullptr;
+};
+
+TEST(PooledObjectsTest, AThreadLocalDestroyedAfterTheCacheStillAllocatesAndFrees) {
+  if (kUnderSanitizer) GTEST_SKIP() << "plain new/delete under a sanitizer";
+  const std::size_t pooled_before = PooledObjects<Late>::pooled_for_testing();
+  std::thread thread([] {
+    thread_local LateUser user;  // first: destroyed last
+    user.kept = PooledObjects<Late>::New();  // builds the thread's cache after `user`
+  });
+  thread.join();
+  // The cache gave back its slab's other objects; then the late destructor's two
+  // frees went to the pool too (into the dead cache, they were lost or worse).
+  const std::size_t per_slab = PooledObjects<Late>::objects_per_slab();
+  EXPECT_EQ(PooledObjects<Late>::pooled_for_testing(), pooled_before + per_slab);
+}
+
 TEST(PooledObjectsTest, IdleObjectsBeyondTheKeptOnesAreDestroyed) {
   if (kUnderSanitizer) GTEST_SKIP() << "plain new/delete under a sanitizer";
   FLAGS_fiber_release_delay_ms = 1;
