@@ -15,6 +15,18 @@ namespace {
 // Entries are even words (fibers, which ClaimEntry never reads); tests use 2, 4, ...
 std::uintptr_t E(std::size_t i) { return static_cast<std::uintptr_t>(i + 1) * 2; }
 
+// n entries E(0) .. E(n - 1), all stealable, as PushMany takes them.
+struct Batch {
+  explicit Batch(std::size_t n) : stealable(new bool[n]) {
+    for (std::size_t i = 0; i < n; ++i) {
+      entries.push_back(E(i));
+      stealable[i] = true;
+    }
+  }
+  std::vector<std::uintptr_t> entries;
+  std::unique_ptr<bool[]> stealable;
+};
+
 class RuntimeThreadScope {
  public:
   RuntimeThreadScope() { MarkThisThreadAsRuntimeThread(true); }
@@ -25,12 +37,10 @@ TEST(GlobalRunQueueTest, ARuntimeThreadsBatchThatFindsTheRingFullSpillsTheRestIn
   RuntimeThreadScope runtime_thread;
   GlobalRunQueue queue(/*group_index=*/0, /*capacity=*/8, kNoNumaNode);
   constexpr std::size_t kCount = 40;
-  std::vector<std::uintptr_t> entries;
-  for (std::size_t i = 0; i < kCount; ++i) entries.push_back(E(i));
-  const std::unique_ptr<bool[]> stealable(new bool[kCount]);
-  for (std::size_t i = 0; i < kCount; ++i) stealable[i] = true;
+  const Batch batch(kCount);
   int make_room_calls = 0;
-  queue.PushMany(entries.data(), stealable.get(), kCount, [&] { ++make_room_calls; });
+  queue.PushMany(batch.entries.data(), batch.stealable.get(), kCount,
+                 [&] { ++make_room_calls; });
   EXPECT_EQ(make_room_calls, 0) << "a runtime thread never waits for room";
   EXPECT_EQ(queue.spills(), kCount - 8);
   EXPECT_EQ(queue.full_waits(), 0u);
@@ -52,13 +62,10 @@ TEST(GlobalRunQueueTest, ARuntimeThreadsBatchThatFindsTheRingFullSpillsTheRestIn
 TEST(GlobalRunQueueTest, APlainThreadsBatchWaitsForRoomAndSpillsNothing) {
   GlobalRunQueue queue(/*group_index=*/0, /*capacity=*/4, kNoNumaNode);
   constexpr std::size_t kCount = 10;
-  std::vector<std::uintptr_t> entries;
-  for (std::size_t i = 0; i < kCount; ++i) entries.push_back(E(i));
-  const std::unique_ptr<bool[]> stealable(new bool[kCount]);
-  for (std::size_t i = 0; i < kCount; ++i) stealable[i] = true;
+  const Batch batch(kCount);
   // make_room plays the woken consumers: it takes one entry each time.
   std::vector<std::uintptr_t> consumed;
-  queue.PushMany(entries.data(), stealable.get(), kCount, [&] {
+  queue.PushMany(batch.entries.data(), batch.stealable.get(), kCount, [&] {
     if (std::uintptr_t entry = queue.Take()) consumed.push_back(entry);
   });
   EXPECT_EQ(queue.spills(), 0u);

@@ -236,8 +236,7 @@ void RelaxedQueue::Push(RelaxedCursor& cursor, std::uintptr_t value, bool steala
   DCHECK_NE(value, 0u);
   std::size_t lane = 0;
   bool locked = false;
-  // A home that does not fit this queue (a cursor of a group with more lists) is none.
-  const bool home = cursor.home_count != 0 && cursor.home_first + cursor.home_count <= count_;
+  const bool home = HasHome(cursor);
   for (int attempt = 0; attempt < kPushTries && !locked; ++attempt) {
     const std::uint64_t random = StepForward(cursor.forward);
     lane = home && attempt < kHomePushTries ? HomeLane(cursor, random) : Lane(random);
@@ -297,7 +296,7 @@ std::uintptr_t RelaxedQueue::TryPopFrom(List& list) {
 }
 
 std::uintptr_t RelaxedQueue::Pop(RelaxedCursor& cursor) {
-  const bool home = cursor.home_count != 0 && cursor.home_first + cursor.home_count <= count_;
+  const bool home = HasHome(cursor);
   for (int attempt = 0; attempt < kPopTries; ++attempt) {
     // With a home, the first pick replays a push to it (Push()'s home tries map the
     // same generator values the same way), the second is a list outside it (when the

@@ -136,6 +136,11 @@ class RelaxedQueue {
   struct List;
 
   std::size_t Lane(std::uint64_t random) const;
+  // Whether the cursor has a home in this queue (one that does not fit, a cursor of a
+  // group with more lists, is none).
+  bool HasHome(const RelaxedCursor& cursor) const {
+    return cursor.home_count != 0 && cursor.home_first + cursor.home_count <= count_;
+  }
   // A list of the cursor's home (which it has) for `random`; one outside it (which
   // exists).
   static std::size_t HomeLane(const RelaxedCursor& cursor, std::uint64_t random);
