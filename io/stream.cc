@@ -6,12 +6,15 @@
 #include <netinet/tcp.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <limits.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -100,13 +103,19 @@ class Operation {
 
   // Waits for the direction after EAGAIN; OK to retry the system call, or the error.
   absl::Status Wait(Deadline deadline, Descriptor::Direction direction) {
-    switch (descriptor_->Wait(direction, deadline)) {
+    int error = 0;
+    switch (descriptor_->Wait(direction, deadline, &error)) {
       case Descriptor::WaitResult::kReady:
         return absl::OkStatus();
       case Descriptor::WaitResult::kClosed:
         return ClosedError(name_, preposition_, address_);
       case Descriptor::WaitResult::kTimedOut:
         return DeadlineError(name_, preposition_, address_);
+      case Descriptor::WaitResult::kFailed:
+        return absl::Status(absl::ErrnoToStatusCode(error),
+                            absl::StrCat(Context(name_, preposition_, address_),
+                                         ": cannot watch it (epoll_ctl): ",
+                                         ErrorText(error)));
     }
     return absl::OkStatus();
   }
@@ -312,6 +321,94 @@ absl::Status Stream::WriteAll(const void* data, std::size_t size, Deadline deadl
   return absl::OkStatus();
 }
 
+namespace {
+
+// Up to IOV_MAX non-empty pieces of `pieces` from piece `first` (its first `skip` bytes
+// already written) as iovecs in `out`; returns how many.
+std::size_t FillIovecs(absl::Span<const absl::string_view> pieces, std::size_t first,
+                       std::size_t skip, iovec* out, std::size_t capacity) {
+  std::size_t n = 0;
+  for (std::size_t i = first; i < pieces.size() && n < capacity; ++i) {
+    const std::size_t offset = i == first ? skip : 0;
+    if (pieces[i].size() <= offset) continue;
+    out[n].iov_base = const_cast<char*>(pieces[i].data() + offset);
+    out[n].iov_len = pieces[i].size() - offset;
+    ++n;
+  }
+  return n;
+}
+
+constexpr std::size_t kMaxIovecs = IOV_MAX;  // 1024 on Linux
+
+}  // namespace
+
+absl::StatusOr<std::size_t> Stream::WriteVectored(absl::Span<const absl::string_view> pieces,
+                                                  Deadline deadline) {
+  return WriteVectoredFrom(pieces, 0, 0, deadline);
+}
+
+absl::StatusOr<std::size_t> Stream::WriteVectoredFrom(
+    absl::Span<const absl::string_view> pieces, std::size_t first, std::size_t skip,
+    Deadline deadline) {
+  Operation op(descriptor_, generation_, Descriptor::kWrite, "Write", "to", peer_);
+  if (!op.ok()) return op.status();
+  iovec vectors[64];
+  std::unique_ptr<iovec[]> large;
+  iovec* iov = vectors;
+  std::size_t capacity = sizeof(vectors) / sizeof(vectors[0]);
+  if (pieces.size() - first > capacity) {
+    capacity = std::min(pieces.size() - first, kMaxIovecs);
+    large.reset(new iovec[capacity]);
+    iov = large.get();
+  }
+  const std::size_t count = FillIovecs(pieces, first, skip, iov, capacity);
+  if (count == 0) return 0;
+  std::size_t size = 0;
+  for (std::size_t i = 0; i < count; ++i) size += iov[i].iov_len;
+  Descriptor* descriptor = op.descriptor();
+  bool& likely_blocked = descriptor->likely_blocked(Descriptor::kWrite);
+  if (likely_blocked && !descriptor->SkipBlockedGuess(Descriptor::kWrite)) {
+    likely_blocked = false;  // as in Read()
+    if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
+  }
+  msghdr message{};
+  message.msg_iov = iov;
+  message.msg_iovlen = count;
+  for (;;) {
+    // MSG_NOSIGNAL as in Write() (writev(2) has no such flag: a SIGPIPE).
+    const ssize_t n = sendmsg(op.fd(), &message, MSG_NOSIGNAL);
+    if (n >= 0) {
+      likely_blocked = static_cast<std::size_t>(n) < size;
+      return static_cast<std::size_t>(n);
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) return op.Error(errno);
+    likely_blocked = false;
+    if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
+  }
+}
+
+absl::Status Stream::WriteAllVectored(absl::Span<const absl::string_view> pieces,
+                                      Deadline deadline) {
+  std::size_t first = 0;  // the first piece not fully written
+  std::size_t skip = 0;   // bytes of it written
+  for (;;) {
+    while (first < pieces.size() && pieces[first].size() <= skip) {
+      ++first;
+      skip = 0;
+    }
+    if (first == pieces.size()) return absl::OkStatus();
+    absl::StatusOr<std::size_t> n = WriteVectoredFrom(pieces, first, skip, deadline);
+    if (!n.ok()) return n.status();
+    std::size_t written = *n + skip;
+    while (first < pieces.size() && written >= pieces[first].size()) {
+      written -= pieces[first].size();
+      ++first;
+    }
+    skip = written;
+  }
+}
+
 absl::Status Stream::WaitReadable(Deadline deadline) {
   Operation op(descriptor_, generation_, Descriptor::kRead, "WaitReadable", "from", peer_);
   if (!op.ok()) return op.status();
@@ -362,23 +459,45 @@ absl::Status Stream::Close() {
 
 // ---- Listener.
 
-Listener::~Listener() { (void)Close(); }
+namespace {
+
+// The spare descriptor of ListenOptions::refuse_when_out_of_descriptors; -1 if none.
+int OpenSpare() { return open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+}  // namespace
+
+Listener::~Listener() {
+  (void)Close();
+  ReleaseSpare();
+}
 
 Listener::Listener(Listener&& other) noexcept
     : descriptor_(std::exchange(other.descriptor_, nullptr)),
       generation_(other.generation_),
       address_(std::move(other.address_)),
-      resource_backoffs_(other.resource_backoffs_) {}
+      resource_backoffs_(other.resource_backoffs_),
+      refused_(other.refused_),
+      spare_fd_(std::exchange(other.spare_fd_, -1)),
+      keep_spare_(other.keep_spare_) {}
 
 Listener& Listener::operator=(Listener&& other) noexcept {
   if (this != &other) {
     (void)Close();
+    ReleaseSpare();
     descriptor_ = std::exchange(other.descriptor_, nullptr);
     generation_ = other.generation_;
     address_ = std::move(other.address_);
     resource_backoffs_ = other.resource_backoffs_;
+    refused_ = other.refused_;
+    spare_fd_ = std::exchange(other.spare_fd_, -1);
+    keep_spare_ = other.keep_spare_;
   }
   return *this;
+}
+
+void Listener::ReleaseSpare() {
+  if (spare_fd_ >= 0) close(spare_fd_);
+  spare_fd_ = -1;
 }
 
 absl::StatusOr<Listener> Listener::Listen(const Address& address,
@@ -415,13 +534,17 @@ absl::StatusOr<Listener> Listener::Listen(const Address& address,
   }
   listener.descriptor_ = Descriptor::Create(fd);
   listener.generation_ = listener.descriptor_->generation();
+  listener.keep_spare_ = options.refuse_when_out_of_descriptors;
+  if (listener.keep_spare_) listener.spare_fd_ = OpenSpare();  // best effort
   return listener;
 }
 
 absl::StatusOr<Stream> Listener::Accept(Deadline deadline) {
   Operation op(descriptor_, generation_, Descriptor::kRead, "Accept", "on", address_);
   if (!op.ok()) return op.status();
-  auto backoff = std::chrono::milliseconds(5);
+  constexpr auto kFirstBackoff = std::chrono::milliseconds(5);
+  constexpr auto kMaxBackoff = std::chrono::milliseconds(250);
+  auto backoff = kFirstBackoff;
   for (;;) {
     sockaddr_storage peer;
     socklen_t length = sizeof(peer);
@@ -443,8 +566,39 @@ absl::StatusOr<Stream> Listener::Accept(Deadline deadline) {
     }
     if (IsPerConnectionAcceptError(error)) continue;
     if (!IsResourceAcceptError(error)) return op.Error(error);
-    // Out of descriptors or memory: the connection stays in the backlog. Back off
-    // (never retry at once: libuv #690, warp #928) unless the deadline is reached.
+    if ((error == EMFILE || error == ENFILE) && keep_spare_) {
+      // Out of descriptors: give back the spare, take the waiting connection with its
+      // number and close it at once (its client sees the end now, not a silent
+      // backlog: libev's and nginx's answer to EMFILE), then take the spare again. A
+      // thread that grabs the freed number first makes our accept fail: then back off.
+      if (spare_fd_ >= 0) {
+        close(spare_fd_);
+        spare_fd_ = -1;
+        const int refused = accept4(op.fd(), nullptr, nullptr, SOCK_CLOEXEC);
+        const int refuse_error = errno;
+        if (refused >= 0) close(refused);
+        spare_fd_ = OpenSpare();
+        if (refused < 0 && refuse_error == EAGAIN) {
+          // Nobody waits: accept4 says EMFILE before it looks at the backlog. Wait for
+          // the next connection as after any EAGAIN.
+          if (absl::Status waited = op.Wait(deadline); !waited.ok()) return waited;
+          continue;
+        }
+        if (refused >= 0) {
+          ++refused_;
+          LOG_EVERY_N(WARNING, 1000)
+              << "Accept on " << address_.ToString() << ": " << ErrorText(error)
+              << "; refused a connection (closed it at once; logged every 1000th time)";
+          backoff = kFirstBackoff;  // progress: the next shortage starts short again
+          continue;
+        }
+      } else {
+        spare_fd_ = OpenSpare();  // taken at the next shortage if it worked
+      }
+    }
+    // Out of descriptors or memory, with no spare to refuse with: the connection stays
+    // in the backlog. Back off (never retry at once: libuv #690, warp #928) unless the
+    // deadline is reached.
     ++resource_backoffs_;
     LOG_EVERY_N(WARNING, 100) << "Accept on " << address_.ToString() << ": "
                               << ErrorText(error) << "; backing off for "
@@ -458,7 +612,7 @@ absl::StatusOr<Stream> Listener::Accept(Deadline deadline) {
     const Deadline until = std::min(deadline, now + backoff);
     absl::Status waited = op.Wait(until, Descriptor::kNeither);
     if (absl::IsFailedPrecondition(waited)) return waited;  // closed meanwhile
-    backoff = std::min<std::chrono::milliseconds>(backoff * 2, std::chrono::seconds(1));
+    backoff = std::min<std::chrono::milliseconds>(backoff * 2, kMaxBackoff);
   }
 }
 

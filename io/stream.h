@@ -9,18 +9,16 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "io/address.h"
+#include "io/deadline.h"
 
 namespace spindle::io {
 
 namespace internal {
 class Descriptor;
 }  // namespace internal
-
-// Deadlines are points on the steady clock (the timer clock); kNoDeadline waits forever.
-using Clock = std::chrono::steady_clock;
-using Deadline = Clock::time_point;
-inline constexpr Deadline kNoDeadline = Deadline::max();
 
 // A connected stream socket (TCP or Unix). Every blocking call parks the calling fiber
 // (its worker runs other fibers) until the socket is ready or `deadline` passes; called
@@ -66,6 +64,15 @@ class Stream {
   // Writes all `size` bytes (or fails; then some may have been written).
   absl::Status WriteAll(const void* data, std::size_t size,
                         Deadline deadline = kNoDeadline);
+  // Vectored writes (sendmsg(2)): the bytes of `pieces` in order, as if they were one
+  // buffer, so a header and a payload that live apart go out in one system call.
+  // WriteVectored writes some (at least 1 byte unless every piece is empty, at most
+  // IOV_MAX pieces per call); WriteAllVectored all of them (or fails; then some may
+  // have been written). Empty pieces are allowed.
+  absl::StatusOr<std::size_t> WriteVectored(absl::Span<const absl::string_view> pieces,
+                                            Deadline deadline = kNoDeadline);
+  absl::Status WriteAllVectored(absl::Span<const absl::string_view> pieces,
+                                Deadline deadline = kNoDeadline);
   // Waits until a Read() would not block (data, end of stream or an error is pending).
   absl::Status WaitReadable(Deadline deadline = kNoDeadline);
   // Waits until a Write() would not block.
@@ -87,6 +94,11 @@ class Stream {
   friend class Listener;
   Stream(internal::Descriptor* descriptor, std::uint32_t generation, Address peer)
       : descriptor_(descriptor), generation_(generation), peer_(std::move(peer)) {}
+  // WriteVectored() of `pieces` from piece `first`, whose first `skip` bytes are left
+  // out.
+  absl::StatusOr<std::size_t> WriteVectoredFrom(absl::Span<const absl::string_view> pieces,
+                                                std::size_t first, std::size_t skip,
+                                                Deadline deadline);
 
   internal::Descriptor* descriptor_ = nullptr;
   std::uint32_t generation_ = 0;
@@ -97,15 +109,27 @@ struct ListenOptions {
   int backlog = 4096;       // listen(2)'s backlog (the kernel caps it at somaxconn)
   bool reuse_address = true;  // SO_REUSEADDR
   bool reuse_port = false;    // SO_REUSEPORT
+  // Out of descriptors (EMFILE, ENFILE): close a spare descriptor kept for this, accept
+  // the waiting connection with it and close that at once, so its client sees the
+  // connection end now instead of waiting unanswered in the backlog; then take the
+  // spare again. false: leave connections in the backlog and back off (below).
+  bool refuse_when_out_of_descriptors = true;
 };
 
 // A listening socket. Accept() parks like Stream's calls. Accepted streams have
-// TCP_NODELAY on (TCP). When the process is out of descriptors (EMFILE, ENFILE) or
-// kernel memory (ENOBUFS, ENOMEM), Accept() does not spin: it backs off (5 ms doubling
-// to 1 s, within the deadline) and tries again, leaving the connection in the backlog;
-// at the deadline it returns ResourceExhausted naming the error.
+// TCP_NODELAY on (TCP).
 //
-// Thread-safety: as Stream; one Accept() at a time, Close() from anywhere.
+// Out of descriptors (EMFILE, ENFILE), Accept() refuses waiting connections as
+// ListenOptions::refuse_when_out_of_descriptors says (counted in refused()) and goes on
+// waiting for one it can keep. When it cannot (no spare: the option is off, or the
+// spare could not be taken back) or the kernel is out of memory (ENOBUFS, ENOMEM), it
+// does not spin: it backs off (5 ms doubling to 250 ms, back to 5 ms after an attempt
+// that got a connection, within the deadline) and tries again, leaving the connection
+// in the backlog; at the deadline it returns ResourceExhausted naming the error.
+//
+// Thread-safety: as Stream; one Accept() at a time, Close() from anywhere. The spare
+// descriptor is released when the Listener is destroyed (or assigned to), not by
+// Close(), which may run while Accept() uses it.
 class Listener {
  public:
   Listener() = default;
@@ -123,14 +147,24 @@ class Listener {
   bool is_open() const;
   // The bound address (with the port the kernel chose for port 0).
   const Address& address() const { return address_; }
-  // Times Accept() backed off for lack of descriptors or memory (tests, metrics).
+  // Times Accept() backed off for lack of descriptors or memory, and connections it
+  // refused for lack of descriptors (tests, metrics). Read them where Accept() is not
+  // running (its caller's fiber, or after it returned).
   std::uint64_t resource_backoffs() const { return resource_backoffs_; }
+  std::uint64_t refused() const { return refused_; }
 
  private:
+  void ReleaseSpare();
+
   internal::Descriptor* descriptor_ = nullptr;
   std::uint32_t generation_ = 0;
   Address address_;
   std::uint64_t resource_backoffs_ = 0;
+  std::uint64_t refused_ = 0;
+  // The spare descriptor of refuse_when_out_of_descriptors (-1: none now), and whether
+  // to keep one.
+  int spare_fd_ = -1;
+  bool keep_spare_ = false;
 };
 
 }  // namespace spindle::io

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -548,9 +549,31 @@ INSTANTIATE_TEST_SUITE_P(Workers, ManyConnectionsTest, spindle::testing::WorkerC
 
 // ---- EMFILE.
 
+// Runs `body` with the process's descriptors used up to its limit (restored after).
+template <typename F>
+void WithDescriptorsExhausted(F&& body) {
+  rlimit original;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &original), 0);
+  std::vector<int> filler;
+  const rlimit low{static_cast<rlim_t>(OpenFds() + 8), original.rlim_max};
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  for (;;) {
+    const int fd = dup(0);
+    if (fd < 0) break;
+    filler.push_back(fd);
+  }
+  body();
+  for (int fd : filler) close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &original), 0);
+}
+
 TEST_F(IoTest, AcceptBacksOffOnEmfileWithoutSpinningAndRecovers) {
   ScopedRuntime runtime(2);
-  Listener listener = ListenLoopback();
+  ListenOptions options;
+  options.refuse_when_out_of_descriptors = false;  // the back-off alone
+  absl::StatusOr<Listener> listening = Listener::Listen(Address::Ipv4Loopback(0), options);
+  ASSERT_TRUE(listening.ok());
+  Listener& listener = *listening;
   // A connection waits in the backlog.
   absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
   ASSERT_TRUE(client.ok());
@@ -576,6 +599,7 @@ TEST_F(IoTest, AcceptBacksOffOnEmfileWithoutSpinningAndRecovers) {
   // 5 ms doubling: about 6 tries in 200 ms; a busy loop would make thousands.
   EXPECT_GE(backoffs, 2u);
   EXPECT_LE(backoffs, 12u);
+  EXPECT_EQ(listener.refused(), 0u);
   // Descriptors come back while Accept backs off: it recovers within its deadline.
   Event accepted;
   absl::Status accept_status;
@@ -588,6 +612,126 @@ TEST_F(IoTest, AcceptBacksOffOnEmfileWithoutSpinningAndRecovers) {
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &original), 0);
   ASSERT_TRUE(accepted.WaitFor(kTestDeadline));
   EXPECT_TRUE(accept_status.ok()) << accept_status;
+}
+
+// With the spare descriptor (the default), a client that arrives while the process is
+// out of descriptors learns it at once: its connection is accepted and closed, instead
+// of waiting unanswered in the backlog until descriptors come back.
+TEST_F(IoTest, AcceptOutOfDescriptorsRefusesWaitingClientsAtOnceAndRecovers) {
+  ScopedRuntime runtime(2);
+  Listener listener = ListenLoopback();
+  constexpr int kClients = 3;
+  std::vector<Stream> clients;
+  for (int i = 0; i < kClients; ++i) {
+    absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
+    ASSERT_TRUE(client.ok());
+    clients.push_back(std::move(*client));
+  }
+  WithDescriptorsExhausted([&] {
+    absl::Status accepted;
+    RunAsFiber([&] {
+      // Refuses the waiting clients, then waits for one it can keep: none comes.
+      accepted = listener.Accept(In(milliseconds(200))).status();
+    });
+    EXPECT_EQ(accepted.code(), absl::StatusCode::kDeadlineExceeded) << accepted;
+    EXPECT_EQ(listener.refused(), static_cast<std::uint64_t>(kClients));
+    // Every client sees its connection end (end of stream or a reset), long before its
+    // own deadline.
+    for (Stream& client : clients) {
+      char byte;
+      absl::StatusOr<std::size_t> n = client.Read(&byte, 1, TestDeadline());
+      EXPECT_TRUE(!n.ok() ? absl::IsUnavailable(n.status()) : *n == 0)
+          << (n.ok() ? "read data" : n.status().ToString());
+    }
+  });
+  for (Stream& client : clients) client.Close().IgnoreError();
+  // Descriptors are back: the next client is accepted and served.
+  absl::StatusOr<Stream> late = Stream::Connect(listener.address(), TestDeadline());
+  ASSERT_TRUE(late.ok());
+  RunAsFiber([&] {
+    absl::StatusOr<Stream> stream = listener.Accept(TestDeadline());
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    EXPECT_TRUE(stream->WriteAll("ok", 2, TestDeadline()).ok());
+  });
+  char buffer[2];
+  ASSERT_TRUE(late->ReadFull(buffer, 2, TestDeadline()).ok());
+  EXPECT_EQ(std::string(buffer, 2), "ok");
+}
+
+// ---- Registration errors.
+
+// epoll_ctl failing with anything but EPERM (ENOSPC at fs.epoll.max_user_watches) is
+// the operation's error at once; it used to fall back to poll(2) on the worker for up
+// to the whole deadline.
+TEST_F(IoTest, ARegistrationFailureOtherThanEpermIsTheOperationsError) {
+  ScopedRuntime runtime(2);
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  absl::StatusOr<Stream> ours = Stream::Adopt(pair[0], Address());
+  ASSERT_TRUE(ours.ok());
+  RunAsFiber([&] {
+    internal::Reactor::FailRegistrationsForTesting(ENOSPC, 1);
+    char byte;
+    absl::StatusOr<std::size_t> n = ours->Read(&byte, 1, In(std::chrono::seconds(5)));
+    ASSERT_FALSE(n.ok());
+    EXPECT_EQ(n.status().code(), absl::StatusCode::kResourceExhausted) << n.status();
+    EXPECT_NE(n.status().message().find("epoll_ctl"), absl::string_view::npos)
+        << n.status();
+    // The next wait registers and works.
+    ASSERT_EQ(write(pair[1], "x", 1), 1);
+    n = ours->Read(&byte, 1, TestDeadline());
+    ASSERT_TRUE(n.ok()) << n.status();
+    EXPECT_EQ(*n, 1u);
+  });
+  internal::Reactor::FailRegistrationsForTesting(0, 0);
+  close(pair[1]);
+}
+
+// ---- Vectored writes.
+
+TEST_F(IoTest, VectoredWritesKeepOrderAcrossPartialWritesEmptyPiecesAndIovMax) {
+  ScopedRuntime runtime(2);
+  RunAsFiber([] {
+    Listener listener = ListenLoopback();
+    absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
+    ASSERT_TRUE(client.ok());
+    absl::StatusOr<Stream> server = listener.Accept(TestDeadline());
+    ASSERT_TRUE(server.ok());
+    // 3000 pieces (past IOV_MAX), some empty, some large (past the socket buffers, so
+    // writes are partial and end inside pieces), with a reader that starts late.
+    std::vector<std::string> storage;
+    std::string expected;
+    for (int i = 0; i < 3000; ++i) {
+      const std::size_t size = i % 7 == 0 ? 0 : i % 500 == 1 ? 300'000 : 1 + i % 13;
+      std::string piece(size, '\0');
+      for (std::size_t k = 0; k < size; ++k) piece[k] = static_cast<char>(i * 31 + k);
+      expected += piece;
+      storage.push_back(std::move(piece));
+    }
+    std::vector<absl::string_view> pieces(storage.begin(), storage.end());
+    Fiber writer([&] {
+      EXPECT_TRUE(server->WriteAllVectored(pieces, TestDeadline()).ok());
+      EXPECT_TRUE(server->ShutdownWrite().ok());
+    });
+    std::string received(expected.size(), '\0');
+    ASSERT_TRUE(client->ReadFull(received.data(), received.size(), TestDeadline()).ok());
+    EXPECT_TRUE(received == expected);
+    char extra;
+    absl::StatusOr<std::size_t> end = client->Read(&extra, 1, TestDeadline());
+    ASSERT_TRUE(end.ok());
+    EXPECT_EQ(*end, 0u);
+    writer.join();
+    // One call writes some and says how much; all-empty pieces write nothing.
+    absl::StatusOr<std::size_t> some = client->WriteVectored({"ab", "", "cd"});
+    ASSERT_TRUE(some.ok());
+    EXPECT_EQ(*some, 4u);
+    absl::StatusOr<std::size_t> none = client->WriteVectored({"", ""});
+    ASSERT_TRUE(none.ok());
+    EXPECT_EQ(*none, 0u);
+    char four[4];
+    ASSERT_TRUE(server->ReadFull(four, 4, TestDeadline()).ok());
+    EXPECT_EQ(std::string(four, 4), "abcd");
+  });
 }
 
 // ---- Idle: the poller blocks, nothing spins.

@@ -14,6 +14,7 @@
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/observability/dump_signal.h"
 #include "runtime/internal/observability/fiber_dump.h"
+#include "runtime/internal/observability/terminate_reports.h"
 #include "runtime/internal/runtime_impl.h"
 #include "runtime/internal/runtime_options.h"
 #include "sync/internal/timed_waiter.h"
@@ -41,7 +42,7 @@ void WaitForFibersLoggingStragglers() {
     LOG(WARNING) << "TerminateRuntime: still waiting for " << internal::GetLiveFiberCount()
                  << " fibers after " << waited.count()
                  << " ms (--fiber_terminate_grace_ms):\n"
-                 << dump.str();
+                 << internal::CollectTerminateReports() << dump.str();
   }
 }
 

@@ -223,15 +223,16 @@ void Descriptor::OnEvents(std::uint32_t generation, std::uint32_t epoll_events) 
 }
 
 Descriptor::WaitResult Descriptor::Wait(Direction direction,
-                                        std::chrono::steady_clock::time_point deadline) {
+                                        std::chrono::steady_clock::time_point deadline,
+                                        int* error) {
   FiberEntity* self = spindle::internal::GetCurrentFiberEntity();
   if (self != nullptr && !self->is_master() && self->scheduling_group != nullptr) {
-    return WaitAsFiber(direction, deadline);
+    return WaitAsFiber(direction, deadline, error);
   }
   return WaitAsThread(direction, deadline);
 }
 
-void Descriptor::EnsureRegistered() {
+int Descriptor::EnsureRegistered() {
   auto* group = spindle::internal::GetCurrentFiberEntity()->scheduling_group;
   if (reactor_ != nullptr) {
     // Registered under an earlier runtime whose group of that index is gone (fewer
@@ -240,7 +241,7 @@ void Descriptor::EnsureRegistered() {
     auto& runtime = spindle::internal::Runtime::Get();
     if (reactor_->index() < runtime.group_count()) {
       Reactor::ForGroup(runtime.group(reactor_->index()));
-      return;
+      return 0;
     }
     reactor_->Unregister(fd_);
     reactor_ = nullptr;
@@ -248,17 +249,23 @@ void Descriptor::EnsureRegistered() {
   Reactor* reactor = Reactor::ForGroup(group);
   const int error = reactor->Register(fd_, Tag());
   if (error != 0) {
-    // EPERM: a file epoll cannot watch (a regular file). Leave it unregistered; the
-    // caller's wait then falls back to poll(2) on its thread.
-    LOG_FIRST_N(WARNING, 10) << "epoll_ctl(EPOLL_CTL_ADD, " << fd_
-                             << ") failed: errno " << error;
-    return;
+    // EPERM: a file epoll cannot watch (a regular file); the caller's wait falls back
+    // to poll(2) on its thread. Anything else (ENOSPC: fs.epoll.max_user_watches;
+    // ENOMEM) is the caller's error: a poll(2) fallback would stall the worker for up
+    // to the whole deadline.
+    if (error != EPERM) {
+      LOG_EVERY_N(WARNING, 1000) << "epoll_ctl(EPOLL_CTL_ADD, " << fd_
+                                 << ") failed: errno " << error
+                                 << "; the operation fails (logged every 1000th time)";
+    }
+    return error;
   }
   reactor_ = reactor;
+  return 0;
 }
 
 Descriptor::WaitResult Descriptor::WaitAsFiber(
-    Direction direction, std::chrono::steady_clock::time_point deadline) {
+    Direction direction, std::chrono::steady_clock::time_point deadline, int* error) {
   TimedWaiter waiter;
   bool pollable = true;
   std::size_t reactor_index = 0;
@@ -266,7 +273,13 @@ Descriptor::WaitResult Descriptor::WaitAsFiber(
     SpinlockGuard lock(lock_);
     if (closed_.load(std::memory_order_relaxed)) return WaitResult::kClosed;  // under lock_
     if (direction != kNeither) {
-      if (!RegisteredWithLiveGroup()) EnsureRegistered();
+      if (!RegisteredWithLiveGroup()) {
+        const int registered = EnsureRegistered();
+        if (registered != 0 && registered != EPERM) {
+          if (error != nullptr) *error = registered;
+          return WaitResult::kFailed;
+        }
+      }
       pollable = reactor_ != nullptr;
       if (pollable) reactor_index = reactor_->index();
       if (pollable && ready_[direction]) {
@@ -277,7 +290,7 @@ Descriptor::WaitResult Descriptor::WaitAsFiber(
     if (pollable) waiter_[direction] = &waiter;
   }
 
-  // Not pollable by epoll (see EnsureRegistered()): block the worker in poll(2).
+  // Not pollable by epoll (EPERM, see EnsureRegistered()): block the worker in poll(2).
   if (!pollable) return WaitAsThread(direction, deadline);
   // Someone must poll while we wait (see BusyPoll::EnsurePollerAwake()).
   if (direction != kNeither) {

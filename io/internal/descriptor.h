@@ -52,7 +52,10 @@ class Reactor;
 class Descriptor {
  public:
   enum Direction { kRead = 0, kWrite = 1, kNeither = 2 };
-  enum class WaitResult { kReady, kClosed, kTimedOut };
+  // kFailed: the descriptor could not be registered with the reactor (epoll_ctl failed
+  // with something else than EPERM: ENOSPC at fs.epoll.max_user_watches, ENOMEM); the
+  // error is in Wait()'s `error`. Nothing was waited for.
+  enum class WaitResult { kReady, kClosed, kTimedOut, kFailed };
 
   // A record for `fd` (non-blocking already) holding the owner reference.
   static Descriptor* Create(int fd);
@@ -80,7 +83,9 @@ class Descriptor {
 
   // Waits (under a reference) until `direction` may be ready, the descriptor is closed,
   // or `deadline`. kNeither waits for closing or the deadline only (a back-off).
-  WaitResult Wait(Direction direction, std::chrono::steady_clock::time_point deadline);
+  // kFailed sets `*error` (an errno value) when `error` is not null.
+  WaitResult Wait(Direction direction, std::chrono::steady_clock::time_point deadline,
+                  int* error = nullptr);
 
   // The owner's Close(), for the use `generation`: marks closed, wakes waiters,
   // shuts the socket down, drops the owner reference. Later calls do nothing.
@@ -117,12 +122,13 @@ class Descriptor {
   friend class DescriptorTable;
 
   WaitResult WaitAsFiber(Direction direction,
-                         std::chrono::steady_clock::time_point deadline);
+                         std::chrono::steady_clock::time_point deadline, int* error);
   WaitResult WaitAsThread(Direction direction,
                           std::chrono::steady_clock::time_point deadline);
   // Registers with the reactor of the calling fiber's group (once; again if that
-  // reactor's group is gone).
-  void EnsureRegistered() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
+  // reactor's group is gone). 0, or the errno value epoll_ctl failed with (then
+  // reactor_ stays null).
+  int EnsureRegistered() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
   // Whether reactor_ is the poller of the running runtime's group of its index. From a
   // fiber (so a runtime runs).
   bool RegisteredWithLiveGroup() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);

@@ -115,7 +115,24 @@ Reactor::Reactor(std::size_t index) : index_(index) {
       << "registering the reactor's eventfd";
 }
 
+namespace {
+// FailRegistrationsForTesting()'s error and how many registrations are left to fail.
+// relaxed: a test sets them before the operations it makes fail.
+std::atomic<int> g_failing_error{0};
+std::atomic<int> g_failing_left{0};
+}  // namespace
+
+void Reactor::FailRegistrationsForTesting(int error, int count) {
+  g_failing_error.store(error, std::memory_order_relaxed);
+  g_failing_left.store(count, std::memory_order_relaxed);
+}
+
 int Reactor::Register(int fd, std::uint64_t tag) {
+  // relaxed: see g_failing_left.
+  if (__builtin_expect(g_failing_left.load(std::memory_order_relaxed) > 0, 0) &&
+      g_failing_left.fetch_sub(1, std::memory_order_relaxed) > 0) {
+    return g_failing_error.load(std::memory_order_relaxed);
+  }
   epoll_event event{};
   event.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
   event.data.u64 = tag;

@@ -43,6 +43,9 @@ class Reactor final : public spindle::internal::GroupPoller {
   // Registers `fd` once, edge-triggered, for reading, writing and peer half-close, with
   // `tag` as its epoll data. Returns 0 or an errno value.
   int Register(int fd, std::uint64_t tag);
+  // Tests: the next `count` Register() calls (of any reactor) fail with `error` without
+  // calling epoll_ctl (ENOSPC and ENOMEM cannot be provoked on demand).
+  static void FailRegistrationsForTesting(int error, int count);
   // Removes `fd` (before it is closed).
   void Unregister(int fd);
 

@@ -1,0 +1,17 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_IO_DEADLINE_H_
+#define SPINDLE_IO_DEADLINE_H_
+
+#include <chrono>
+
+namespace spindle::io {
+
+// Deadlines are points on the steady clock (the timer clock); kNoDeadline waits forever.
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+inline constexpr Deadline kNoDeadline = Deadline::max();
+
+}  // namespace spindle::io
+
+#endif  // SPINDLE_IO_DEADLINE_H_
