@@ -1,0 +1,298 @@
+// Copyright 2026 The Spindle Authors.
+//
+// The accept loop, the connection cap and the drain. Connections live in an intrusive
+// list under mu_ so that Shutdown() can reach them: those waiting for a request are
+// closed at once, the others finish what they began (see ServerConnection::EnterIdle
+// and draining_ for why no idle connection can slip past both sides), and at the drain
+// deadline the rest are closed. A connection unlinks itself under mu_ before it is
+// destroyed, so the server never touches a destroyed connection.
+
+#include "io/server.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "fiber/fiber.h"
+#include "fiber/this_fiber.h"
+#include "glog/logging.h"
+#include "runtime/runtime.h"
+
+namespace spindle::io {
+
+namespace {
+
+// After an unexpected Accept() error (not a close, not a lack of descriptors, which
+// Accept() handles itself), the loop waits this long before trying again.
+constexpr std::chrono::milliseconds kAcceptRetryDelay{10};
+
+}  // namespace
+
+absl::Status ValidateServerOptions(const ServerOptions& options) {
+  if (options.max_connections < 1 || options.max_connections > kMaxServerConnections) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_connections=", options.max_connections,
+        " is out of range: expected an integer in [1, ", kMaxServerConnections, "]"));
+  }
+  if (options.drain_timeout.count() < 1 || options.drain_timeout.count() > kMaxDrainTimeoutMs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("drain_timeout=", options.drain_timeout.count(),
+                     " ms is out of range: expected milliseconds in [1, ", kMaxDrainTimeoutMs,
+                     "]"));
+  }
+  return absl::OkStatus();
+}
+
+// ---- ServerConnection.
+
+bool ServerConnection::EnterIdle() {
+  // seq_cst store then seq_cst load: the StoreLoad half of the Dekker pattern whose
+  // other half is Shutdown()'s store of draining_ then CloseIfIdle()'s CAS of state_.
+  state_.store(kIdle, std::memory_order_seq_cst);
+  return !server_->draining_.load(std::memory_order_seq_cst);
+}
+
+bool ServerConnection::LeaveIdle() {
+  int expected = kIdle;
+  // seq_cst: see EnterIdle(). Failing means CloseIfIdle() won: the server is draining
+  // and this request arrived after the drain began. Already busy: nothing to leave.
+  if (state_.compare_exchange_strong(expected, kBusy, std::memory_order_seq_cst)) return true;
+  return expected == kBusy;
+}
+
+bool ServerConnection::draining() const {
+  // relaxed: a hint; a request that misses the drain is answered as usual and the
+  // connection closes at its next EnterIdle().
+  return server_->draining_.load(std::memory_order_relaxed);
+}
+
+bool ServerConnection::CloseIfIdle() {
+  int expected = kIdle;
+  // seq_cst: pairs with EnterIdle() (see there).
+  if (!state_.compare_exchange_strong(expected, kClosing, std::memory_order_seq_cst)) {
+    return false;
+  }
+  stream_.Close().IgnoreError();
+  return true;
+}
+
+// ---- Server.
+
+Server::Server(const ServerOptions& options, ConnectionHandler handler)
+    : options_(options), handler_(std::move(handler)) {
+  const absl::Status status = ValidateServerOptions(options_);
+  CHECK(status.ok()) << "io::Server: " << status.message();
+  CHECK(handler_ != nullptr) << "io::Server: the connection handler is empty";
+}
+
+Server::~Server() {
+  std::lock_guard<Mutex> lock(mu_);
+  CHECK_EQ(open_, 0u) << "io::Server destroyed while connections are open";
+  CHECK(listener_ == nullptr) << "io::Server destroyed while Serve() runs";
+}
+
+void Server::Serve(Listener& listener) {
+  {
+    std::lock_guard<Mutex> lock(mu_);
+    CHECK(listener_ == nullptr) << "io::Server::Serve() called twice";
+    listener_ = &listener;
+    // seq_cst: pairs with Shutdown()'s exchange; one of us closes the listener.
+    if (draining_.load(std::memory_order_seq_cst)) listener.Close().IgnoreError();
+  }
+  while (true) {
+    absl::StatusOr<Stream> stream = listener.Accept();
+    // relaxed: statistics; the listener's counters are read where Accept() is not
+    // running (here), as Listener says.
+    refused_by_listener_.store(listener.refused(), std::memory_order_relaxed);
+    accept_backoffs_.store(listener.resource_backoffs(), std::memory_order_relaxed);
+    if (!stream.ok()) {
+      // Closed by Shutdown() (or by its owner, which also means: stop).
+      if (absl::IsFailedPrecondition(stream.status()) ||
+          draining_.load(std::memory_order_seq_cst)) {
+        break;
+      }
+      LOG_EVERY_N(WARNING, 100) << "io::Server on " << listener.address().ToString() << ": "
+                                << stream.status() << " (logged every 100th time)";
+      this_fiber::SleepFor(kAcceptRetryDelay);
+      continue;
+    }
+    auto* connection = new ServerConnection(this, std::move(*stream));
+    if (!Register(connection)) {
+      // Over the cap: closed at once (its destructor), so its client learns now.
+      refused_over_cap_.fetch_add(1, std::memory_order_relaxed);  // a statistic
+      LOG_EVERY_N(WARNING, 1000) << "io::Server on " << listener.address().ToString()
+                                 << ": " << options_.max_connections
+                                 << " connections open (max_connections); refused one "
+                                    "(logged every 1000th time)";
+      delete connection;
+      continue;
+    }
+    accepted_.fetch_add(1, std::memory_order_relaxed);  // a statistic
+    StartFiberDetached([this, connection] {
+      handler_(*connection);
+      connection->stream_.Close().IgnoreError();
+      Unregister(connection);
+      delete connection;
+    });
+  }
+  Shutdown();  // no-op when it started the exit; else the listener was closed under us
+  Deadline drain_deadline;
+  {
+    std::lock_guard<Mutex> lock(mu_);
+    listener_ = nullptr;
+    drain_deadline = drain_deadline_;
+  }
+  listener.Close().IgnoreError();
+  WaitForConnections(drain_deadline);
+  CloseAllConnections();
+  WaitForConnections(kNoDeadline);
+}
+
+void Server::Shutdown() {
+  // seq_cst: the store half of the pattern described at draining_.
+  if (draining_.exchange(true, std::memory_order_seq_cst)) return;
+  std::lock_guard<Mutex> lock(mu_);
+  drain_deadline_ = Clock::now() + options_.drain_timeout;
+  if (listener_ != nullptr) listener_->Close().IgnoreError();
+  for (ServerConnection* c = connections_; c != nullptr; c = c->next_) {
+    if (c->CloseIfIdle()) drained_.fetch_add(1, std::memory_order_relaxed);  // a statistic
+  }
+}
+
+ServerStats Server::stats() const {
+  ServerStats stats;
+  // relaxed: statistics.
+  stats.accepted = accepted_.load(std::memory_order_relaxed);
+  stats.refused = refused_over_cap_.load(std::memory_order_relaxed) +
+                  refused_by_listener_.load(std::memory_order_relaxed);
+  stats.drained = drained_.load(std::memory_order_relaxed);
+  stats.accept_backoffs = accept_backoffs_.load(std::memory_order_relaxed);
+  std::lock_guard<Mutex> lock(mu_);
+  stats.open = open_;
+  return stats;
+}
+
+std::string Server::PrometheusText(absl::string_view prefix) const {
+  const ServerStats s = stats();
+  std::string text;
+  auto metric = [&](absl::string_view name, absl::string_view type, absl::string_view help,
+                    std::uint64_t value) {
+    absl::StrAppend(&text, "# HELP ", prefix, "_", name, " ", help, "\n# TYPE ", prefix, "_",
+                    name, " ", type, "\n", prefix, "_", name, " ", value, "\n");
+  };
+  metric("connections_accepted_total", "counter", "Connections accepted and served.",
+         s.accepted);
+  metric("connections_refused_total", "counter",
+         "Connections closed at once: over max_connections or out of descriptors.",
+         s.refused);
+  metric("connections_drained_total", "counter",
+         "Connections closed by a shutdown's drain (idle, or busy at its deadline).",
+         s.drained);
+  metric("accept_backoffs_total", "counter",
+         "Times accepting backed off for lack of descriptors or memory.", s.accept_backoffs);
+  metric("connections_open", "gauge", "Connections open now.", s.open);
+  return text;
+}
+
+bool Server::Register(ServerConnection* connection) {
+  std::lock_guard<Mutex> lock(mu_);
+  if (open_ >= options_.max_connections) return false;
+  connection->next_ = connections_;
+  if (connections_ != nullptr) connections_->prev_ = connection;
+  connections_ = connection;
+  ++open_;
+  // relaxed: under mu_, after Shutdown() (which sets it before taking mu_) has closed
+  // the idle connections it found, so one it missed sees true here. Nothing of a
+  // request has begun on it.
+  if (draining_.load(std::memory_order_relaxed)) {
+    connection->state_.store(ServerConnection::kClosing, std::memory_order_relaxed);
+    connection->stream_.Close().IgnoreError();
+    drained_.fetch_add(1, std::memory_order_relaxed);  // a statistic
+  }
+  return true;
+}
+
+void Server::Unregister(ServerConnection* connection) {
+  std::lock_guard<Mutex> lock(mu_);
+  if (connection->prev_ != nullptr) {
+    connection->prev_->next_ = connection->next_;
+  } else {
+    connections_ = connection->next_;
+  }
+  if (connection->next_ != nullptr) connection->next_->prev_ = connection->prev_;
+  // relaxed: draining_ only goes false -> true, and Serve() sets or reads it (the
+  // exchange in Shutdown()) before it checks the count under mu_: a last connection
+  // that reads false here unlocked before that check, which then sees the count 0.
+  if (--open_ == 0 && draining_.load(std::memory_order_relaxed)) all_closed_.Set();
+}
+
+void Server::CloseAllConnections() {
+  std::lock_guard<Mutex> lock(mu_);
+  for (ServerConnection* c = connections_; c != nullptr; c = c->next_) {
+    // Busy past the drain deadline (an idle one was closed by Shutdown()).
+    if (c->state_.load(std::memory_order_relaxed) != ServerConnection::kClosing) {
+      drained_.fetch_add(1, std::memory_order_relaxed);  // a statistic
+    }
+    c->stream_.Close().IgnoreError();
+  }
+}
+
+void Server::WaitForConnections(Deadline deadline) {
+  {
+    std::lock_guard<Mutex> lock(mu_);
+    if (open_ == 0) return;
+  }
+  all_closed_.WaitUntil(deadline);
+}
+
+// ---- ShutdownSignals.
+
+namespace {
+
+sigset_t ShutdownSignalSet() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
+
+}  // namespace
+
+ShutdownSignals::ShutdownSignals() {
+  const sigset_t signals = ShutdownSignalSet();
+  const int error = pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  CHECK_EQ(error, 0) << "pthread_sigmask: errno " << error;
+}
+
+int ShutdownSignals::ServeUntilSignal(Server& server, Listener& listener) {
+  std::atomic<int> taken{0};
+  std::atomic<bool> served{false};
+  std::thread waiter([&] {
+    const sigset_t signals = ShutdownSignalSet();
+    int signal = 0;
+    while (sigwait(&signals, &signal) != 0) {
+    }
+    // seq_cst with `served` below: either we see Serve() ended (our signal was the
+    // wake-up below, not a request to stop), or the main thread sees `taken`.
+    if (!served.load(std::memory_order_seq_cst)) {
+      taken.store(signal, std::memory_order_seq_cst);
+      server.Shutdown();
+    }
+  });
+  RunAsFiber([&] { server.Serve(listener); });
+  served.store(true, std::memory_order_seq_cst);
+  // Serve() ended: by a signal (the waiter has returned or is returning), or because
+  // the listener was closed under it. Wake the waiter in the second case with a signal
+  // of its own set, directed at it alone (blocked everywhere, so only its sigwait()
+  // takes it; if it already returned, the thread-directed signal dies with it).
+  if (taken.load(std::memory_order_seq_cst) == 0) pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  return taken.load(std::memory_order_seq_cst);
+}
+
+}  // namespace spindle::io

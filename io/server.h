@@ -1,0 +1,190 @@
+// Copyright 2026 The Spindle Authors.
+
+#ifndef SPINDLE_IO_SERVER_H_
+#define SPINDLE_IO_SERVER_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "io/deadline.h"
+#include "io/stream.h"
+#include "sync/event.h"
+#include "sync/mutex.h"
+
+namespace spindle::io {
+
+class Server;
+
+struct ServerOptions {
+  // Connections open at once. One accepted beyond it is closed at once (its client sees
+  // the connection end rather than a silent wait) and counted in ServerStats::refused;
+  // accepting goes on, so the backlog does not fill with clients nobody answers.
+  std::size_t max_connections = 10000;
+  // After Shutdown(): how long connections busy with a request have to finish it before
+  // they are closed. Idle ones are closed at once.
+  std::chrono::milliseconds drain_timeout{5000};
+};
+
+inline constexpr std::size_t kMaxServerConnections = std::size_t{1} << 24;
+inline constexpr std::int64_t kMaxDrainTimeoutMs = 3'600'000;
+
+// OK, or InvalidArgument naming the field, its value and the accepted range
+// (max_connections [1, 16777216], drain_timeout [1, 3600000] ms).
+absl::Status ValidateServerOptions(const ServerOptions& options);
+
+// Counters since construction; relaxed snapshots, exact once the server is quiet.
+struct ServerStats {
+  std::uint64_t accepted = 0;  // connections handed to the handler
+  // Closed at once: over max_connections, or while the process was out of
+  // descriptors (Listener::refused()).
+  std::uint64_t refused = 0;
+  std::uint64_t open = 0;     // handlers running now
+  // Closed by the drain: idle when Shutdown() came, or still busy at its deadline.
+  std::uint64_t drained = 0;
+  std::uint64_t accept_backoffs = 0;  // Listener::resource_backoffs()
+};
+
+// One accepted connection as its handler sees it: the stream, and the idle/busy state
+// through which Shutdown() closes only connections that wait for a new request. A
+// handler that serves requests calls EnterIdle() before it waits for one and
+// LeaveIdle() when one begins to arrive; one that never calls them counts as busy
+// throughout (the drain deadline closes it).
+//
+// Thread-safety: the handler's fiber uses it; the server closes its stream from any
+// thread (Shutdown(), the drain deadline), which wakes a handler waiting on it with an
+// error. The server owns it; it lives until the handler returns.
+class ServerConnection {
+ public:
+  Stream& stream() { return stream_; }
+  // The connection now waits for a new request: from here Shutdown() may close it.
+  // False if the server is draining: the handler should return (nothing is begun).
+  bool EnterIdle();
+  // A request began to arrive: Shutdown() lets it finish (up to the drain deadline).
+  // False if the drain closed the connection first (the request came after it began):
+  // the handler should return.
+  bool LeaveIdle();
+  // Whether Shutdown() has begun: a hint, e.g. for "Connection: close" on the answer
+  // to the request in progress.
+  bool draining() const;
+
+  ServerConnection(const ServerConnection&) = delete;
+  ServerConnection& operator=(const ServerConnection&) = delete;
+
+ private:
+  friend class Server;
+  ServerConnection(Server* server, Stream stream)
+      : server_(server), stream_(std::move(stream)) {}
+  enum State : int { kIdle, kBusy, kClosing };
+
+  // The server's side, under its mutex: closes the stream if the connection is idle.
+  bool CloseIfIdle();
+
+  Server* const server_;
+  Stream stream_;
+  // The handler writes kIdle/kBusy; the server CASes kIdle -> kClosing under its mutex.
+  // seq_cst: see Server::draining_.
+  std::atomic<int> state_{kBusy};
+  // The server's intrusive list of live connections; guarded by the server's mutex.
+  ServerConnection* prev_ = nullptr;
+  ServerConnection* next_ = nullptr;
+};
+
+// Called in each accepted connection's own fiber, for many connections at once; the
+// connection's stream is closed after it returns.
+using ConnectionHandler = std::function<void(ServerConnection&)>;
+
+// A stream server: Serve() accepts on a listener and runs `handler` for each connection
+// in a detached fiber of its own, at most max_connections at once. Shutdown() (from any
+// thread: a signal-waiting thread, a test) stops accepting, closes the connections
+// that are idle, lets the busy ones finish for up to drain_timeout, then closes what is
+// left; Serve() returns when every handler has returned.
+//
+// Out of descriptors, the listener refuses waiting connections (see Listener) and
+// accepting goes on; other accept errors are logged and retried after 10 ms.
+//
+// Thread-safety: Serve() once, from a fiber; Shutdown(), stats() and PrometheusText()
+// from anywhere. The server must outlive Serve()'s return.
+class Server {
+ public:
+  // `options` must be valid (ValidateServerOptions; CHECKed).
+  Server(const ServerOptions& options, ConnectionHandler handler);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Accepts on `listener` until Shutdown() (or until its owner closes it), then drains;
+  // closes the listener. Parks the calling fiber throughout.
+  void Serve(Listener& listener);
+  // Starts the shutdown described above and returns at once. Idempotent.
+  void Shutdown();
+
+  ServerStats stats() const;
+  // stats() in the Prometheus text format, each metric named `prefix` + "_" + what it
+  // counts (e.g. "spindle_http" gives spindle_http_connections_accepted_total).
+  std::string PrometheusText(absl::string_view prefix) const;
+  const ServerOptions& options() const { return options_; }
+
+ private:
+  friend class ServerConnection;
+
+  // Links a connection in; false (not linked) when max_connections are open. One that
+  // arrives while the server drains is linked and closed at once.
+  bool Register(ServerConnection* connection);
+  void Unregister(ServerConnection* connection);
+  void CloseAllConnections();
+  void WaitForConnections(Deadline deadline);
+
+  const ServerOptions options_;
+  const ConnectionHandler handler_;
+  // seq_cst: Shutdown() stores it, then reads each connection's state; a connection
+  // stores its state, then reads this (ServerConnection::EnterIdle). Whichever comes
+  // second sees the other, so an idle connection is always closed by one of them.
+  std::atomic<bool> draining_{false};
+  // relaxed: statistics.
+  std::atomic<std::uint64_t> accepted_{0};
+  std::atomic<std::uint64_t> refused_over_cap_{0};
+  std::atomic<std::uint64_t> refused_by_listener_{0};
+  std::atomic<std::uint64_t> drained_{0};
+  std::atomic<std::uint64_t> accept_backoffs_{0};
+  Event all_closed_;  // set when draining and the last connection has unregistered
+
+  mutable Mutex mu_;
+  Listener* listener_ = nullptr;             // guarded by mu_; set while Serve() accepts
+  ServerConnection* connections_ = nullptr;  // guarded by mu_; intrusive list head
+  std::uint64_t open_ = 0;                   // guarded by mu_
+  Deadline drain_deadline_ = kNoDeadline;    // guarded by mu_
+};
+
+// SIGTERM and SIGINT for a server's main, taken by one plain thread in sigwait() so no
+// handler ever runs on a fiber's stack:
+//
+//   spindle::io::ShutdownSignals signals;  // first: blocks the signals
+//   spindle::StartRuntime();
+//   ... Listen, build the Server ...
+//   signals.ServeUntilSignal(server, listener);
+//   spindle::TerminateRuntime();
+//
+// Thread-safety: construct it on the main thread before any other thread starts (the
+// signal mask is inherited by threads started later); ServeUntilSignal() once.
+class ShutdownSignals {
+ public:
+  // Blocks SIGTERM and SIGINT in the calling thread.
+  ShutdownSignals();
+  ShutdownSignals(const ShutdownSignals&) = delete;
+  ShutdownSignals& operator=(const ShutdownSignals&) = delete;
+
+  // Serves (server.Serve(listener) in a fiber) until SIGTERM or SIGINT arrives, then
+  // shuts the server down and returns once it has drained; also returns when Serve()
+  // ends otherwise (its listener closed). Returns the signal taken, or 0.
+  int ServeUntilSignal(Server& server, Listener& listener);
+};
+
+}  // namespace spindle::io
+
+#endif  // SPINDLE_IO_SERVER_H_
