@@ -10,11 +10,9 @@
 
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <utility>
 
-#include "fiber/fiber.h"
-#include "fiber/this_fiber.h"
+#include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 
 namespace spindle::examples::echo {
@@ -22,87 +20,62 @@ namespace spindle::examples::echo {
 namespace {
 
 constexpr std::size_t kInitialBufferBytes = 16 * 1024;
-constexpr std::chrono::milliseconds kAcceptRetryDelay{10};
+
+io::ServerOptions IoOptions(const EchoServerOptions& options) {
+  const absl::Status status = ValidateEchoServerOptions(options);
+  CHECK(status.ok()) << "EchoServer: " << status.message();
+  io::ServerOptions io_options;
+  io_options.max_connections = options.max_connections;
+  io_options.drain_timeout = options.drain_timeout;
+  return io_options;
+}
 
 }  // namespace
 
-struct EchoServer::Connection {
-  explicit Connection(io::Stream s) : stream(std::move(s)) {}
-
-  io::Stream stream;
-  // Intrusive list of live connections; guarded by the server's mu_.
-  Connection* prev = nullptr;
-  Connection* next = nullptr;
-};
-
-EchoServer::EchoServer(const EchoServerOptions& options) : options_(options) {}
-
-EchoServer::~EchoServer() {
-  std::lock_guard<Mutex> lock(mu_);
-  CHECK_EQ(live_connections_, 0u) << "EchoServer destroyed while connections are live";
-  CHECK(listener_ == nullptr) << "EchoServer destroyed while Serve() runs";
+absl::Status ValidateEchoServerOptions(const EchoServerOptions& options) {
+  if (options.max_payload_bytes > kDefaultMaxPayloadBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_payload_bytes=", options.max_payload_bytes,
+        " is out of range: expected an integer in [0, ", kDefaultMaxPayloadBytes, "]"));
+  }
+  if (options.max_connections < 1 || options.max_connections > io::kMaxServerConnections) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_connections=", options.max_connections,
+        " is out of range: expected an integer in [1, ", io::kMaxServerConnections, "]"));
+  }
+  if (options.drain_timeout.count() < 1 ||
+      options.drain_timeout.count() > io::kMaxDrainTimeoutMs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--drain_timeout_ms=", options.drain_timeout.count(),
+        " is out of range: expected an integer in [1, ", io::kMaxDrainTimeoutMs, "]"));
+  }
+  return absl::OkStatus();
 }
 
-void EchoServer::Serve(io::Listener& listener) {
-  {
-    std::lock_guard<Mutex> lock(mu_);
-    CHECK(listener_ == nullptr) << "EchoServer::Serve() called twice";
-    listener_ = &listener;
-    // seq_cst: pairs with Shutdown()'s exchange; one of us closes the listener.
-    if (shutting_down_.load(std::memory_order_seq_cst)) listener.Close().IgnoreError();
-  }
-  while (true) {
-    absl::StatusOr<io::Stream> stream = listener.Accept();
-    if (!stream.ok()) {
-      if (absl::IsFailedPrecondition(stream.status()) ||
-          shutting_down_.load(std::memory_order_seq_cst)) {
-        break;
-      }
-      LOG(WARNING) << "echo_server: " << stream.status();
-      this_fiber::SleepFor(kAcceptRetryDelay);
-      continue;
-    }
-    connections_accepted_.fetch_add(1, std::memory_order_relaxed);  // a statistic
-    auto* connection = new Connection(std::move(*stream));
-    Register(connection);
-    StartFiberDetached([this, connection] {
-      ServeConnection(connection);
-      Unregister(connection);
-      delete connection;
-    });
-  }
-  Shutdown();  // closes the connections (a no-op if Shutdown() ended the loop)
-  {
-    std::lock_guard<Mutex> lock(mu_);
-    listener_ = nullptr;
-    if (live_connections_ == 0) return;
-  }
-  drained_.Wait();
-}
+EchoServer::EchoServer(const EchoServerOptions& options)
+    : options_(options),
+      server_(IoOptions(options),
+              [this](io::ServerConnection& connection) { ServeConnection(connection); }) {}
 
-void EchoServer::Shutdown() {
-  // seq_cst: see shutting_down_.
-  if (shutting_down_.exchange(true, std::memory_order_seq_cst)) return;
-  std::lock_guard<Mutex> lock(mu_);
-  if (listener_ != nullptr) listener_->Close().IgnoreError();
-  for (Connection* c = connections_; c != nullptr; c = c->next) {
-    c->stream.Close().IgnoreError();
-  }
-}
+EchoServer::~EchoServer() = default;
+
+void EchoServer::Serve(io::Listener& listener) { server_.Serve(listener); }
+
+void EchoServer::Shutdown() { server_.Shutdown(); }
 
 EchoServerStats EchoServer::stats() const {
+  const io::ServerStats io_stats = server_.stats();
   EchoServerStats stats;
+  stats.connections_accepted = io_stats.accepted;
+  stats.live_connections = io_stats.open;
   // relaxed: statistics.
-  stats.connections_accepted = connections_accepted_.load(std::memory_order_relaxed);
   stats.frames = frames_.load(std::memory_order_relaxed);
   stats.bad_frames = bad_frames_.load(std::memory_order_relaxed);
-  std::lock_guard<Mutex> lock(mu_);
-  stats.live_connections = live_connections_;
   return stats;
 }
 
-void EchoServer::ServeConnection(Connection* connection) {
-  io::Stream& stream = connection->stream;
+void EchoServer::ServeConnection(io::ServerConnection& connection) {
+  io::Stream& stream = connection.stream();
   std::size_t capacity = kInitialBufferBytes;
   std::unique_ptr<char[]> buffer(new char[capacity]);
   std::size_t begin = 0;  // first byte not yet echoed
@@ -121,8 +94,12 @@ void EchoServer::ServeConnection(Connection* connection) {
         capacity = needed;
       }
     }
+    // Between frames (nothing of one read): a shutdown may close us now.
+    const bool idle = begin == end;
+    if (idle && !connection.EnterIdle()) break;
     absl::StatusOr<std::size_t> read = stream.Read(buffer.get() + end, capacity - end);
     if (!read.ok() || *read == 0) break;  // closed by the peer or by Shutdown()
+    if (idle && !connection.LeaveIdle()) break;  // the drain closed us first
     end += *read;
     std::size_t frames_end = begin;
     std::uint64_t frames = 0;
@@ -153,33 +130,6 @@ void EchoServer::ServeConnection(Connection* connection) {
       begin = frames_end;
       if (begin == end) begin = end = 0;
     }
-  }
-}
-
-void EchoServer::Register(Connection* connection) {
-  std::lock_guard<Mutex> lock(mu_);
-  connection->next = connections_;
-  if (connections_ != nullptr) connections_->prev = connection;
-  connections_ = connection;
-  ++live_connections_;
-  // relaxed: under mu_, after Shutdown() (which sets it before taking mu_) has closed
-  // what was registered, so a connection it missed sees true here.
-  if (shutting_down_.load(std::memory_order_relaxed)) {
-    connection->stream.Close().IgnoreError();
-  }
-}
-
-void EchoServer::Unregister(Connection* connection) {
-  std::lock_guard<Mutex> lock(mu_);
-  if (connection->prev != nullptr) {
-    connection->prev->next = connection->next;
-  } else {
-    connections_ = connection->next;
-  }
-  if (connection->next != nullptr) connection->next->prev = connection->prev;
-  // relaxed: as in Register(); Serve() checks the count under mu_ after Shutdown().
-  if (--live_connections_ == 0 && shutting_down_.load(std::memory_order_relaxed)) {
-    drained_.Set();
   }
 }
 

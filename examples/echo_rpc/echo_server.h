@@ -14,17 +14,27 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <chrono>
+
+#include "absl/status/status.h"
 #include "examples/echo_rpc/echo_protocol.h"
+#include "io/server.h"
 #include "io/stream.h"
-#include "sync/event.h"
-#include "sync/mutex.h"
 
 namespace spindle::examples::echo {
 
 struct EchoServerOptions {
   // A frame announcing a longer payload closes its connection.
   std::size_t max_payload_bytes = kDefaultMaxPayloadBytes;
+  // Connections open at once; more are accepted and closed at once (io::Server).
+  std::size_t max_connections = 10'000;
+  // After Shutdown(): how long a connection in the middle of a frame has to finish it.
+  std::chrono::milliseconds drain_timeout{5'000};
 };
+
+// OK, or InvalidArgument naming the flag (--max_payload_bytes, --max_connections,
+// --drain_timeout_ms), its value and the accepted range.
+absl::Status ValidateEchoServerOptions(const EchoServerOptions& options);
 
 // Counters since construction; relaxed snapshots, exact once the server is quiet.
 struct EchoServerStats {
@@ -34,15 +44,17 @@ struct EchoServerStats {
   std::uint64_t live_connections = 0;
 };
 
-// Serves the echo protocol on a listener until shut down. Serve() runs the accept
-// loop in the calling fiber and serves each accepted stream in a detached fiber.
-// Shutdown(), from any thread, closes the listener and every connection; Serve()
-// returns once every connection fiber has finished. A connection ends when its peer
-// closes (after every complete frame it sent has been echoed) or on an error.
+// Serves the echo protocol on a listener until shut down, on an io::Server: Serve()
+// accepts in the calling fiber and serves each connection in a detached fiber.
+// Shutdown(), from any thread, closes the listener and every connection between
+// frames, lets one in the middle of a frame finish it (up to drain_timeout), and
+// Serve() returns once every connection fiber has finished. A connection ends when its
+// peer closes (after every complete frame it sent has been echoed) or on an error.
 //
 // Thread-safety: Serve() once, from a fiber; Shutdown() and stats() from anywhere.
 class EchoServer {
  public:
+  // `options` must be valid (CHECKed).
   explicit EchoServer(const EchoServerOptions& options);
   ~EchoServer();
   EchoServer(const EchoServer&) = delete;
@@ -55,27 +67,16 @@ class EchoServer {
   void Shutdown();
 
   EchoServerStats stats() const;
+  // The stream server underneath (for io::ShutdownSignals::ServeUntilSignal).
+  io::Server& io_server() { return server_; }
 
  private:
-  struct Connection;
-
-  void ServeConnection(Connection* connection);
-  void Register(Connection* connection);
-  void Unregister(Connection* connection);
+  void ServeConnection(io::ServerConnection& connection);
 
   const EchoServerOptions options_;
-  // seq_cst: Shutdown() sets it, then closes what is registered under mu_; Register()
-  // links a connection under mu_, then checks it. One of them closes every connection.
-  std::atomic<bool> shutting_down_{false};
-  std::atomic<std::uint64_t> connections_accepted_{0};
-  std::atomic<std::uint64_t> frames_{0};
-  std::atomic<std::uint64_t> bad_frames_{0};
-  Event drained_;  // set when shutting down and the last connection has unregistered
-
-  mutable Mutex mu_;
-  io::Listener* listener_ = nullptr;    // guarded by mu_; set while Serve() accepts
-  Connection* connections_ = nullptr;   // guarded by mu_; intrusive list head
-  std::uint64_t live_connections_ = 0;  // guarded by mu_
+  std::atomic<std::uint64_t> frames_{0};      // relaxed: a statistic
+  std::atomic<std::uint64_t> bad_frames_{0};  // relaxed: a statistic
+  io::Server server_;
 };
 
 }  // namespace spindle::examples::echo

@@ -3,21 +3,18 @@
 // echo_server --listen=HOST:PORT [--max_payload_bytes=N] [--fiber_* flags]
 //
 // Serves the echo RPC protocol (echo_protocol.h) until SIGTERM or SIGINT, then closes
-// every connection and exits 0. Signals as in http_server: blocked everywhere before
-// the runtime starts, taken by one thread in sigwait().
-
-#include <pthread.h>
-#include <signal.h>
+// every connection between frames, lets one in the middle of a frame finish it, and
+// exits 0 (io::ShutdownSignals).
 
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 
 #include "examples/echo_rpc/echo_server.h"
 #include "gflags/gflags.h"
 #include "io/address.h"
+#include "io/server.h"
 #include "io/stream.h"
 #include "runtime/runtime.h"
 
@@ -26,6 +23,12 @@ DEFINE_string(listen, "127.0.0.1:9090",
 DEFINE_int64(max_payload_bytes, 16 << 20,
              "Largest request payload, in bytes; a larger one closes its connection "
              "(range [0, 16777216])");
+DEFINE_uint64(max_connections, 10000,
+              "Connections open at once; one more is accepted and closed at once "
+              "(range [1, 16777216])");
+DEFINE_int64(drain_timeout_ms, 5000,
+             "On SIGTERM, how long a connection in the middle of a frame may take to "
+             "finish it, in milliseconds (range [1, 3600000])");
 
 namespace {
 
@@ -37,27 +40,29 @@ namespace {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First, before any thread starts: SIGTERM and SIGINT are taken by one thread.
+  spindle::io::ShutdownSignals signals;
   gflags::SetUsageMessage("an echo RPC server (4-byte big-endian length + payload)");
   // The runtime's layout line on stderr at start (--fiber_log_layout=false hides it).
   gflags::SetCommandLineOptionWithMode("fiber_log_layout", "true", gflags::SET_FLAGS_DEFAULT);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  if (FLAGS_max_payload_bytes < 0 ||
-      FLAGS_max_payload_bytes >
-          static_cast<std::int64_t>(spindle::examples::echo::kDefaultMaxPayloadBytes)) {
+  if (FLAGS_max_payload_bytes < 0) {  // the size_t below would wrap
     Fail("--max_payload_bytes=" + std::to_string(FLAGS_max_payload_bytes) +
          " is out of range: expected an integer in [0, 16777216]");
+  }
+  spindle::examples::echo::EchoServerOptions options;
+  options.max_payload_bytes = static_cast<std::size_t>(FLAGS_max_payload_bytes);
+  options.max_connections = FLAGS_max_connections;
+  options.drain_timeout = std::chrono::milliseconds(FLAGS_drain_timeout_ms);
+  if (const absl::Status status = spindle::examples::echo::ValidateEchoServerOptions(options);
+      !status.ok()) {
+    Fail(std::string(status.message()));
   }
   absl::StatusOr<spindle::io::Address> address =
       spindle::io::Address::Parse(FLAGS_listen);
   if (!address.ok()) {
     Fail("--listen=" + FLAGS_listen + ": " + std::string(address.status().message()));
   }
-
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every later thread
 
   spindle::StartRuntime();
   absl::StatusOr<spindle::io::Listener> listener =
@@ -66,16 +71,8 @@ int main(int argc, char** argv) {
   std::printf("echo_server: listening on %s\n", listener->address().ToString().c_str());
   std::fflush(stdout);
 
-  spindle::examples::echo::EchoServerOptions options;
-  options.max_payload_bytes = static_cast<std::size_t>(FLAGS_max_payload_bytes);
   spindle::examples::echo::EchoServer server(options);
-  std::thread signal_waiter([&server, &signals] {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    server.Shutdown();
-  });
-  spindle::RunAsFiber([&] { server.Serve(*listener); });
-  signal_waiter.join();
+  signals.ServeUntilSignal(server.io_server(), *listener);
   spindle::TerminateRuntime();
 
   const auto stats = server.stats();

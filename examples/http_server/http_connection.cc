@@ -81,8 +81,11 @@ const http_parser_settings HttpConnection::kSettings = {
     nullptr,  // on_chunk_complete
 };
 
-HttpConnection::HttpConnection(HttpServer* server, io::Stream stream)
-    : server_(server), stream_(std::move(stream)), buffer_(new char[kReadBufferBytes]) {
+HttpConnection::HttpConnection(HttpServer* server, io::ServerConnection& connection)
+    : server_(server),
+      connection_(connection),
+      stream_(connection.stream()),
+      buffer_(new char[kReadBufferBytes]) {
   http_parser_init(&parser_, HTTP_REQUEST);
   parser_.data = this;
   out_.reserve(4096);
@@ -93,20 +96,15 @@ HttpConnection::HttpConnection(HttpServer* server, io::Stream stream)
 void HttpConnection::Serve() {
   const auto idle_timeout = server_->options().idle_timeout;
   while (true) {
-    if (!in_message_ && !EnterIdle()) break;
+    if (!in_message_ && !connection_.EnterIdle()) break;
     absl::StatusOr<std::size_t> read =
         stream_.Read(buffer_.get(), kReadBufferBytes, io::Clock::now() + idle_timeout);
     // An error, the idle timeout, a close by the drain, or the peer's end of stream
     // (also in the middle of a request: nobody is left to answer).
     if (!read.ok() || *read == 0) break;
-    if (!in_message_) {
-      int expected = kIdle;
-      // seq_cst: see HttpServer::draining_. Failing means CloseIfIdle() won: the
-      // server is draining and this request arrived after the drain began.
-      if (!state_.compare_exchange_strong(expected, kBusy, std::memory_order_seq_cst)) {
-        break;
-      }
-    }
+    // Failing: the drain closed the connection first (the request arrived after it
+    // began).
+    if (!in_message_ && !connection_.LeaveIdle()) break;
     const bool keep_open = Parse(*read);
     if (!out_.empty()) {
       if (!stream_.WriteAll(out_.data(), out_.size(), io::Clock::now() + idle_timeout)
@@ -131,25 +129,6 @@ void HttpConnection::ReleaseLargeBuffers() {
   out_.reserve(4096);
   if (body_.capacity() > kKeptBufferBytes) body_ = std::string();
 }
-
-bool HttpConnection::EnterIdle() {
-  // seq_cst store then seq_cst load: the StoreLoad half of the Dekker pattern whose
-  // other half is Shutdown()'s store of draining_ then CloseIfIdle()'s CAS of state_.
-  state_.store(kIdle, std::memory_order_seq_cst);
-  return !server_->draining_.load(std::memory_order_seq_cst);
-}
-
-bool HttpConnection::CloseIfIdle() {
-  int expected = kIdle;
-  // seq_cst: pairs with EnterIdle() (see there).
-  if (!state_.compare_exchange_strong(expected, kClosing, std::memory_order_seq_cst)) {
-    return false;
-  }
-  stream_.Close().IgnoreError();
-  return true;
-}
-
-void HttpConnection::ForceClose() { stream_.Close().IgnoreError(); }
 
 bool HttpConnection::Parse(std::size_t size) {
   RefreshDate();
@@ -255,10 +234,10 @@ int HttpConnection::OnBody(http_parser* parser, const char* at, std::size_t leng
 int HttpConnection::OnMessageComplete(http_parser* parser) {
   HttpConnection* self = Self(parser);
   self->in_message_ = false;
-  // relaxed: a hint; a request that misses the drain is answered keep-alive and the
-  // connection closes at its next EnterIdle().
-  const bool keep_alive = http_should_keep_alive(parser) != 0 &&
-                          !self->server_->draining_.load(std::memory_order_relaxed);
+  // A hint: a request that misses the drain is answered keep-alive and the connection
+  // closes at its next EnterIdle().
+  const bool keep_alive =
+      http_should_keep_alive(parser) != 0 && !self->connection_.draining();
   self->AnswerRequest(keep_alive);
   self->server_->CountRequest(/*bad=*/false);
   if (!keep_alive) http_parser_pause(parser, 1);  // parse nothing after it

@@ -13,6 +13,7 @@
 
 #include "absl/strings/string_view.h"
 #include "examples/http_server/http_server.h"
+#include "io/server.h"
 #include "io/stream.h"
 
 namespace spindle::examples::http {
@@ -23,14 +24,16 @@ namespace spindle::examples::http {
 // of one read with a single WriteAll(). The GET / response is precomputed: answering
 // it copies three constant pieces and allocates nothing.
 //
-// Thread-safety: Serve() runs in the connection's own fiber; CloseIfIdle() and
-// ForceClose() may be called from any thread while the HttpServer holds its mutex
-// (the connection unregisters under that mutex before it is destroyed).
+// It tells the io::Server when it waits for a new request (EnterIdle) and when one
+// begins (LeaveIdle), so a shutdown closes it at once only between requests.
+//
+// Thread-safety: one fiber, the io::Server's handler for the connection; it lives on
+// that fiber's stack.
 class HttpConnection {
  public:
   static constexpr std::size_t kReadBufferBytes = 16 * 1024;
 
-  HttpConnection(HttpServer* server, io::Stream stream);
+  HttpConnection(HttpServer* server, io::ServerConnection& connection);
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
 
@@ -38,14 +41,7 @@ class HttpConnection {
   // ends the connection, or the server's shutdown. Parks the calling fiber.
   void Serve();
 
-  // Closes the stream if the connection is waiting for a new request (nothing of one
-  // received); true if it did. Shutdown uses it.
-  bool CloseIfIdle();
-  // Closes the stream whatever it is doing (the end of the drain).
-  void ForceClose();
-
  private:
-  friend class HttpServer;
   enum class Route {
     kHello,
     kEcho,
@@ -56,7 +52,6 @@ class HttpConnection {
     kEchoWrongMethod,
     kGetOnlyWrongMethod,  // /metrics, /fibers: 405 "Allow: GET"
   };
-  enum State : int { kIdle, kBusy, kClosing };
 
   // The parser's callbacks (http_parser_settings); `parser->data` is the connection.
   static int OnMessageBegin(http_parser* parser);
@@ -68,8 +63,6 @@ class HttpConnection {
   static int OnMessageComplete(http_parser* parser);
   static const http_parser_settings kSettings;
 
-  // Marks the connection idle; false if the server is draining (then it must close).
-  bool EnterIdle();
   // Parses `size` bytes of `buffer_`, appending responses to out_; false when the
   // connection must close after out_ is sent.
   bool Parse(std::size_t size);
@@ -88,10 +81,8 @@ class HttpConnection {
   void LingeringClose();
 
   HttpServer* const server_;
-  io::Stream stream_;
-  // Owner fiber writes kIdle/kBusy; the server CASes kIdle -> kClosing under its mutex.
-  // seq_cst: see HttpServer::draining_.
-  std::atomic<int> state_{kBusy};
+  io::ServerConnection& connection_;
+  io::Stream& stream_;  // connection_'s
 
   http_parser parser_;
   std::unique_ptr<char[]> buffer_;  // kReadBufferBytes
@@ -115,10 +106,6 @@ class HttpConnection {
   // "Date: <IMF-fixdate>\r\n", refreshed once a second by the reads that need it.
   std::time_t date_second_ = 0;
   char date_line_[40] = {};
-
-  // Intrusive list of the server's live connections; guarded by the server's mutex.
-  HttpConnection* prev_ = nullptr;
-  HttpConnection* next_ = nullptr;
 };
 
 }  // namespace spindle::examples::http

@@ -26,9 +26,8 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "io/server.h"
 #include "io/stream.h"
-#include "sync/event.h"
-#include "sync/mutex.h"
 
 namespace spindle::examples::http {
 
@@ -45,6 +44,8 @@ struct HttpServerOptions {
   std::chrono::milliseconds idle_timeout{60'000};
   // After Shutdown(), how long requests in flight have to finish.
   std::chrono::milliseconds drain_timeout{5'000};
+  // Connections open at once; more are accepted and closed at once (io::Server).
+  std::size_t max_connections = 10'000;
 };
 
 inline constexpr std::size_t kMinHeaderBytes = 256;
@@ -56,6 +57,8 @@ inline constexpr std::int64_t kMaxTimeoutMs = 3'600'000;
 
 // OK, or InvalidArgument naming the flag, its value and the accepted range.
 absl::Status ValidateHttpServerOptions(const HttpServerOptions& options);
+// CHECK-fails with ValidateHttpServerOptions()'s message unless `options` are valid.
+void CheckValid(const HttpServerOptions& options);
 
 // Counters since construction; relaxed snapshots, exact once the server is quiet.
 struct HttpServerStats {
@@ -63,10 +66,11 @@ struct HttpServerStats {
   std::uint64_t requests = 0;      // answered with any status
   std::uint64_t bad_requests = 0;  // answered 400, 413 or 431
   std::uint64_t live_connections = 0;
+  std::uint64_t connections_refused = 0;  // over max_connections, or out of descriptors
 };
 
-// Serves HTTP on a listener until shut down. Serve() runs the accept loop in the
-// calling fiber and gives every accepted Stream to a detached fiber of its own
+// Serves HTTP on a listener until shut down, on an io::Server: Serve() accepts in the
+// calling fiber and serves every connection in a detached fiber of its own
 // (HttpConnection). Shutdown() may come from any thread (a signal-waiting thread, a
 // test): it stops accepting, closes connections waiting between requests, lets the
 // others finish the requests they have begun (answered with "Connection: close") for
@@ -92,15 +96,11 @@ class HttpServer {
   // stats() in the Prometheus text exposition format (spindle_http_*), for /metrics.
   std::string PrometheusText() const;
   const HttpServerOptions& options() const { return options_; }
+  // The stream server underneath (for io::ShutdownSignals::ServeUntilSignal).
+  io::Server& io_server() { return server_; }
 
  private:
   friend class HttpConnection;
-
-  void Register(HttpConnection* connection);
-  void Unregister(HttpConnection* connection);
-  void CloseIdleConnections();
-  void CloseAllConnections();
-  void WaitForConnections(io::Deadline deadline);
 
   // Connections count these; relaxed: statistics.
   void CountRequest(bool bad) {
@@ -109,20 +109,9 @@ class HttpServer {
   }
 
   const HttpServerOptions options_;
-  // seq_cst: Shutdown() stores it, then reads each connection's state; a connection
-  // stores its state, then reads this (HttpConnection::EnterIdle). Whichever comes
-  // second sees the other, so an idle connection is always closed by one of them.
-  std::atomic<bool> draining_{false};
-  std::atomic<std::uint64_t> connections_accepted_{0};
   std::atomic<std::uint64_t> requests_{0};
   std::atomic<std::uint64_t> bad_requests_{0};
-  Event drained_;  // set when draining and the last connection has unregistered
-
-  mutable Mutex mu_;
-  io::Listener* listener_ = nullptr;       // guarded by mu_; set while Serve() accepts
-  HttpConnection* connections_ = nullptr;  // guarded by mu_; intrusive list head
-  std::uint64_t live_connections_ = 0;     // guarded by mu_
-  io::Deadline drain_deadline_ = io::kNoDeadline;  // guarded by mu_
+  io::Server server_;
 };
 
 }  // namespace spindle::examples::http

@@ -1,25 +1,20 @@
 // Copyright 2026 The Spindle Authors.
 //
 // http_server --listen=HOST:PORT [--max_header_bytes=N] [--max_body_bytes=N]
-//             [--idle_timeout_ms=N] [--drain_timeout_ms=N] [--fiber_* flags]
-//             [--flagfile=F]
+//             [--idle_timeout_ms=N] [--drain_timeout_ms=N] [--max_connections=N]
+//             [--fiber_* flags] [--flagfile=F]
 //
 // Serves GET / and POST /echo (see http_server.h) until SIGTERM or SIGINT, then stops
-// accepting, drains the requests in flight and exits 0. The signals are blocked in
-// every thread (before the runtime starts its workers) and taken by one plain thread
-// in sigwait(), so no handler ever runs on a fiber's stack.
-
-#include <pthread.h>
-#include <signal.h>
+// accepting, drains the requests in flight and exits 0 (io::ShutdownSignals).
 
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
 
 #include "examples/http_server/http_server.h"
 #include "gflags/gflags.h"
 #include "io/address.h"
+#include "io/server.h"
 #include "io/stream.h"
 #include "runtime/runtime.h"
 
@@ -37,6 +32,9 @@ DEFINE_int64(idle_timeout_ms, 60000,
 DEFINE_int64(drain_timeout_ms, 5000,
              "On SIGTERM, how long requests in flight may take to finish, in "
              "milliseconds (range [1, 3600000])");
+DEFINE_uint64(max_connections, 10000,
+              "Connections open at once; one more is accepted and closed at once "
+              "(range [1, 16777216])");
 
 namespace {
 
@@ -54,6 +52,7 @@ HttpServerOptions OptionsFromFlags() {
   options.max_body_bytes = FLAGS_max_body_bytes;
   options.idle_timeout = std::chrono::milliseconds(FLAGS_idle_timeout_ms);
   options.drain_timeout = std::chrono::milliseconds(FLAGS_drain_timeout_ms);
+  options.max_connections = FLAGS_max_connections;
   // uint64 flags past int64: report the flag's own value, not a wrapped one.
   if (FLAGS_max_header_bytes > spindle::examples::http::kMaxHeaderBytes) {
     Fail("--max_header_bytes=" + std::to_string(FLAGS_max_header_bytes) +
@@ -71,6 +70,8 @@ HttpServerOptions OptionsFromFlags() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First, before any thread starts: SIGTERM and SIGINT are taken by one thread.
+  spindle::io::ShutdownSignals signals;
   gflags::SetUsageMessage("a keep-alive HTTP/1.1 server: GET / and POST /echo");
   // The runtime's layout line on stderr at start (--fiber_log_layout=false hides it).
   gflags::SetCommandLineOptionWithMode("fiber_log_layout", "true", gflags::SET_FLAGS_DEFAULT);
@@ -82,12 +83,6 @@ int main(int argc, char** argv) {
     Fail("--listen=" + FLAGS_listen + ": " + std::string(address.status().message()));
   }
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // inherited by every later thread
-
   spindle::StartRuntime();
   absl::StatusOr<spindle::io::Listener> listener =
       spindle::io::Listener::Listen(*address);
@@ -96,13 +91,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   HttpServer server(options);
-  std::thread signal_waiter([&server, &signals] {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    server.Shutdown();
-  });
-  spindle::RunAsFiber([&] { server.Serve(*listener); });
-  signal_waiter.join();
+  signals.ServeUntilSignal(server.io_server(), *listener);
   spindle::TerminateRuntime();
 
   const auto stats = server.stats();

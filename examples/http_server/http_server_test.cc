@@ -346,7 +346,7 @@ TEST_F(HttpServerTest, MetricsInPrometheusText) {
   EXPECT_NE(body.find("spindle_reactor_events_total{group=\"0\"} "), std::string::npos);
   // The server's own figures, counted before this request was answered.
   EXPECT_NE(body.find("spindle_http_requests_total 1\n"), std::string::npos) << body;
-  EXPECT_NE(body.find("spindle_http_live_connections 1\n"), std::string::npos);
+  EXPECT_NE(body.find("spindle_http_connections_open 1\n"), std::string::npos);
   client.Send("POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
   response = client.Next();
   ASSERT_TRUE(response.ok()) << response.status();
