@@ -36,6 +36,7 @@ constexpr absl::string_view kHelloHeadKeepAlive10 =
 constexpr absl::string_view kHelloHeadClose = SPINDLE_HELLO_HEAD "Connection: close\r\n";
 #undef SPINDLE_HELLO_HEAD
 constexpr absl::string_view kHelloTail = "\r\nhello, world\n";
+constexpr absl::string_view kEndOfHeaders = "\r\n";  // kHelloTail's start, for HEAD
 constexpr absl::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 // "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
@@ -150,6 +151,8 @@ int HttpConnection::OnMessageBegin(http_parser* parser) {
   HttpConnection* self = Self(parser);
   self->in_message_ = true;
   self->header_bytes_ = 0;
+  self->body_bytes_ = 0;
+  self->head_ = false;
   self->url_.clear();
   self->body_.clear();
   self->route_ = Route::kNotFound;
@@ -168,6 +171,8 @@ bool HttpConnection::CountHeaderBytes(std::size_t length) {
 
 int HttpConnection::OnUrl(http_parser* parser, const char* at, std::size_t length) {
   HttpConnection* self = Self(parser);
+  // Known from here: even a 431 for the headers that follow goes without a body.
+  self->head_ = parser->method == HTTP_HEAD;
   if (!self->CountHeaderBytes(length)) return 1;
   self->url_.append(at, length);
   return 0;
@@ -211,7 +216,8 @@ int HttpConnection::OnHeadersComplete(http_parser* parser) {
                             self->value_length_ == 12 &&
                             std::memcmp(self->value_, "100-continue", 12) == 0;
   self->RouteRequest();
-  if (self->route_ == Route::kEcho && (parser->flags & F_CONTENTLENGTH) != 0 &&
+  // Any route: a body too large to keep (POST /echo) or to read and drop (the others).
+  if ((parser->flags & F_CONTENTLENGTH) != 0 &&
       parser->content_length > self->server_->options().max_body_bytes) {
     self->error_status_ = 413;
     return -1;  // any value but 0, 1 and 2 fails the parse
@@ -222,12 +228,13 @@ int HttpConnection::OnHeadersComplete(http_parser* parser) {
 
 int HttpConnection::OnBody(http_parser* parser, const char* at, std::size_t length) {
   HttpConnection* self = Self(parser);
-  if (self->route_ != Route::kEcho) return 0;  // other routes ignore a body
-  if (self->body_.size() + length > self->server_->options().max_body_bytes) {
+  // Bounded on every route (a chunked body announces no length up front).
+  self->body_bytes_ += length;
+  if (self->body_bytes_ > self->server_->options().max_body_bytes) {
     self->error_status_ = 413;
     return 1;
   }
-  self->body_.append(at, length);
+  if (self->route_ == Route::kEcho) self->body_.append(at, length);  // others drop it
   return 0;
 }
 
@@ -248,14 +255,18 @@ void HttpConnection::RouteRequest() {
   const absl::string_view target = url_;
   const absl::string_view path = target.substr(0, target.find('?'));
   const auto method = static_cast<http_method>(parser_.method);
+  // HEAD is GET without the body (RFC 9110 9.3.2), on every route and every answer
+  // (head_, set in OnUrl()).
+  const bool get = method == HTTP_GET || head_;
+  const bool debug = server_->options().debug_endpoints;
   if (path == "/") {
-    route_ = method == HTTP_GET ? Route::kHello : Route::kHelloWrongMethod;
+    route_ = get ? Route::kHello : Route::kGetOnlyWrongMethod;
   } else if (path == "/echo") {
     route_ = method == HTTP_POST ? Route::kEcho : Route::kEchoWrongMethod;
-  } else if (path == "/metrics") {
-    route_ = method == HTTP_GET ? Route::kMetrics : Route::kGetOnlyWrongMethod;
-  } else if (path == "/fibers") {
-    route_ = method == HTTP_GET ? Route::kFibers : Route::kGetOnlyWrongMethod;
+  } else if (path == "/metrics" && debug) {
+    route_ = get ? Route::kMetrics : Route::kGetOnlyWrongMethod;
+  } else if (path == "/fibers" && debug) {
+    route_ = get ? Route::kFibers : Route::kGetOnlyWrongMethod;
   } else {
     route_ = Route::kNotFound;
   }
@@ -269,7 +280,8 @@ void HttpConnection::AnswerRequest(bool keep_alive) {
                                                                : kHelloHead;
       out_.append(head.data(), head.size());
       out_.append(date_line_, kDateLineLength);
-      out_.append(kHelloTail.data(), kHelloTail.size());
+      const absl::string_view tail = head_ ? kEndOfHeaders : kHelloTail;
+      out_.append(tail.data(), tail.size());
       return;
     }
     case Route::kEcho:
@@ -293,10 +305,9 @@ void HttpConnection::AnswerRequest(bool keep_alive) {
       AppendResponse("HTTP/1.1 404 Not Found\r\n", "text/plain", "not found\n",
                      keep_alive);
       return;
-    case Route::kHelloWrongMethod:
     case Route::kGetOnlyWrongMethod:
-      AppendResponse("HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\n", "text/plain",
-                     "method not allowed\n", keep_alive);
+      AppendResponse("HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD\r\n",
+                     "text/plain", "method not allowed\n", keep_alive);
       return;
     case Route::kEchoWrongMethod:
       AppendResponse("HTTP/1.1 405 Method Not Allowed\r\nAllow: POST\r\n", "text/plain",
@@ -339,7 +350,7 @@ void HttpConnection::AppendResponse(absl::string_view status_line,
   AppendConnectionHeader(keep_alive);
   out_.append(date_line_, kDateLineLength);
   out_.append("\r\n");
-  out_.append(body.data(), body.size());
+  if (!head_) out_.append(body.data(), body.size());  // HEAD: the GET's length, no body
 }
 
 void HttpConnection::AppendConnectionHeader(bool keep_alive) {

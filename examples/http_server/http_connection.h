@@ -48,9 +48,8 @@ class HttpConnection {
     kMetrics,
     kFibers,
     kNotFound,
-    kHelloWrongMethod,
-    kEchoWrongMethod,
-    kGetOnlyWrongMethod,  // /metrics, /fibers: 405 "Allow: GET"
+    kEchoWrongMethod,    // 405 "Allow: POST"
+    kGetOnlyWrongMethod,  // /, /metrics, /fibers: 405 "Allow: GET, HEAD"
   };
 
   // The parser's callbacks (http_parser_settings); `parser->data` is the connection.
@@ -92,6 +91,8 @@ class HttpConnection {
   Route route_ = Route::kNotFound;
   int error_status_ = 0;  // set by a callback that fails the parse (413, 431)
   std::size_t header_bytes_ = 0;
+  std::size_t body_bytes_ = 0;  // of the current request, kept or dropped
+  bool head_ = false;           // the current request is a HEAD: answers carry no body
   bool in_message_ = false;
   bool last_was_field_ = false;
   // "Expect: 100-continue" detection over the current header: lowercased name/value

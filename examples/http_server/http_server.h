@@ -5,11 +5,16 @@
 //
 //   GET /        200 "hello, world\n" (text/plain)
 //   POST /echo   200 with the request body (Content-Length or chunked)
-//   GET /fibers  200 spindle::DumpFibers() (text/plain): every fiber's state and stack
-//   other paths  404; a known path with another method 405
+//   GET /metrics 200 the runtime's and this server's counters (Prometheus text), and
+//   GET /fibers  200 spindle::DumpFibers() (text/plain): only with debug_endpoints on
+//                (off by default: they reveal code addresses and cost a walk of every
+//                fiber; otherwise 404)
+//   HEAD         on every route, the GET answer's status and headers without its body
+//   other paths  404; a known path with another method 405 with Allow
 //   malformed    400, then the connection closes; request line + headers over
-//                max_header_bytes: 431 and close; an /echo body over max_body_bytes:
-//                413 and close
+//                max_header_bytes: 431 and close; a body over max_body_bytes (on any
+//                route: bodies of routes that take none are read and dropped): 413 and
+//                close
 //
 //   spindle::StartRuntime();
 //   auto listener = spindle::io::Listener::Listen(address);
@@ -37,7 +42,7 @@ class HttpConnection;
 struct HttpServerOptions {
   // Request line plus header fields of one request; more gives 431.
   std::size_t max_header_bytes = 8192;
-  // Body of one POST /echo request; more gives 413.
+  // Body of one request (POST /echo's, or one dropped on another route); more gives 413.
   std::size_t max_body_bytes = 1 << 20;
   // A connection that receives nothing for this long is closed (also the limit on
   // one response write).
@@ -46,6 +51,8 @@ struct HttpServerOptions {
   std::chrono::milliseconds drain_timeout{5'000};
   // Connections open at once; more are accepted and closed at once (io::Server).
   std::size_t max_connections = 10'000;
+  // Serve GET /metrics and GET /fibers (debug endpoints; 404 when off).
+  bool debug_endpoints = false;
 };
 
 inline constexpr std::size_t kMinHeaderBytes = 256;

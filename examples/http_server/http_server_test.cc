@@ -74,6 +74,11 @@ class Client {
       static_cast<Client*>(p->data)->current_.headers.back().second.append(at, n);
       return 0;
     };
+    settings_.on_headers_complete = [](http_parser* p) {
+      // 1: no body follows (the answer to a HEAD), as http_parser's contract says.
+      Client* self = static_cast<Client*>(p->data);
+      return !self->heads_.empty() && self->heads_.front() ? 1 : 0;
+    };
     settings_.on_body = [](http_parser* p, const char* at, std::size_t n) {
       static_cast<Client*>(p->data)->current_.body.append(at, n);
       return 0;
@@ -83,11 +88,18 @@ class Client {
       self->current_.status = static_cast<int>(p->status_code);
       self->current_.keep_alive = http_should_keep_alive(p) != 0;
       self->done_.push_back(std::move(self->current_));
+      if (!self->heads_.empty()) self->heads_.pop_front();
       return 0;
     };
   }
 
   io::Stream& stream() { return stream_; }
+
+  // Says, request by request in order, whether the next responses answer a HEAD (no
+  // body follows their headers); requests not described answer a GET or POST.
+  void ExpectResponsesTo(std::initializer_list<bool> heads) {
+    heads_.insert(heads_.end(), heads.begin(), heads.end());
+  }
 
   void Send(absl::string_view data) {
     const absl::Status status = stream_.WriteAll(data.data(), data.size(), Soon());
@@ -141,6 +153,7 @@ class Client {
   http_parser_settings settings_;
   Response current_;
   std::deque<Response> done_;
+  std::deque<bool> heads_;
 };
 
 // The server on a loopback port, serving from a fiber for the object's lifetime.
@@ -181,6 +194,7 @@ HttpServerOptions TestOptions() {
   options.max_body_bytes = 64 * 1024;
   options.idle_timeout = 10s;
   options.drain_timeout = 10s;
+  options.debug_endpoints = true;  // /metrics and /fibers; off by default (its own test)
   return options;
 }
 
@@ -351,7 +365,7 @@ TEST_F(HttpServerTest, MetricsInPrometheusText) {
   response = client.Next();
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->status, 405);
-  EXPECT_EQ(response->Header("allow"), "GET");
+  EXPECT_EQ(response->Header("allow"), "GET, HEAD");
 }
 
 TEST_F(HttpServerTest, UnknownPathAndWrongMethodKeepTheConnection) {
@@ -363,7 +377,7 @@ TEST_F(HttpServerTest, UnknownPathAndWrongMethodKeepTheConnection) {
   response = client.Next();
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->status, 405);
-  EXPECT_EQ(response->Header("allow"), "GET");
+  EXPECT_EQ(response->Header("allow"), "GET, HEAD");
   client.Send("GET / HTTP/1.1\r\n\r\n");
   response = client.Next();
   ASSERT_TRUE(response.ok()) << response.status();
@@ -443,6 +457,86 @@ TEST_F(HttpServerTest, Http10ClosesUnlessKeepAlive) {
     ASSERT_TRUE(response.ok()) << response.status();
     EXPECT_EQ(response->Header("connection"), "keep-alive");
     EXPECT_EQ(response->body, "hello, world\n");
+  }
+}
+
+// HEAD is GET without the body on every route (RFC 9110 9.3.2): a keep-alive client
+// that reads the next response after a HEAD finds it, not a stray body. The HEAD
+// answers come pipelined before a GET whose answer must parse.
+TEST_F(HttpServerTest, HeadIsGetWithoutTheBodyOnEveryRoute) {
+  Client client(server_.address());
+  client.ExpectResponsesTo({true, true, true, true, true, false});
+  client.Send(
+      "HEAD / HTTP/1.1\r\n\r\n"
+      "HEAD /nowhere HTTP/1.1\r\n\r\n"
+      "HEAD /echo HTTP/1.1\r\n\r\n"
+      "HEAD /metrics HTTP/1.1\r\n\r\n"
+      "HEAD /fibers HTTP/1.1\r\n\r\n"
+      "GET / HTTP/1.1\r\n\r\n");
+  const int statuses[] = {200, 404, 405, 200, 200};
+  for (int expected : statuses) {
+    absl::StatusOr<Response> response = client.Next();
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->status, expected);
+    EXPECT_EQ(response->body, "");
+    EXPECT_TRUE(response->keep_alive);
+    // The GET's length, not 0: HEAD says what GET would send.
+    EXPECT_NE(response->Header("content-length"), "0");
+    EXPECT_NE(response->Header("content-length"), "");
+    if (expected == 405) {
+      EXPECT_EQ(response->Header("allow"), "POST");
+    }
+  }
+  absl::StatusOr<Response> get = client.Next();
+  ASSERT_TRUE(get.ok()) << get.status();
+  EXPECT_EQ(get->status, 200);
+  EXPECT_EQ(get->body, "hello, world\n");
+  // The HEAD of / says the GET's length.
+  client.ExpectResponsesTo({true});
+  client.Send("HEAD / HTTP/1.1\r\n\r\n");
+  absl::StatusOr<Response> head = client.Next();
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->Header("content-length"), "13");
+}
+
+// A body on a route that takes none is read and dropped, within max_body_bytes: one
+// over it (announced, or chunked without a length) is 413 and the connection closes.
+TEST_F(HttpServerTest, ABodyOnARouteThatTakesNoneIsBoundedAndDropped) {
+  {
+    Client client(server_.address());
+    client.Send("GET / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\n\r\n");
+    for (int i = 0; i < 2; ++i) {
+      absl::StatusOr<Response> response = client.Next();
+      ASSERT_TRUE(response.ok()) << response.status();
+      EXPECT_EQ(response->status, 200);
+      EXPECT_EQ(response->body, "hello, world\n");
+    }
+  }
+  ExpectErrorAndClose(
+      absl::StrCat("GET / HTTP/1.1\r\nContent-Length: ", 64 * 1024 + 1, "\r\n\r\n"), 413);
+  std::string chunks;
+  for (int i = 0; i < 20; ++i) chunks += absl::StrCat("1000\r\n", std::string(4096, 'b'), "\r\n");
+  ExpectErrorAndClose(
+      absl::StrCat("GET /nowhere HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", chunks,
+                   "0\r\n\r\n"),
+      413);
+}
+
+// /metrics and /fibers reveal code addresses and cost a walk of every fiber: off unless
+// the server's options turn them on.
+TEST(HttpServerDebugEndpointsTest, OffByDefault) {
+  testing::ScopedRuntime runtime(2);
+  HttpServerOptions options = TestOptions();
+  options.debug_endpoints = HttpServerOptions().debug_endpoints;
+  ASSERT_FALSE(options.debug_endpoints);
+  TestServer server(options);
+  Client client(server.address());
+  client.Send("GET /fibers HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n");
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<Response> response = client.Next();
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->status, 404);
+    EXPECT_EQ(response->body.find("spindle_"), std::string::npos) << response->body;
   }
 }
 
