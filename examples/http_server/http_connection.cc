@@ -16,9 +16,11 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <sstream>
 #include <utility>
 
+#include "glog/logging.h"
 #include "runtime/metrics.h"
 #include "runtime/runtime.h"
 
@@ -95,34 +97,70 @@ HttpConnection::HttpConnection(HttpServer* server, io::ServerConnection& connect
 }
 
 void HttpConnection::Serve() {
-  const auto idle_timeout = server_->options().idle_timeout;
-  while (true) {
-    if (!in_message_ && !connection_.EnterIdle()) break;
-    absl::StatusOr<std::size_t> read =
-        stream_.Read(buffer_.get(), kReadBufferBytes, io::Clock::now() + idle_timeout);
-    // An error, the idle timeout, a close by the drain, or the peer's end of stream
-    // (also in the middle of a request: nobody is left to answer).
-    if (!read.ok() || *read == 0) break;
-    // Failing: the drain closed the connection first (the request arrived after it
-    // began).
-    if (!in_message_ && !connection_.LeaveIdle()) break;
-    const bool keep_open = Parse(*read);
-    if (!out_.empty()) {
-      if (!stream_.WriteAll(out_.data(), out_.size(), io::Clock::now() + idle_timeout)
-               .ok()) {
-        break;
-      }
-      out_.clear();
-      // A large echo leaves large buffers behind; an idle keep-alive connection should
-      // not hold them.
-      if (out_.capacity() > kKeptBufferBytes) ReleaseLargeBuffers();
-    }
-    if (!keep_open) {
-      LingeringClose();
-      break;
-    }
+  try {
+    ServeRequests();
+  } catch (const std::bad_alloc&) {
+    // An answer (an echo, the dump) or a buffer could not be allocated: this connection
+    // ends, the process and the other connections go on.
+    LOG_EVERY_N(WARNING, 100) << "http_server: out of memory serving "
+                              << stream_.peer().ToString()
+                              << "; closing the connection (logged every 100th time)";
   }
   stream_.Close().IgnoreError();
+}
+
+void HttpConnection::ServeRequests() {
+  const HttpServerOptions& options = server_->options();
+  while (true) {
+    // Each phase's deadline was set once when the phase began (see HttpServerOptions);
+    // a read never renews it.
+    io::Deadline deadline;
+    if (!in_message_) {
+      if (!connection_.EnterIdle()) return;
+      deadline = io::Clock::now() + options.idle_timeout;
+    } else {
+      deadline = headers_done_ ? body_deadline_ : header_deadline_;
+    }
+    absl::StatusOr<std::size_t> read =
+        stream_.Read(buffer_.get(), kReadBufferBytes, deadline);
+    // An error, a deadline, a close by the drain, or the peer's end of stream (also in
+    // the middle of a request: nobody is left to answer).
+    if (!read.ok() || *read == 0) return;
+    // Failing: the drain closed the connection first (the request arrived after it
+    // began).
+    if (!in_message_ && !connection_.LeaveIdle()) return;
+    read_time_ = io::Clock::now();
+    std::size_t offset = 0;
+    while (true) {
+      std::size_t parsed = 0;
+      const ParseEnd end = Parse(offset, *read, &parsed);
+      offset += parsed;
+      if (!Flush()) return;
+      if (end == ParseEnd::kClose) {
+        LingeringClose();
+        return;
+      }
+      if (end == ParseEnd::kAll) break;
+      // kFlush: the answers so far are sent (backpressure on a client that pipelines
+      // without reading); parse the rest of the read.
+    }
+  }
+}
+
+bool HttpConnection::Flush() {
+  if (out_.empty()) return true;
+  server_->NotePendingOutput(out_.size());
+  if (!stream_
+           .WriteAll(out_.data(), out_.size(),
+                     io::Clock::now() + server_->options().write_timeout)
+           .ok()) {
+    return false;
+  }
+  out_.clear();
+  // A large echo leaves large buffers behind; an idle keep-alive connection should not
+  // hold them.
+  if (out_.capacity() > kKeptBufferBytes) ReleaseLargeBuffers();
+  return true;
 }
 
 void HttpConnection::ReleaseLargeBuffers() {
@@ -131,20 +169,28 @@ void HttpConnection::ReleaseLargeBuffers() {
   if (body_.capacity() > kKeptBufferBytes) body_ = std::string();
 }
 
-bool HttpConnection::Parse(std::size_t size) {
+HttpConnection::ParseEnd HttpConnection::Parse(std::size_t begin, std::size_t end,
+                                                std::size_t* parsed) {
   RefreshDate();
-  http_parser_execute(&parser_, &kSettings, buffer_.get(), size);
+  *parsed = http_parser_execute(&parser_, &kSettings, buffer_.get() + begin, end - begin);
   const http_errno error = HTTP_PARSER_ERRNO(&parser_);
-  if (error == HPE_PAUSED) return false;  // OnMessageComplete(): the last request
+  if (error == HPE_PAUSED) {
+    if (flush_pause_) {  // OnMessageComplete(): out_ is full; go on after a flush
+      flush_pause_ = false;
+      http_parser_pause(&parser_, 0);
+      return ParseEnd::kFlush;
+    }
+    return ParseEnd::kClose;  // OnMessageComplete(): the last request
+  }
   if (error != HPE_OK) {
     AnswerError(error_status_ != 0             ? error_status_
                 : error == HPE_HEADER_OVERFLOW ? 431
                                                : 400);
-    return false;
+    return ParseEnd::kClose;
   }
   // An upgrade (or CONNECT) request was answered as an ordinary one; what follows it
   // is not HTTP, so the connection ends here.
-  return !parser_.upgrade;
+  return parser_.upgrade ? ParseEnd::kClose : ParseEnd::kAll;
 }
 
 int HttpConnection::OnMessageBegin(http_parser* parser) {
@@ -153,6 +199,8 @@ int HttpConnection::OnMessageBegin(http_parser* parser) {
   self->header_bytes_ = 0;
   self->body_bytes_ = 0;
   self->head_ = false;
+  self->headers_done_ = false;
+  self->header_deadline_ = self->read_time_ + self->server_->options().header_timeout;
   self->url_.clear();
   self->body_.clear();
   self->route_ = Route::kNotFound;
@@ -216,6 +264,8 @@ int HttpConnection::OnHeadersComplete(http_parser* parser) {
                             self->value_length_ == 12 &&
                             std::memcmp(self->value_, "100-continue", 12) == 0;
   self->RouteRequest();
+  self->headers_done_ = true;
+  self->body_deadline_ = self->read_time_ + self->server_->options().body_timeout;
   // Any route: a body too large to keep (POST /echo) or to read and drop (the others).
   if ((parser->flags & F_CONTENTLENGTH) != 0 &&
       parser->content_length > self->server_->options().max_body_bytes) {
@@ -230,6 +280,10 @@ int HttpConnection::OnBody(http_parser* parser, const char* at, std::size_t leng
   HttpConnection* self = Self(parser);
   // Bounded on every route (a chunked body announces no length up front).
   self->body_bytes_ += length;
+  // A second more for every min_body_rate bytes: a slow upload that keeps the rate
+  // goes on; a trickle runs into the deadline.
+  self->body_deadline_ += std::chrono::nanoseconds(
+      static_cast<std::int64_t>(length * 1'000'000'000 / self->server_->options().min_body_rate));
   if (self->body_bytes_ > self->server_->options().max_body_bytes) {
     self->error_status_ = 413;
     return 1;
@@ -247,7 +301,14 @@ int HttpConnection::OnMessageComplete(http_parser* parser) {
       http_should_keep_alive(parser) != 0 && !self->connection_.draining();
   self->AnswerRequest(keep_alive);
   self->server_->CountRequest(/*bad=*/false);
-  if (!keep_alive) http_parser_pause(parser, 1);  // parse nothing after it
+  if (!keep_alive) {
+    http_parser_pause(parser, 1);  // parse nothing after it
+  } else if (self->out_.size() >= self->server_->options().max_pending_output_bytes) {
+    // Enough answers wait: send them before parsing more (a client that pipelines and
+    // never reads meets the write deadline instead of growing out_).
+    self->flush_pause_ = true;
+    http_parser_pause(parser, 1);
+  }
   return 0;
 }
 

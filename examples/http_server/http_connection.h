@@ -62,9 +62,16 @@ class HttpConnection {
   static int OnMessageComplete(http_parser* parser);
   static const http_parser_settings kSettings;
 
-  // Parses `size` bytes of `buffer_`, appending responses to out_; false when the
-  // connection must close after out_ is sent.
-  bool Parse(std::size_t size);
+  // How a Parse() ended: everything given was parsed; or it stopped after an answer
+  // that took out_ past max_pending_output_bytes (flush, then parse the rest); or the
+  // connection must close once out_ is sent.
+  enum class ParseEnd { kAll, kFlush, kClose };
+  // The read/parse/answer loop; Serve() adds what ends it (an allocation failure).
+  void ServeRequests();
+  // Parses buffer_[begin, end), appending answers to out_; `*parsed`: bytes consumed.
+  ParseEnd Parse(std::size_t begin, std::size_t end, std::size_t* parsed);
+  // Sends out_ within write_timeout; false on an error or the deadline.
+  bool Flush();
   bool CountHeaderBytes(std::size_t length);
   void RouteRequest();
   void AnswerRequest(bool keep_alive);
@@ -93,6 +100,13 @@ class HttpConnection {
   std::size_t header_bytes_ = 0;
   std::size_t body_bytes_ = 0;  // of the current request, kept or dropped
   bool head_ = false;           // the current request is a HEAD: answers carry no body
+  // The current request's phase deadlines (HttpServerOptions): set when its first
+  // byte is parsed and when its headers end; the body's grows with what arrives.
+  bool headers_done_ = false;
+  io::Deadline header_deadline_ = io::kNoDeadline;
+  io::Deadline body_deadline_ = io::kNoDeadline;
+  io::Deadline read_time_;  // when the last read returned: "now" for the callbacks
+  bool flush_pause_ = false;  // OnMessageComplete() paused the parser to flush
   bool in_message_ = false;
   bool last_was_field_ = false;
   // "Expect: 100-continue" detection over the current header: lowercased name/value

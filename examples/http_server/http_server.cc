@@ -24,6 +24,14 @@ absl::Status CheckRange(const char* flag, std::int64_t value, std::int64_t min,
                    min, ", ", max, "]"));
 }
 
+absl::Status CheckSizeRange(const char* flag, std::size_t value, std::size_t min,
+                            std::size_t max) {
+  if (value >= min && value <= max) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, "=", value, " is out of range: expected an integer in [",
+                   min, ", ", max, "]"));
+}
+
 }  // namespace
 
 absl::Status ValidateHttpServerOptions(const HttpServerOptions& options) {
@@ -37,6 +45,16 @@ absl::Status ValidateHttpServerOptions(const HttpServerOptions& options) {
                            kMaxTimeoutMs));
   status.Update(CheckRange("drain_timeout_ms", options.drain_timeout.count(),
                            kMinTimeoutMs, kMaxTimeoutMs));
+  status.Update(CheckRange("header_timeout_ms", options.header_timeout.count(),
+                           kMinTimeoutMs, kMaxTimeoutMs));
+  status.Update(CheckRange("body_timeout_ms", options.body_timeout.count(), kMinTimeoutMs,
+                           kMaxTimeoutMs));
+  status.Update(CheckRange("write_timeout_ms", options.write_timeout.count(),
+                           kMinTimeoutMs, kMaxTimeoutMs));
+  status.Update(
+      CheckSizeRange("min_body_rate", options.min_body_rate, kMinBodyRate, kMaxBodyRate));
+  status.Update(CheckSizeRange("max_pending_output_bytes", options.max_pending_output_bytes,
+                               kMinPendingOutputBytes, kMaxPendingOutputBytes));
   if (options.max_connections < 1 || options.max_connections > io::kMaxServerConnections) {
     status.Update(absl::InvalidArgumentError(absl::StrCat(
         "--max_connections=", options.max_connections,
@@ -82,6 +100,7 @@ HttpServerStats HttpServer::stats() const {
   // relaxed: statistics.
   stats.requests = requests_.load(std::memory_order_relaxed);
   stats.bad_requests = bad_requests_.load(std::memory_order_relaxed);
+  stats.peak_pending_output_bytes = peak_pending_output_.load(std::memory_order_relaxed);
   return stats;
 }
 

@@ -44,9 +44,22 @@ struct HttpServerOptions {
   std::size_t max_header_bytes = 8192;
   // Body of one request (POST /echo's, or one dropped on another route); more gives 413.
   std::size_t max_body_bytes = 1 << 20;
-  // A connection that receives nothing for this long is closed (also the limit on
-  // one response write).
+  // Deadlines, each set once when its phase begins and never renewed by a read: a
+  // keep-alive connection waiting for a request's first byte is closed after
+  // idle_timeout; a request's line and headers must all arrive within header_timeout
+  // of its first byte; its body within body_timeout of the end of the headers, plus
+  // one second for every min_body_rate bytes that arrive (a slow upload that keeps
+  // that rate goes on); each flush of answers must be taken by the client within
+  // write_timeout. Past a deadline the connection closes.
   std::chrono::milliseconds idle_timeout{60'000};
+  std::chrono::milliseconds header_timeout{10'000};
+  std::chrono::milliseconds body_timeout{10'000};
+  std::size_t min_body_rate = 1024;  // bytes per second
+  std::chrono::milliseconds write_timeout{10'000};
+  // Answers waiting to be sent: past this, the connection stops parsing the requests
+  // it has read (pipelined ones) and sends what it has before it goes on. One answer
+  // may be larger (an /echo body); several never pile up past it.
+  std::size_t max_pending_output_bytes = 64 * 1024;
   // After Shutdown(), how long requests in flight have to finish.
   std::chrono::milliseconds drain_timeout{5'000};
   // Connections open at once; more are accepted and closed at once (io::Server).
@@ -61,6 +74,10 @@ inline constexpr std::size_t kMinBodyBytes = 0;
 inline constexpr std::size_t kMaxBodyBytes = std::size_t{1} << 30;
 inline constexpr std::int64_t kMinTimeoutMs = 1;
 inline constexpr std::int64_t kMaxTimeoutMs = 3'600'000;
+inline constexpr std::size_t kMinBodyRate = 1;
+inline constexpr std::size_t kMaxBodyRate = std::size_t{1} << 30;
+inline constexpr std::size_t kMinPendingOutputBytes = 1024;
+inline constexpr std::size_t kMaxPendingOutputBytes = std::size_t{1} << 30;
 
 // OK, or InvalidArgument naming the flag, its value and the accepted range.
 absl::Status ValidateHttpServerOptions(const HttpServerOptions& options);
@@ -74,6 +91,9 @@ struct HttpServerStats {
   std::uint64_t bad_requests = 0;  // answered 400, 413 or 431
   std::uint64_t live_connections = 0;
   std::uint64_t connections_refused = 0;  // over max_connections, or out of descriptors
+  // The most answer bytes one connection held at once before sending them (bounded by
+  // max_pending_output_bytes plus one answer).
+  std::uint64_t peak_pending_output_bytes = 0;
 };
 
 // Serves HTTP on a listener until shut down, on an io::Server: Serve() accepts in the
@@ -114,10 +134,17 @@ class HttpServer {
     requests_.fetch_add(1, std::memory_order_relaxed);
     if (bad) bad_requests_.fetch_add(1, std::memory_order_relaxed);
   }
+  void NotePendingOutput(std::uint64_t bytes) {
+    std::uint64_t peak = peak_pending_output_.load(std::memory_order_relaxed);
+    while (bytes > peak && !peak_pending_output_.compare_exchange_weak(
+                               peak, bytes, std::memory_order_relaxed)) {
+    }
+  }
 
   const HttpServerOptions options_;
   std::atomic<std::uint64_t> requests_{0};
   std::atomic<std::uint64_t> bad_requests_{0};
+  std::atomic<std::uint64_t> peak_pending_output_{0};
   io::Server server_;
 };
 

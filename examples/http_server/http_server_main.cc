@@ -1,7 +1,9 @@
 // Copyright 2026 The Spindle Authors.
 //
 // http_server --listen=HOST:PORT [--max_header_bytes=N] [--max_body_bytes=N]
-//             [--idle_timeout_ms=N] [--drain_timeout_ms=N] [--max_connections=N]
+//             [--idle_timeout_ms=N] [--header_timeout_ms=N] [--body_timeout_ms=N]
+//             [--min_body_rate=N] [--write_timeout_ms=N] [--max_pending_output_bytes=N]
+//             [--drain_timeout_ms=N] [--max_connections=N] [--debug_endpoints]
 //             [--fiber_* flags] [--flagfile=F]
 //
 // Serves GET / and POST /echo (see http_server.h) until SIGTERM or SIGINT, then stops
@@ -27,8 +29,26 @@ DEFINE_uint64(max_body_bytes, 1 << 20,
               "Largest POST /echo body, in bytes; more is answered 413 "
               "(range [0, 1073741824])");
 DEFINE_int64(idle_timeout_ms, 60000,
-             "Close a connection that sends nothing for this long, in milliseconds "
-             "(range [1, 3600000])");
+             "Close a keep-alive connection that sends no new request for this long, in "
+             "milliseconds (range [1, 3600000])");
+DEFINE_int64(header_timeout_ms, 10000,
+             "A request's line and headers must all arrive within this many milliseconds "
+             "of its first byte, however they trickle in (range [1, 3600000])");
+DEFINE_int64(body_timeout_ms, 10000,
+             "A request body must arrive within this many milliseconds of the headers' "
+             "end, plus a second per --min_body_rate bytes received (range [1, 3600000])");
+DEFINE_uint64(min_body_rate, 1024,
+              "Bytes per second a request body must keep up to extend its deadline "
+              "(range [1, 1073741824])");
+DEFINE_int64(write_timeout_ms, 10000,
+             "A client must take each flush of answers within this many milliseconds, or "
+             "the connection closes (range [1, 3600000])");
+DEFINE_uint64(max_pending_output_bytes, 65536,
+              "Answers a connection holds before it stops parsing pipelined requests and "
+              "sends them (range [1024, 1073741824])");
+DEFINE_bool(debug_endpoints, false,
+            "Serve GET /metrics and GET /fibers (they reveal code addresses and walk every "
+            "fiber: keep them off on a public listener)");
 DEFINE_int64(drain_timeout_ms, 5000,
              "On SIGTERM, how long requests in flight may take to finish, in "
              "milliseconds (range [1, 3600000])");
@@ -53,6 +73,12 @@ HttpServerOptions OptionsFromFlags() {
   options.idle_timeout = std::chrono::milliseconds(FLAGS_idle_timeout_ms);
   options.drain_timeout = std::chrono::milliseconds(FLAGS_drain_timeout_ms);
   options.max_connections = FLAGS_max_connections;
+  options.header_timeout = std::chrono::milliseconds(FLAGS_header_timeout_ms);
+  options.body_timeout = std::chrono::milliseconds(FLAGS_body_timeout_ms);
+  options.min_body_rate = FLAGS_min_body_rate;
+  options.write_timeout = std::chrono::milliseconds(FLAGS_write_timeout_ms);
+  options.max_pending_output_bytes = FLAGS_max_pending_output_bytes;
+  options.debug_endpoints = FLAGS_debug_endpoints;
   // uint64 flags past int64: report the flag's own value, not a wrapped one.
   if (FLAGS_max_header_bytes > spindle::examples::http::kMaxHeaderBytes) {
     Fail("--max_header_bytes=" + std::to_string(FLAGS_max_header_bytes) +

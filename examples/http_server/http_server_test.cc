@@ -540,6 +540,94 @@ TEST(HttpServerDebugEndpointsTest, OffByDefault) {
   }
 }
 
+// Sends `prefix`, then `trickle` one byte at a time, waiting up to `pace` between bytes
+// for the server to close the connection (the wait paces the trickle). Returns how many
+// trickle bytes went out before the server closed; trickle.size() if it never did.
+std::size_t TrickleUntilClosed(Client& client, absl::string_view prefix,
+                               absl::string_view trickle, std::chrono::milliseconds pace) {
+  client.Send(prefix);
+  for (std::size_t i = 0; i < trickle.size(); ++i) {
+    if (!client.stream().WriteAll(&trickle[i], 1, Soon()).ok()) return i;
+    char byte;
+    absl::StatusOr<std::size_t> read =
+        client.stream().Read(&byte, 1, io::Clock::now() + pace);
+    if (read.ok() || !absl::IsDeadlineExceeded(read.status())) return i + 1;  // closed
+  }
+  return trickle.size();
+}
+
+// A header sent a byte at a time (slowloris) meets the header deadline, set once at the
+// request's first byte: each byte used to renew a fresh idle deadline, so 20
+// connections at 1 byte/s stayed open indefinitely.
+TEST(HttpServerDeadlineTest, SlowHeadersAreClosedAtTheHeaderDeadline) {
+  testing::ScopedRuntime runtime(2);
+  HttpServerOptions options = TestOptions();
+  options.idle_timeout = 20s;  // far: not what closes it
+  options.header_timeout = 300ms;
+  options.max_header_bytes = 65536;
+  TestServer server(options);
+  Client client(server.address());
+  // 400 bytes at one per 50 ms would take 20 s.
+  const std::size_t sent = TrickleUntilClosed(
+      client, "GET / HTTP/1.1\r\nX-Slow: ", std::string(400, 'a'), 50ms);
+  EXPECT_LT(sent, 400u) << "a trickled header kept the connection open";
+  EXPECT_TRUE(spindle::testing::WaitFor(
+      [&] { return server.server().stats().live_connections == 0; }));
+}
+
+// A body below min_body_rate meets its deadline; the rate, not the size, decides.
+TEST(HttpServerDeadlineTest, ABodyBelowTheMinimumRateIsClosed) {
+  testing::ScopedRuntime runtime(2);
+  HttpServerOptions options = TestOptions();
+  options.idle_timeout = 20s;
+  options.body_timeout = 300ms;
+  options.min_body_rate = 1000;  // a byte per 50 ms is 20 bytes/s
+  TestServer server(options);
+  Client client(server.address());
+  const std::size_t sent = TrickleUntilClosed(
+      client, "POST /echo HTTP/1.1\r\nContent-Length: 400\r\n\r\n", std::string(400, 'b'),
+      50ms);
+  EXPECT_LT(sent, 400u) << "a trickled body kept the connection open";
+  // A body at a good rate goes through (64 KiB at once).
+  Client fast(server.address());
+  const std::string body(64 * 1024, 'c');
+  fast.Send(absl::StrCat("POST /echo HTTP/1.1\r\nContent-Length: ", body.size(), "\r\n\r\n",
+                         body));
+  absl::StatusOr<Response> response = fast.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_TRUE(response->body == body);
+}
+
+// A client that pipelines requests and never reads: the server stops parsing once
+// max_pending_output_bytes of answers wait, and the write deadline closes it. Answers
+// used to pile up without a bound (151 pipelined GET /fibers grew the server by 162 MiB).
+TEST(HttpServerBackpressureTest, APipelinerThatNeverReadsHoldsBoundedOutputAndIsClosed) {
+  testing::ScopedRuntime runtime(2);
+  HttpServerOptions options = TestOptions();
+  options.max_pending_output_bytes = 4096;
+  options.write_timeout = 300ms;
+  options.idle_timeout = 20s;
+  TestServer server(options);
+  Client client(server.address());
+  std::string requests;
+  for (int i = 0; i < 1000; ++i) requests += "GET / HTTP/1.1\r\n\r\n";
+  // Sent until the server stops taking them (its answers fill the socket buffers and
+  // it stops reading) or closes; never read.
+  for (int i = 0; i < 400; ++i) {
+    if (!client.stream().WriteAll(requests.data(), requests.size(),
+                                  io::Clock::now() + 200ms).ok()) {
+      break;
+    }
+  }
+  EXPECT_TRUE(spindle::testing::WaitFor(
+      [&] { return server.server().stats().live_connections == 0; }))
+      << "the write deadline did not close a connection that does not read";
+  const HttpServerStats stats = server.server().stats();
+  // The cap plus one answer (a GET / answer is about 100 bytes).
+  EXPECT_LE(stats.peak_pending_output_bytes, 4096u + 512u);
+  EXPECT_GT(stats.requests, 100u);  // it served until the client stopped reading
+}
+
 TEST(HttpServerLargeBodyTest, LargeEchoThenKeepAlive) {
   testing::ScopedRuntime runtime(2);
   HttpServerOptions options = TestOptions();
