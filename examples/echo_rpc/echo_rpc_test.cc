@@ -271,6 +271,119 @@ TEST(EchoRpcTest, LoadOptionsValidationNamesFlagValueAndRange) {
             "--payload=8 is out of range: expected an integer in [16, 16777216]");
 }
 
+io::Stream ConnectTo(const io::Address& address) {
+  absl::StatusOr<io::Stream> stream =
+      io::Stream::Connect(address, io::Clock::now() + kTimeout);
+  CHECK(stream.ok()) << stream.status();
+  return std::move(*stream);
+}
+
+// True once the server closes `stream` (end of stream or a reset) within kTimeout.
+bool ClosedByServer(io::Stream& stream) {
+  char buffer[4096];
+  for (;;) {
+    absl::StatusOr<std::size_t> n =
+        stream.Read(buffer, sizeof(buffer), io::Clock::now() + kTimeout);
+    if (!n.ok()) return !absl::IsDeadlineExceeded(n.status());
+    if (*n == 0) return true;
+  }
+}
+
+// A header announcing a large payload reserves nothing ahead of the bytes: the buffer
+// doubles only as the frame fills it (it used to take the whole 16 MiB at the header).
+TEST(EchoServerMemoryTest, AnAnnouncedLengthReservesOnlyWhatArrived) {
+  testing::ScopedRuntime runtime(2);
+  TestServer server;
+  io::Stream client = ConnectTo(server.address());
+  std::string start(kFrameHeaderBytes, '\0');
+  EncodeFrameHeader(8u << 20, start.data());  // 8 MiB announced
+  start += std::string(20 * 1024, 'x');       // 20 KiB sent: past the first 16 KiB
+  ASSERT_TRUE(client.WriteAll(start.data(), start.size(), io::Clock::now() + kTimeout).ok());
+  ASSERT_TRUE(spindle::testing::WaitFor(
+      [&] { return server.server().stats().peak_buffer_bytes >= 32 * 1024; }));
+  EXPECT_EQ(server.server().stats().peak_buffer_bytes, 32u * 1024);
+}
+
+// After a large frame is echoed the connection's buffer goes back to 16 KiB: idle
+// connections that each echoed 4 MiB used to keep 4 MiB each.
+TEST(EchoServerMemoryTest, BuffersShrinkOnceALargeFrameIsEchoed) {
+  testing::ScopedRuntime runtime(2);
+  TestServer server;
+  constexpr int kConnections = 3;
+  std::vector<io::Stream> clients;
+  const std::string frame = Frame(std::string(4 << 20, 'y'));
+  for (int i = 0; i < kConnections; ++i) {
+    clients.push_back(ConnectTo(server.address()));
+    Fiber writer([&] {
+      EXPECT_TRUE(
+          clients.back().WriteAll(frame.data(), frame.size(), io::Clock::now() + kTimeout).ok());
+    });
+    std::string echoed(frame.size(), '\0');
+    ASSERT_TRUE(
+        clients.back().ReadFull(echoed.data(), echoed.size(), io::Clock::now() + kTimeout).ok());
+    writer.join();
+    EXPECT_TRUE(echoed == frame);
+  }
+  EXPECT_GE(server.server().stats().peak_buffer_bytes, 4u << 20);
+  EXPECT_TRUE(spindle::testing::WaitFor([&] {
+    return server.server().stats().buffer_bytes == kConnections * 16u * 1024;
+  })) << server.server().stats().buffer_bytes << " buffer bytes held by idle connections";
+}
+
+TEST(EchoServerDeadlineTest, AnIdleConnectionIsClosedAtTheIdleTimeout) {
+  testing::ScopedRuntime runtime(2);
+  EchoServerOptions options;
+  options.idle_timeout = 200ms;
+  TestServer server(options);
+  io::Stream client = ConnectTo(server.address());
+  const std::string frame = Frame("ping");
+  ASSERT_TRUE(client.WriteAll(frame.data(), frame.size(), io::Clock::now() + kTimeout).ok());
+  std::string echoed(frame.size(), '\0');
+  ASSERT_TRUE(client.ReadFull(echoed.data(), echoed.size(), io::Clock::now() + kTimeout).ok());
+  EXPECT_TRUE(ClosedByServer(client));
+  EXPECT_TRUE(spindle::testing::WaitFor(
+      [&] { return server.server().stats().live_connections == 0; }));
+}
+
+// A frame trickled below min_frame_rate meets its deadline, set at its first byte.
+TEST(EchoServerDeadlineTest, AFrameTrickledBelowTheMinimumRateIsClosed) {
+  testing::ScopedRuntime runtime(2);
+  EchoServerOptions options;
+  options.idle_timeout = 20s;  // far: not what closes it
+  options.frame_timeout = 300ms;
+  options.min_frame_rate = 1000;  // a byte per 50 ms is 20 bytes/s
+  TestServer server(options);
+  io::Stream client = ConnectTo(server.address());
+  std::string header(kFrameHeaderBytes, '\0');
+  EncodeFrameHeader(400, header.data());
+  ASSERT_TRUE(client.WriteAll(header.data(), header.size(), io::Clock::now() + kTimeout).ok());
+  std::size_t sent = 0;
+  for (; sent < 400; ++sent) {
+    if (!client.WriteAll("z", 1, io::Clock::now() + kTimeout).ok()) break;
+    char byte;
+    // Waits up to 50 ms for the close (the wait paces the trickle: 400 bytes = 20 s).
+    absl::StatusOr<std::size_t> n = client.Read(&byte, 1, io::Clock::now() + 50ms);
+    if (n.ok() || !absl::IsDeadlineExceeded(n.status())) break;
+  }
+  EXPECT_LT(sent, 400u) << "a trickled frame kept the connection open";
+}
+
+// A client that sends and never reads: the echo's write deadline closes it.
+TEST(EchoServerDeadlineTest, AClientThatNeverReadsIsClosedAtTheWriteDeadline) {
+  testing::ScopedRuntime runtime(2);
+  EchoServerOptions options;
+  options.write_timeout = 300ms;
+  TestServer server(options);
+  io::Stream client = ConnectTo(server.address());
+  const std::string frame = Frame(std::string(1 << 20, 'w'));
+  for (int i = 0; i < 64; ++i) {  // 64 MiB: far past both sides' socket buffers
+    if (!client.WriteAll(frame.data(), frame.size(), io::Clock::now() + 200ms).ok()) break;
+  }
+  EXPECT_TRUE(spindle::testing::WaitFor(
+      [&] { return server.server().stats().live_connections == 0; }))
+      << "a connection that does not read stayed open";
+}
+
 TEST(LatencyHistogramTest, QuantilesWithinBucketPrecision) {
   LatencyHistogram histogram;
   EXPECT_EQ(histogram.Quantile(0.5), 0u);

@@ -3,13 +3,17 @@
 // One connection's loop keeps a single buffer with the bytes not yet echoed in
 // [begin, end). Each Read() appends at end; the complete frames from begin are sent
 // back with one WriteAll() and begin moves past them. A partial frame stays: when it
-// reaches the buffer's end it is moved to the front, and when it is larger than the
-// whole buffer the buffer grows to hold it (and keeps that size).
+// reaches the buffer's end it is moved to the front, and when it fills the whole
+// buffer the buffer doubles (up to the frame's size), so memory follows the bytes that
+// arrived, not the length a header announces. Once everything read is echoed, a
+// buffer that grew goes back to its first size.
 
 #include "examples/echo_rpc/echo_server.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +24,7 @@ namespace spindle::examples::echo {
 namespace {
 
 constexpr std::size_t kInitialBufferBytes = 16 * 1024;
+constexpr std::size_t kMaxMinFrameRate = std::size_t{1} << 30;
 
 io::ServerOptions IoOptions(const EchoServerOptions& options) {
   const absl::Status status = ValidateEchoServerOptions(options);
@@ -43,11 +48,23 @@ absl::Status ValidateEchoServerOptions(const EchoServerOptions& options) {
         "--max_connections=", options.max_connections,
         " is out of range: expected an integer in [1, ", io::kMaxServerConnections, "]"));
   }
-  if (options.drain_timeout.count() < 1 ||
-      options.drain_timeout.count() > io::kMaxDrainTimeoutMs) {
+  const std::pair<const char*, std::chrono::milliseconds> timeouts[] = {
+      {"drain_timeout_ms", options.drain_timeout},
+      {"idle_timeout_ms", options.idle_timeout},
+      {"frame_timeout_ms", options.frame_timeout},
+      {"write_timeout_ms", options.write_timeout},
+  };
+  for (const auto& [flag, timeout] : timeouts) {
+    if (timeout.count() < 1 || timeout.count() > io::kMaxDrainTimeoutMs) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, "=", timeout.count(), " is out of range: expected an integer in [1, ",
+          io::kMaxDrainTimeoutMs, "]"));
+    }
+  }
+  if (options.min_frame_rate < 1 || options.min_frame_rate > kMaxMinFrameRate) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--drain_timeout_ms=", options.drain_timeout.count(),
-        " is out of range: expected an integer in [1, ", io::kMaxDrainTimeoutMs, "]"));
+        "--min_frame_rate=", options.min_frame_rate,
+        " is out of range: expected an integer in [1, ", kMaxMinFrameRate, "]"));
   }
   return absl::OkStatus();
 }
@@ -71,35 +88,100 @@ EchoServerStats EchoServer::stats() const {
   // relaxed: statistics.
   stats.frames = frames_.load(std::memory_order_relaxed);
   stats.bad_frames = bad_frames_.load(std::memory_order_relaxed);
+  stats.buffer_bytes = buffer_bytes_.load(std::memory_order_relaxed);
+  stats.peak_buffer_bytes = peak_buffer_bytes_.load(std::memory_order_relaxed);
   return stats;
 }
 
+namespace {
+
+// A connection's buffer, counted in the server's buffer gauges.
+class CountedBuffer {
+ public:
+  CountedBuffer(std::atomic<std::uint64_t>& total, std::atomic<std::uint64_t>& peak)
+      : total_(total), peak_(peak) {
+    Resize(kInitialBufferBytes, 0);
+  }
+  ~CountedBuffer() { total_.fetch_sub(capacity_, std::memory_order_relaxed); }
+  CountedBuffer(const CountedBuffer&) = delete;
+  CountedBuffer& operator=(const CountedBuffer&) = delete;
+
+  char* data() { return data_.get(); }
+  std::size_t capacity() const { return capacity_; }
+  // A buffer of `capacity` bytes holding the first `keep` bytes of this one. Throws
+  // std::bad_alloc (this one unchanged).
+  void Resize(std::size_t capacity, std::size_t keep) {
+    std::unique_ptr<char[]> resized(new char[capacity]);
+    if (keep > 0) std::memcpy(resized.get(), data_.get(), keep);
+    data_ = std::move(resized);
+    // relaxed: statistics.
+    total_.fetch_add(capacity, std::memory_order_relaxed);
+    total_.fetch_sub(capacity_, std::memory_order_relaxed);
+    capacity_ = capacity;
+    std::uint64_t peak = peak_.load(std::memory_order_relaxed);
+    while (capacity > peak &&
+           !peak_.compare_exchange_weak(peak, capacity, std::memory_order_relaxed)) {
+    }
+  }
+
+ private:
+  std::atomic<std::uint64_t>& total_;
+  std::atomic<std::uint64_t>& peak_;
+  std::unique_ptr<char[]> data_;
+  std::size_t capacity_ = 0;
+};
+
+}  // namespace
+
 void EchoServer::ServeConnection(io::ServerConnection& connection) {
+  try {
+    ServeFrames(connection);
+  } catch (const std::bad_alloc&) {
+    // A buffer for a large frame could not be allocated: this connection ends, the
+    // process and the other connections go on.
+    LOG_EVERY_N(WARNING, 100) << "echo_server: out of memory serving "
+                              << connection.stream().peer().ToString()
+                              << "; closing the connection (logged every 100th time)";
+  }
+}
+
+void EchoServer::ServeFrames(io::ServerConnection& connection) {
   io::Stream& stream = connection.stream();
-  std::size_t capacity = kInitialBufferBytes;
-  std::unique_ptr<char[]> buffer(new char[capacity]);
+  CountedBuffer buffer(buffer_bytes_, peak_buffer_bytes_);
   std::size_t begin = 0;  // first byte not yet echoed
   std::size_t end = 0;    // one past the last byte read
   // Bytes from begin that make the next frame: a header, then the header's frame.
   std::size_t needed = kFrameHeaderBytes;
+  // The frame in progress must be complete by then (set at its first byte, extended
+  // by the bytes that arrive).
+  io::Deadline frame_deadline = io::kNoDeadline;
+  const auto per_byte = std::chrono::nanoseconds(1'000'000'000 / options_.min_frame_rate);
   while (true) {
-    if (begin + needed > capacity) {  // move the partial frame to the front
-      std::memmove(buffer.get(), buffer.get() + begin, end - begin);
+    if (begin + needed > buffer.capacity()) {  // move the partial frame to the front
+      std::memmove(buffer.data(), buffer.data() + begin, end - begin);
       end -= begin;
       begin = 0;
-      if (needed > capacity) {  // grow to hold the whole frame
-        std::unique_ptr<char[]> larger(new char[needed]);
-        std::memcpy(larger.get(), buffer.get(), end);
-        buffer = std::move(larger);
-        capacity = needed;
+      // Full of the frame: grow with what arrived, never ahead of it.
+      if (end == buffer.capacity()) {
+        buffer.Resize(std::min(needed, 2 * buffer.capacity()), end);
       }
     }
     // Between frames (nothing of one read): a shutdown may close us now.
     const bool idle = begin == end;
-    if (idle && !connection.EnterIdle()) break;
-    absl::StatusOr<std::size_t> read = stream.Read(buffer.get() + end, capacity - end);
-    if (!read.ok() || *read == 0) break;  // closed by the peer or by Shutdown()
-    if (idle && !connection.LeaveIdle()) break;  // the drain closed us first
+    io::Deadline deadline = frame_deadline;
+    if (idle) {
+      if (!connection.EnterIdle()) break;
+      deadline = io::Clock::now() + options_.idle_timeout;
+    }
+    absl::StatusOr<std::size_t> read =
+        stream.Read(buffer.data() + end, buffer.capacity() - end, deadline);
+    // Closed by the peer or by Shutdown(), an error, or a deadline.
+    if (!read.ok() || *read == 0) break;
+    if (idle) {
+      if (!connection.LeaveIdle()) break;  // the drain closed us first
+      frame_deadline = io::Clock::now() + options_.frame_timeout;
+    }
+    frame_deadline += per_byte * *read;
     end += *read;
     std::size_t frames_end = begin;
     std::uint64_t frames = 0;
@@ -108,7 +190,7 @@ void EchoServer::ServeConnection(io::ServerConnection& connection) {
         needed = kFrameHeaderBytes;
         break;
       }
-      const std::size_t payload = DecodeFrameHeader(buffer.get() + frames_end);
+      const std::size_t payload = DecodeFrameHeader(buffer.data() + frames_end);
       if (payload > options_.max_payload_bytes) {
         bad_frames_.fetch_add(1, std::memory_order_relaxed);  // a statistic
         LOG_EVERY_N(WARNING, 1000)
@@ -125,10 +207,21 @@ void EchoServer::ServeConnection(io::ServerConnection& connection) {
       ++frames;
     }
     if (frames_end > begin) {
-      if (!stream.WriteAll(buffer.get() + begin, frames_end - begin).ok()) break;
+      if (!stream.WriteAll(buffer.data() + begin, frames_end - begin,
+                           io::Clock::now() + options_.write_timeout)
+               .ok()) {
+        break;
+      }
       frames_.fetch_add(frames, std::memory_order_relaxed);  // a statistic
       begin = frames_end;
-      if (begin == end) begin = end = 0;
+      if (begin == end) {
+        begin = end = 0;
+        // Everything echoed: a buffer a large frame grew goes back to its first size.
+        if (buffer.capacity() > kInitialBufferBytes) buffer.Resize(kInitialBufferBytes, 0);
+      } else {
+        // The next frame began in this read: its deadline runs from now.
+        frame_deadline = io::Clock::now() + options_.frame_timeout + per_byte * (end - begin);
+      }
     }
   }
 }

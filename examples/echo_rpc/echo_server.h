@@ -30,10 +30,19 @@ struct EchoServerOptions {
   std::size_t max_connections = 10'000;
   // After Shutdown(): how long a connection in the middle of a frame has to finish it.
   std::chrono::milliseconds drain_timeout{5'000};
+  // Deadlines, each set once when its phase begins and never renewed by a read: a
+  // connection between frames is closed after idle_timeout; a frame must arrive within
+  // frame_timeout of its first byte, plus a second for every min_frame_rate bytes
+  // that arrive; each echo must be taken by the client within write_timeout.
+  std::chrono::milliseconds idle_timeout{60'000};
+  std::chrono::milliseconds frame_timeout{10'000};
+  std::size_t min_frame_rate = 1024;  // bytes per second
+  std::chrono::milliseconds write_timeout{10'000};
 };
 
 // OK, or InvalidArgument naming the flag (--max_payload_bytes, --max_connections,
-// --drain_timeout_ms), its value and the accepted range.
+// --drain_timeout_ms, --idle_timeout_ms, --frame_timeout_ms, --min_frame_rate,
+// --write_timeout_ms), its value and the accepted range.
 absl::Status ValidateEchoServerOptions(const EchoServerOptions& options);
 
 // Counters since construction; relaxed snapshots, exact once the server is quiet.
@@ -42,6 +51,11 @@ struct EchoServerStats {
   std::uint64_t frames = 0;      // echoed
   std::uint64_t bad_frames = 0;  // over max_payload_bytes
   std::uint64_t live_connections = 0;
+  // Buffer bytes the connections hold now. A connection's buffer grows with the bytes
+  // of a frame as they arrive (never ahead of them: at most twice what arrived) and
+  // shrinks back to 16 KiB once the frame is echoed.
+  std::uint64_t buffer_bytes = 0;
+  std::uint64_t peak_buffer_bytes = 0;  // the largest one connection held
 };
 
 // Serves the echo protocol on a listener until shut down, on an io::Server: Serve()
@@ -72,10 +86,14 @@ class EchoServer {
 
  private:
   void ServeConnection(io::ServerConnection& connection);
+  // ServeConnection()'s loop; throws std::bad_alloc when a buffer cannot grow.
+  void ServeFrames(io::ServerConnection& connection);
 
   const EchoServerOptions options_;
   std::atomic<std::uint64_t> frames_{0};      // relaxed: a statistic
   std::atomic<std::uint64_t> bad_frames_{0};  // relaxed: a statistic
+  std::atomic<std::uint64_t> buffer_bytes_{0};       // relaxed: a statistic
+  std::atomic<std::uint64_t> peak_buffer_bytes_{0};  // relaxed: a statistic
   io::Server server_;
 };
 

@@ -1,6 +1,8 @@
 // Copyright 2026 The Spindle Authors.
 //
-// echo_server --listen=HOST:PORT [--max_payload_bytes=N] [--fiber_* flags]
+// echo_server --listen=HOST:PORT [--max_payload_bytes=N] [--max_connections=N]
+//             [--drain_timeout_ms=N] [--idle_timeout_ms=N] [--frame_timeout_ms=N]
+//             [--min_frame_rate=N] [--write_timeout_ms=N] [--fiber_* flags]
 //
 // Serves the echo RPC protocol (echo_protocol.h) until SIGTERM or SIGINT, then closes
 // every connection between frames, lets one in the middle of a frame finish it, and
@@ -29,6 +31,18 @@ DEFINE_uint64(max_connections, 10000,
 DEFINE_int64(drain_timeout_ms, 5000,
              "On SIGTERM, how long a connection in the middle of a frame may take to "
              "finish it, in milliseconds (range [1, 3600000])");
+DEFINE_int64(idle_timeout_ms, 60000,
+             "Close a connection that starts no frame for this long, in milliseconds "
+             "(range [1, 3600000])");
+DEFINE_int64(frame_timeout_ms, 10000,
+             "A frame must arrive within this many milliseconds of its first byte, plus a "
+             "second per --min_frame_rate bytes received (range [1, 3600000])");
+DEFINE_uint64(min_frame_rate, 1024,
+              "Bytes per second a frame must keep up to extend its deadline "
+              "(range [1, 1073741824])");
+DEFINE_int64(write_timeout_ms, 10000,
+             "A client must take each echo within this many milliseconds, or the "
+             "connection closes (range [1, 3600000])");
 
 namespace {
 
@@ -54,6 +68,10 @@ int main(int argc, char** argv) {
   options.max_payload_bytes = static_cast<std::size_t>(FLAGS_max_payload_bytes);
   options.max_connections = FLAGS_max_connections;
   options.drain_timeout = std::chrono::milliseconds(FLAGS_drain_timeout_ms);
+  options.idle_timeout = std::chrono::milliseconds(FLAGS_idle_timeout_ms);
+  options.frame_timeout = std::chrono::milliseconds(FLAGS_frame_timeout_ms);
+  options.min_frame_rate = FLAGS_min_frame_rate;
+  options.write_timeout = std::chrono::milliseconds(FLAGS_write_timeout_ms);
   if (const absl::Status status = spindle::examples::echo::ValidateEchoServerOptions(options);
       !status.ok()) {
     Fail(std::string(status.message()));
