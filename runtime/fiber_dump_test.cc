@@ -283,6 +283,64 @@ TEST(FiberDumpTest, ARunningFiberIsShownWithItsWorker) {
   queued.join();
 }
 
+// A bounded dump: at most max_fibers captured and written, the rest counted.
+TEST(FiberDumpTest, ABoundedDumpShowsAtMostMaxFibersAndCountsTheRest) {
+  testing::ScopedRuntime runtime(2);
+  constexpr int kParked = 30;
+  Event release;
+  std::vector<Fiber> parked;
+  for (int i = 0; i < kParked; ++i) parked.emplace_back([&] { release.Wait(); });
+  ASSERT_TRUE(testing::WaitFor([&] {
+    std::ostringstream dump;
+    DumpFibers(dump);
+    std::size_t waiting = 0;
+    for (std::size_t at = 0; (at = dump.str().find("waiting on event", at)) != std::string::npos;
+         ++at) {
+      ++waiting;
+    }
+    return waiting >= static_cast<std::size_t>(kParked);
+  }));
+  std::ostringstream out;
+  DumpFibersOptions options;
+  options.max_fibers = 5;
+  DumpFibers(out, options);
+  const std::string dump = out.str();
+  std::size_t blocks = 0;
+  for (std::size_t at = 0; (at = dump.find("\nfiber ", at)) != std::string::npos; ++at) {
+    ++blocks;
+  }
+  EXPECT_EQ(blocks, 5u) << dump;
+  EXPECT_NE(dump.find("more fibers with a stack not shown"), std::string::npos) << dump;
+  EXPECT_NE(dump.find("--- end of fiber dump ---"), std::string::npos);
+  release.Set();
+  for (Fiber& fiber : parked) fiber.join();
+}
+
+// From a fiber, the dump yields between fibers: on one worker, a fiber made ready
+// before the dump runs before the dump returns (it could not otherwise: the worker is
+// busy in the dump), and with yield_between_fibers off it does not.
+TEST(FiberDumpTest, ADumpFromAFiberYieldsBetweenFibers) {
+  testing::ScopedRuntime runtime(1);
+  Event release;
+  std::vector<Fiber> parked;
+  for (int i = 0; i < 5; ++i) parked.emplace_back([&] { release.Wait(); });
+  for (bool yield : {false, true}) {
+    SCOPED_TRACE(yield ? "yielding" : "not yielding");
+    RunAsFiber([yield] {
+      std::atomic<bool> witness_ran{false};
+      Fiber witness([&] { witness_ran.store(true); });
+      std::ostringstream out;
+      DumpFibersOptions options;
+      options.yield_between_fibers = yield;
+      DumpFibers(out, options);
+      EXPECT_EQ(witness_ran.load(), yield) << out.str();
+      witness.join();
+    });
+  }
+  release.Set();
+  for (Fiber& fiber : parked) fiber.join();
+}
+
 // Collects glog messages for the TerminateRuntime test.
 class CollectingSink : public google::LogSink {
  public:

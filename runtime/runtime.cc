@@ -3,6 +3,7 @@
 #include "runtime/runtime.h"
 
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "glog/logging.h"
 #include "runtime/internal/fiber_worker.h"
 #include "runtime/internal/group/live_fibers.h"
+#include "runtime/internal/group/ready_batch.h"
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/observability/dump_signal.h"
 #include "runtime/internal/observability/fiber_dump.h"
@@ -141,9 +143,19 @@ std::vector<SchedulingGroupStats> GetSchedulingGroupStats() {
   return all;
 }
 
-void DumpFibers(std::ostream& out) {
-  const std::vector<internal::FiberSnapshot> fibers = internal::SnapshotFibers();
-  internal::WriteFiberDump(out, fibers, internal::GetLiveFiberCount());
+void DumpFibers(std::ostream& out) { DumpFibers(out, DumpFibersOptions{}); }
+
+void DumpFibers(std::ostream& out, const DumpFibersOptions& options) {
+  std::size_t total = 0;
+  const std::vector<internal::FiberSnapshot> fibers =
+      internal::SnapshotFibers(options.max_fibers, &total);
+  std::function<void()> between;
+  internal::FiberEntity* self = internal::GetCurrentFiberEntity();
+  if (options.yield_between_fibers && self != nullptr && !self->is_master() &&
+      self->scheduling_group != nullptr) {
+    between = [self] { internal::YieldFiber(self); };
+  }
+  internal::WriteFiberDump(out, fibers, internal::GetLiveFiberCount(), total, between);
   out.flush();
 }
 

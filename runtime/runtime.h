@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -106,6 +107,18 @@ std::vector<SchedulingGroupStats> GetSchedulingGroupStats();
 // another worker is not captured. Fibers started but still queued without a stack are
 // only counted ("not yet scheduled").
 void DumpFibers(std::ostream& out);
+
+// DumpFibers() for a caller that must bound it (a debug endpoint, a periodic log).
+struct DumpFibersOptions {
+  // At most this many fibers are captured and written; the others are counted in a
+  // "not shown" line. Bounds the dump's size and the time it holds the stack
+  // registry's lock (captured fibers are read under it).
+  std::size_t max_fibers = std::numeric_limits<std::size_t>::max();
+  // From a fiber: yield to the other fibers after each fiber's block (symbolizing is
+  // the slow part, done outside every lock), so a large dump does not hold its worker.
+  bool yield_between_fibers = true;
+};
+void DumpFibers(std::ostream& out, const DumpFibersOptions& options);
 
 }  // namespace spindle
 

@@ -41,6 +41,9 @@ constexpr absl::string_view kHelloTail = "\r\nhello, world\n";
 constexpr absl::string_view kEndOfHeaders = "\r\n";  // kHelloTail's start, for HEAD
 constexpr absl::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
+// GET /fibers shows at most this many fibers (the rest are counted).
+constexpr std::size_t kMaxDumpedFibers = 1000;
+
 // "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
 constexpr std::size_t kDateLineLength = 37;
 
@@ -357,8 +360,12 @@ void HttpConnection::AnswerRequest(bool keep_alive) {
                      keep_alive);
       return;
     case Route::kFibers: {
+      // Bounded (size, and time under the stack registry's lock) and yielding between
+      // fibers, so one request cannot hold a worker or grow the answer without end.
       std::ostringstream dump;
-      spindle::DumpFibers(dump);
+      DumpFibersOptions dump_options;
+      dump_options.max_fibers = kMaxDumpedFibers;
+      spindle::DumpFibers(dump, dump_options);
       AppendResponse("HTTP/1.1 200 OK\r\n", "text/plain", dump.str(), keep_alive);
       return;
     }

@@ -149,7 +149,7 @@ std::string FormatSeconds(double seconds) {
 
 }  // namespace
 
-std::vector<FiberSnapshot> SnapshotFibers() {
+std::vector<FiberSnapshot> SnapshotFibers(std::size_t max_fibers, std::size_t* total) {
   FiberEntity* current = GetCurrentFiberEntity();
   const FiberEntity* caller =
       current != nullptr && !current->is_master() ? current : nullptr;
@@ -162,26 +162,41 @@ std::vector<FiberSnapshot> SnapshotFibers() {
   const double ns_per_tick = CycleClockNanosPerTick();
   const std::uint64_t now = CycleClockNow();
   std::vector<FiberSnapshot> fibers;
+  std::size_t uncaptured = 0;
   ForEachRegisteredStack([&](const Stack& stack) {
+    if (fibers.size() >= max_fibers) {
+      // Past the bound: counted only (a pin tells a live fiber from a cached stack).
+      if (PinStackEntity(stack)) {
+        UnpinStackEntity(stack);
+        ++uncaptured;
+      }
+      return;
+    }
     FiberSnapshot snapshot;
     if (SnapshotStack(stack, caller, caller_pcs, now, ns_per_tick, &snapshot)) {
       fibers.push_back(std::move(snapshot));
     }
   });
+  if (total != nullptr) *total = fibers.size() + uncaptured;
   std::sort(fibers.begin(), fibers.end(),
             [](const FiberSnapshot& a, const FiberSnapshot& b) { return a.id < b.id; });
   return fibers;
 }
 
 void WriteFiberDump(std::ostream& out, const std::vector<FiberSnapshot>& fibers,
-                    std::size_t live_fibers) {
+                    std::size_t live_fibers, std::size_t total,
+                    const std::function<void()>& between) {
   std::size_t counts[4] = {};
   for (const FiberSnapshot& fiber : fibers) ++counts[static_cast<int>(fiber.state)];
-  const std::size_t queued =
-      live_fibers > fibers.size() ? live_fibers - fibers.size() : 0;
+  if (total < fibers.size()) total = fibers.size();
+  const std::size_t queued = live_fibers > total ? live_fibers - total : 0;
   out << "--- fiber dump: " << fibers.size() << " fibers (" << counts[0] << " ready, "
       << counts[1] << " running, " << counts[2] << " waiting); about " << queued
       << " more started but not yet scheduled ---\n";
+  if (total > fibers.size()) {
+    out << "(" << total - fibers.size() << " more fibers with a stack not shown: the dump "
+        << "shows at most " << fibers.size() << ")\n";
+  }
   for (const FiberSnapshot& fiber : fibers) {
     out << "fiber " << fiber.id << " group ";
     if (fiber.group >= 0) {
@@ -195,6 +210,7 @@ void WriteFiberDump(std::ostream& out, const std::vector<FiberSnapshot>& fibers,
     out << '\n';
     if (fiber.pcs.empty()) {
       out << "  (stack not captured)\n";
+      if (between) between();
       continue;
     }
     for (std::size_t i = 0; i < fiber.pcs.size(); ++i) {
@@ -209,6 +225,7 @@ void WriteFiberDump(std::ostream& out, const std::vector<FiberSnapshot>& fibers,
       std::snprintf(line, sizeof(line), "  #%-2zu %p ", i, fiber.pcs[i]);
       out << line << name << '\n';
     }
+    if (between) between();
   }
   out << "--- end of fiber dump ---\n";
 }

@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <ostream>
 #include <vector>
 
@@ -29,14 +31,21 @@ struct FiberSnapshot {
 // descriptors), ordered by id. Thread-safe; callable from a fiber or a plain thread. It
 // holds the stack registry's lock throughout and each fiber's scheduler lock for a few
 // loads and a bounded frame-pointer walk: no fiber is resumed, destroyed or unmapped
-// while it is read.
-std::vector<FiberSnapshot> SnapshotFibers();
+// while it is read. At most `max_fibers` are captured (the first the registry holds, then
+// ordered by id), so the time under the lock is bounded; `*total` (if not null) gets
+// how many fibers have a stack, captured or not.
+std::vector<FiberSnapshot> SnapshotFibers(
+    std::size_t max_fibers = std::numeric_limits<std::size_t>::max(),
+    std::size_t* total = nullptr);
 
 // Writes SnapshotFibers() as text (format in runtime/runtime.h, DumpFibers()),
 // symbolized. `live_fibers`: the runtime's count of live fibers, for the "not started"
-// figure.
+// figure; `total`: SnapshotFibers()'s (0: as many as `fibers`), for the "not shown"
+// line. `between` (if set) runs after each fiber's block, outside every lock: a fiber
+// taking the dump yields there, so symbolizing many fibers does not hold its worker.
 void WriteFiberDump(std::ostream& out, const std::vector<FiberSnapshot>& fibers,
-                    std::size_t live_fibers);
+                    std::size_t live_fibers, std::size_t total = 0,
+                    const std::function<void()>& between = nullptr);
 
 }  // namespace spindle::internal
 
