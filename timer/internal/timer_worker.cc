@@ -254,6 +254,7 @@ void TimerWorker::Add(TimerEntry* entry) {
   const std::int64_t expires_ns = ToNanos(entry->expires_at);
   ProducerList* list = ThisThreadList();
   bool refused = false;
+  bool collect = false;
   {
     SpinlockGuard lock(list->lock);
     // acquire: pairs with the release store in RequestStop(). Checked under the list's lock,
@@ -265,12 +266,16 @@ void TimerWorker::Add(TimerEntry* entry) {
       refused = true;
     } else {
       list->entries.push_back(entry);
+      collect = list->entries.size() % kCollectEvery == 0;
     }
   }
   if (refused) {
     CancelAndRelease(entry);
     return;
   }
+  // Many timers queued: let the thread collect them and drop the cancelled ones (see
+  // kCollectEvery). An extra wake-up is only an early round.
+  if (collect) WakeUp();
   ChaosPause();  // queued, before the expiry check (chaos.h)
   StoreLoadFence();  // pairs with the thread's fence in step 3 and an assist's
   // relaxed: ordered by the fence above.
@@ -437,6 +442,16 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
   if (wake) WakeUp();
 }
 
+std::size_t TimerWorker::held() {
+  std::size_t n = heap_size_.load(std::memory_order_relaxed);
+  OsMutexGuard lock(producers_lock_);
+  for (auto& list : producers_) {
+    SpinlockGuard guard(list->lock);
+    n += list->entries.size();
+  }
+  return n;
+}
+
 bool TimerWorker::AnyProducerListNonEmpty() {
   OsMutexGuard lock(producers_lock_);
   for (auto& list : producers_) {
@@ -456,6 +471,7 @@ void TimerWorker::LowerPublishedExpiry(std::int64_t expires_ns) {
 }
 
 void TimerWorker::CompactIfMostlyCancelled() {
+  checked_size_ = heap_.size();
   if (heap_.size() < 1024) return;
   std::size_t cancelled = 0;
   for (const HeapItem& item : heap_) {
@@ -469,6 +485,9 @@ void TimerWorker::CompactIfMostlyCancelled() {
   for (auto it = keep; it != heap_.end(); ++it) ReleaseTimerEntry(it->entry);
   heap_.erase(keep, heap_.end());
   std::make_heap(heap_.begin(), heap_.end(), HeapOrder());
+  checked_size_ = heap_.size();
+  // A heap that held millions of cancelled timers gives their memory back.
+  if (heap_.capacity() > 4 * heap_.size() + 4096) heap_.shrink_to_fit();
 }
 
 void TimerWorker::Run() {
@@ -498,8 +517,13 @@ void TimerWorker::Run() {
       ReadyBatch batch(ReadyBatch::Source::kTimerRound);
       OsMutexGuard heap_lock(heap_lock_);
       FireRound(MonotonicNowNs());  // step 2
-      if (++compaction_tick % 64 == 0) CompactIfMostlyCancelled();
+      // Every 64th round, and whenever the heap has doubled since the last check (timers
+      // armed and cancelled far ahead of any expiry would otherwise pile up).
+      if (++compaction_tick % 64 == 0 || heap_.size() >= 2 * checked_size_ + 1024) {
+        CompactIfMostlyCancelled();
+      }
       next = HeapFrontNs();
+      heap_size_.store(heap_.size(), std::memory_order_relaxed);
       // Step 3, under the heap's lock, so an assist (FireDue) sees it and may lower it.
       next_expiry_ns_.store(next, std::memory_order_relaxed);
     }

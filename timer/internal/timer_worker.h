@@ -88,6 +88,13 @@ class TimerWorker final : public GroupTimers {
   std::uint64_t fired() const { return fired_.load(std::memory_order_relaxed); }
   // Rounds fired by the group's workers instead of the thread.
   std::uint64_t assists() const { return assists_.load(std::memory_order_relaxed); }
+  // Producers wake the thread every this many timers queued on one list, so that
+  // timers armed and cancelled far ahead of the next expiry (a socket deadline per
+  // request) are collected and compacted away instead of piling up until it wakes.
+  static constexpr std::size_t kCollectEvery = 4096;
+  // Timers held now, cancelled ones not yet dropped included: the heap's size after
+  // the last round plus what producers queued since (a snapshot).
+  std::size_t held();
   // Relaxed snapshots of the loop's state, for tests and debugging: whether Stop() was
   // called, and the wake-up sequence the thread waits on.
   bool stop_requested() const { return stopping_.load(std::memory_order_relaxed); }
@@ -159,6 +166,10 @@ class TimerWorker final : public GroupTimers {
   // holds heap_lock_ (the thread blocks on it, a worker only tries it).
   OsMutex heap_lock_;
   std::vector<HeapItem> heap_ ABSL_GUARDED_BY(heap_lock_);
+  // The heap's size after the last compaction check: the next check comes when it has
+  // doubled (so a heap of live sleepers is not rescanned every round).
+  std::size_t checked_size_ ABSL_GUARDED_BY(heap_lock_) = 0;
+  std::atomic<std::size_t> heap_size_{0};  // relaxed: held()'s snapshot
   std::vector<TimerEntry*> collected_ ABSL_GUARDED_BY(heap_lock_);
   std::vector<TimerEntry*> due_ ABSL_GUARDED_BY(heap_lock_);  // a round's expired entries
   Atomic<std::uint64_t> fired_{0};
