@@ -4,8 +4,10 @@ non-blocking sockets, select):
 
   slow headers  --slow N: N connections that each send a request header one byte per
                 second and never finish it; one closed by the server is reopened.
-  pipeliners    --pipeliners N: N connections that send GET requests as fast as the
-                server takes them and never read an answer; reopened when closed.
+  pipeliners    --pipeliners N: N connections that each send --pipeline_bytes of
+                pipelined GET requests as fast as the server takes them, never read an
+                answer, then send a byte a second (which finds the close); reopened when
+                the server closes them.
   resetters     --resets_per_s R: R times a second, a connection that sends half a
                 request and resets (SO_LINGER 0, then close).
 
@@ -46,8 +48,9 @@ def main():
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--slow", type=int, default=200)
-    parser.add_argument("--pipeliners", type=int, default=20)
-    parser.add_argument("--resets_per_s", type=float, default=100)
+    parser.add_argument("--pipeliners", type=int, default=10)
+    parser.add_argument("--pipeline_bytes", type=int, default=256 * 1024)
+    parser.add_argument("--resets_per_s", type=float, default=50)
     args = parser.parse_args()
     address = (args.host, args.port)
     counts = dict(slow_opened=0, slow_closed_by_server=0, pipeliners_opened=0,
@@ -55,7 +58,7 @@ def main():
                   connect_errors=0)
 
     slow = {}  # socket -> bytes of SLOW_HEADER sent
-    pipeliners = {}  # socket -> offset in PIPELINED
+    pipeliners = {}  # socket -> bytes sent
     end = time.monotonic() + args.seconds
     next_trickle = time.monotonic()
     next_reset = time.monotonic()
@@ -85,9 +88,22 @@ def main():
         now = time.monotonic()
         if now >= end:
             break
-        # Slow headers: one byte each per second; a closed one is reopened.
+        # Slow headers: one byte each per second; a closed one is reopened. Pipeliners
+        # that sent their share: an empty line a second (a server may ignore empty
+        # lines before a request: it must not renew its idle deadline for them), which
+        # also finds the server's close.
         if now >= next_trickle:
             next_trickle = now + 1.0
+            for s in [p for p, sent in pipeliners.items() if sent >= args.pipeline_bytes]:
+                try:
+                    s.send(b"\r\n")
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError:
+                    del pipeliners[s]
+                    s.close()
+                    counts["pipeliners_closed_by_server"] += 1
+                    open_pipeliner()
             for s in list(slow):
                 try:
                     sent = s.send(SLOW_HEADER[slow[s]:slow[s] + 1])
@@ -114,8 +130,8 @@ def main():
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             s.close()
             counts["resets"] += 1
-        # Pipeliners: write whatever the server takes; never read.
-        writable = list(pipeliners)
+        # Pipeliners: write whatever the server takes, up to pipeline_bytes; never read.
+        writable = [s for s, sent in pipeliners.items() if sent < args.pipeline_bytes]
         timeout = max(0.0, min(next_trickle, next_reset if args.resets_per_s > 0 else end,
                                end) - time.monotonic())
         try:
@@ -123,11 +139,11 @@ def main():
         except ValueError:  # more descriptors than select() takes
             ready = writable
         for s in ready:
-            offset = pipeliners[s]
+            offset = pipeliners[s] % len(PIPELINED)
             try:
-                sent = s.send(PIPELINED[offset:] or PIPELINED)
+                sent = s.send(PIPELINED[offset:])
                 counts["pipelined_bytes"] += sent
-                pipeliners[s] = (offset + sent) % len(PIPELINED)
+                pipeliners[s] += sent
             except (BlockingIOError, InterruptedError):
                 pass
             except OSError as error:

@@ -7,17 +7,18 @@
 # attackers left (a leak check).
 #
 #   tools/http_attack_mix.sh
-#   ATTACK_SLOW=500 ATTACK_PIPELINERS=50 ATTACK_RESETS=200 tools/http_attack_mix.sh
+#   ATTACK_SLOW=500 ATTACK_PIPELINERS=20 ATTACK_RESETS=200 tools/http_attack_mix.sh
 #
 # Knobs: HTTP_CONNS (64), HTTP_SECS (10), HTTP_THREADS (2), WORKERS (2), PORT (18081),
-# ATTACK_SLOW (200), ATTACK_PIPELINERS (20), ATTACK_RESETS (100 a second),
+# ATTACK_SLOW (200), ATTACK_PIPELINERS (10, each 256 KiB of requests, then an empty line a
+# second), ATTACK_RESETS (50 a second),
 # SERVER_FLAGS (extra http_server flags; default --header_timeout_ms=5000),
 # HTTP_SERVER (a built http_server; default: build it with -c opt).
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 conns=${HTTP_CONNS:-64} secs=${HTTP_SECS:-10} threads=${HTTP_THREADS:-2}
 workers=${WORKERS:-2} port=${PORT:-18081}
-slow=${ATTACK_SLOW:-200} pipeliners=${ATTACK_PIPELINERS:-20} resets=${ATTACK_RESETS:-100}
+slow=${ATTACK_SLOW:-200} pipeliners=${ATTACK_PIPELINERS:-10} resets=${ATTACK_RESETS:-50}
 server_flags=${SERVER_FLAGS:---header_timeout_ms=5000}
 
 command -v wrk >/dev/null || { echo "http_attack_mix: wrk is not installed" >&2; exit 2; }

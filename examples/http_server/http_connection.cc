@@ -120,7 +120,13 @@ void HttpConnection::ServeRequests() {
     io::Deadline deadline;
     if (!in_message_) {
       if (!connection_.EnterIdle()) return;
-      deadline = io::Clock::now() + options.idle_timeout;
+      // Set once per wait for a request: reads that begin none (the empty lines a
+      // server may skip before a request line) do not renew it.
+      if (!idle_deadline_set_) {
+        idle_deadline_ = io::Clock::now() + options.idle_timeout;
+        idle_deadline_set_ = true;
+      }
+      deadline = idle_deadline_;
     } else {
       deadline = headers_done_ ? body_deadline_ : header_deadline_;
     }
@@ -203,6 +209,7 @@ int HttpConnection::OnMessageBegin(http_parser* parser) {
   self->body_bytes_ = 0;
   self->head_ = false;
   self->headers_done_ = false;
+  self->idle_deadline_set_ = false;  // the next wait for a request starts its own
   self->header_deadline_ = self->read_time_ + self->server_->options().header_timeout;
   self->url_.clear();
   self->body_.clear();

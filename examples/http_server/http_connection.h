@@ -103,6 +103,8 @@ class HttpConnection {
   // The current request's phase deadlines (HttpServerOptions): set when its first
   // byte is parsed and when its headers end; the body's grows with what arrives.
   bool headers_done_ = false;
+  bool idle_deadline_set_ = false;
+  io::Deadline idle_deadline_ = io::kNoDeadline;
   io::Deadline header_deadline_ = io::kNoDeadline;
   io::Deadline body_deadline_ = io::kNoDeadline;
   io::Deadline read_time_;  // when the last read returned: "now" for the callbacks

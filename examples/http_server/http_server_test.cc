@@ -575,6 +575,25 @@ TEST(HttpServerDeadlineTest, SlowHeadersAreClosedAtTheHeaderDeadline) {
       [&] { return server.server().stats().live_connections == 0; }));
 }
 
+// Empty lines before a request line may be skipped (RFC 9112 2.2), but they begin no
+// request: a client that sends one now and then is still idle, and the idle deadline
+// set when it began waiting closes it.
+TEST(HttpServerDeadlineTest, EmptyLinesDoNotRenewTheIdleDeadline) {
+  testing::ScopedRuntime runtime(2);
+  HttpServerOptions options = TestOptions();
+  options.idle_timeout = 300ms;
+  options.header_timeout = 20s;  // far: not what closes it
+  TestServer server(options);
+  Client client(server.address());
+  client.Send("GET / HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE(client.Next().ok());
+  std::string empty_lines;
+  for (int i = 0; i < 400; ++i) empty_lines += "\r\n";
+  // CRLF a byte at a time every 50 ms: 800 bytes would take 40 s.
+  const std::size_t sent = TrickleUntilClosed(client, "", empty_lines + empty_lines, 50ms);
+  EXPECT_LT(sent, 800u) << "empty lines kept an idle connection open";
+}
+
 // A body below min_body_rate meets its deadline; the rate, not the size, decides.
 TEST(HttpServerDeadlineTest, ABodyBelowTheMinimumRateIsClosed) {
   testing::ScopedRuntime runtime(2);
