@@ -91,7 +91,8 @@ HttpConnection::HttpConnection(HttpServer* server, io::ServerConnection& connect
     : server_(server),
       connection_(connection),
       stream_(connection.stream()),
-      buffer_(new char[kReadBufferBytes]) {
+      buffer_(new char[kReadBufferBytes]),
+      read_time_(io::Clock::now()) {
   http_parser_init(&parser_, HTTP_REQUEST);
   parser_.data = this;
   out_.reserve(4096);
@@ -123,7 +124,9 @@ void HttpConnection::ServeRequests() {
       // Set once per wait for a request: reads that begin none (the empty lines a
       // server may skip before a request line) do not renew it.
       if (!idle_deadline_set_) {
-        idle_deadline_ = io::Clock::now() + options.idle_timeout;
+        // From the last read (microseconds ago, before this request's answer), or the
+        // connection's start: one clock read per request in all (read_time_).
+        idle_deadline_ = read_time_ + options.idle_timeout;
         idle_deadline_set_ = true;
       }
       deadline = idle_deadline_;
@@ -151,7 +154,9 @@ void HttpConnection::ServeRequests() {
       }
       if (end == ParseEnd::kAll) break;
       // kFlush: the answers so far are sent (backpressure on a client that pipelines
-      // without reading); parse the rest of the read.
+      // without reading); parse the rest of the read. The next flush's deadline runs
+      // from now.
+      read_time_ = io::Clock::now();
     }
   }
 }
@@ -159,9 +164,9 @@ void HttpConnection::ServeRequests() {
 bool HttpConnection::Flush() {
   if (out_.empty()) return true;
   server_->NotePendingOutput(out_.size());
-  if (!stream_
-           .WriteAll(out_.data(), out_.size(),
-                     io::Clock::now() + server_->options().write_timeout)
+  // From the read whose requests these answers are (what it parsed took microseconds,
+  // unless an answer was slow to build: then the client has less, never more, time).
+  if (!stream_.WriteAll(out_.data(), out_.size(), read_time_ + server_->options().write_timeout)
            .ok()) {
     return false;
   }
