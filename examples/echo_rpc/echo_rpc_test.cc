@@ -9,8 +9,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +29,23 @@
 #include "runtime/internal/runtime_testing.h"
 #include "sync/event.h"
 #include "sync/latch.h"
+
+// An operator new that fails past a size while a test asks it to, for the test that an
+// allocation failure ends one connection. Not in sanitizer builds, which keep their own.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define SPINDLE_TEST_FAILING_NEW 1
+namespace {
+std::atomic<std::size_t> g_fail_new_above{0};  // 0: never; relaxed: set around a test
+}  // namespace
+void* operator new(std::size_t size) {
+  const std::size_t limit = g_fail_new_above.load(std::memory_order_relaxed);
+  if (limit != 0 && size > limit) throw std::bad_alloc();
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#endif
 
 namespace spindle::examples::echo {
 namespace {
@@ -328,6 +347,32 @@ TEST(EchoServerMemoryTest, BuffersShrinkOnceALargeFrameIsEchoed) {
   EXPECT_TRUE(spindle::testing::WaitFor([&] {
     return server.server().stats().buffer_bytes == kConnections * 16u * 1024;
   })) << server.server().stats().buffer_bytes << " buffer bytes held by idle connections";
+}
+
+// A frame whose buffer cannot grow (operator new fails past 1 MiB here) closes its own
+// connection; the server and its other connections go on.
+TEST(EchoServerMemoryTest, AnAllocationFailureClosesOneConnectionNotTheProcess) {
+#ifndef SPINDLE_TEST_FAILING_NEW
+  GTEST_SKIP() << "sanitizer builds keep their own operator new";
+#else
+  testing::ScopedRuntime runtime(2);
+  TestServer server;
+  io::Stream big = ConnectTo(server.address());
+  const std::string frame = Frame(std::string(4 << 20, 'm'));  // before the failures
+  g_fail_new_above.store(1 << 20, std::memory_order_relaxed);
+  Fiber writer([&] {
+    (void)big.WriteAll(frame.data(), frame.size(), io::Clock::now() + kTimeout);
+  });
+  EXPECT_TRUE(ClosedByServer(big));
+  writer.join();
+  g_fail_new_above.store(0, std::memory_order_relaxed);
+  io::Stream small = ConnectTo(server.address());
+  const std::string ping = Frame("ping");
+  ASSERT_TRUE(small.WriteAll(ping.data(), ping.size(), io::Clock::now() + kTimeout).ok());
+  std::string echoed(ping.size(), '\0');
+  ASSERT_TRUE(small.ReadFull(echoed.data(), echoed.size(), io::Clock::now() + kTimeout).ok());
+  EXPECT_EQ(echoed, ping);
+#endif
 }
 
 TEST(EchoServerDeadlineTest, AnIdleConnectionIsClosedAtTheIdleTimeout) {

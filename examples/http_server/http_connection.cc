@@ -74,15 +74,35 @@ HttpConnection* Self(http_parser* parser) {
 
 }  // namespace
 
+template <int (*F)(http_parser*)>
+int HttpConnection::Guarded(http_parser* parser) {
+  try {
+    return F(parser);
+  } catch (const std::bad_alloc&) {
+    Self(parser)->out_of_memory_ = true;
+    return -1;  // fails the parse
+  }
+}
+
+template <int (*F)(http_parser*, const char*, std::size_t)>
+int HttpConnection::GuardedData(http_parser* parser, const char* at, std::size_t length) {
+  try {
+    return F(parser, at, length);
+  } catch (const std::bad_alloc&) {
+    Self(parser)->out_of_memory_ = true;
+    return -1;  // fails the parse
+  }
+}
+
 const http_parser_settings HttpConnection::kSettings = {
-    &HttpConnection::OnMessageBegin,
-    &HttpConnection::OnUrl,
+    &Guarded<&HttpConnection::OnMessageBegin>,
+    &GuardedData<&HttpConnection::OnUrl>,
     nullptr,  // on_status: responses only
-    &HttpConnection::OnHeaderField,
-    &HttpConnection::OnHeaderValue,
-    &HttpConnection::OnHeadersComplete,
-    &HttpConnection::OnBody,
-    &HttpConnection::OnMessageComplete,
+    &GuardedData<&HttpConnection::OnHeaderField>,
+    &GuardedData<&HttpConnection::OnHeaderValue>,
+    &Guarded<&HttpConnection::OnHeadersComplete>,
+    &GuardedData<&HttpConnection::OnBody>,
+    &Guarded<&HttpConnection::OnMessageComplete>,
     nullptr,  // on_chunk_header
     nullptr,  // on_chunk_complete
 };
@@ -187,6 +207,7 @@ HttpConnection::ParseEnd HttpConnection::Parse(std::size_t begin, std::size_t en
                                                 std::size_t* parsed) {
   RefreshDate();
   *parsed = http_parser_execute(&parser_, &kSettings, buffer_.get() + begin, end - begin);
+  if (out_of_memory_) throw std::bad_alloc();  // from a callback (Guarded()): Serve()
   const http_errno error = HTTP_PARSER_ERRNO(&parser_);
   if (error == HPE_PAUSED) {
     if (flush_pause_) {  // OnMessageComplete(): out_ is full; go on after a flush

@@ -61,6 +61,13 @@ class HttpConnection {
   static int OnBody(http_parser* parser, const char* at, std::size_t length);
   static int OnMessageComplete(http_parser* parser);
   static const http_parser_settings kSettings;
+  // kSettings' entries: the callback `F`, with an allocation failure inside it turned
+  // into a failed parse (out_of_memory_) instead of an exception through http_parser's
+  // C frames; Parse() rethrows it for Serve().
+  template <int (*F)(http_parser*)>
+  static int Guarded(http_parser* parser);
+  template <int (*F)(http_parser*, const char*, std::size_t)>
+  static int GuardedData(http_parser* parser, const char* at, std::size_t length);
 
   // How a Parse() ended: everything given was parsed; or it stopped after an answer
   // that took out_ past max_pending_output_bytes (flush, then parse the rest); or the
@@ -109,6 +116,7 @@ class HttpConnection {
   io::Deadline body_deadline_ = io::kNoDeadline;
   io::Deadline read_time_;  // when the last read returned: "now" for the callbacks
   bool flush_pause_ = false;  // OnMessageComplete() paused the parser to flush
+  bool out_of_memory_ = false;  // a callback's allocation failed (see Guarded())
   bool in_message_ = false;
   bool last_was_field_ = false;
   // "Expect: 100-continue" detection over the current header: lowercased name/value

@@ -10,9 +10,12 @@
 #include <http_parser.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <deque>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +29,23 @@
 #include "io/stream.h"
 #include "runtime/internal/runtime_testing.h"
 #include "sync/event.h"
+
+// An operator new that fails past a size while a test asks it to, for the test that an
+// allocation failure ends one connection. Not in sanitizer builds, which keep their own.
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define SPINDLE_TEST_FAILING_NEW 1
+namespace {
+std::atomic<std::size_t> g_fail_new_above{0};  // 0: never; relaxed: set around a test
+}  // namespace
+void* operator new(std::size_t size) {
+  const std::size_t limit = g_fail_new_above.load(std::memory_order_relaxed);
+  if (limit != 0 && size > limit) throw std::bad_alloc();
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#endif
 
 namespace spindle::examples::http {
 namespace {
@@ -645,6 +665,36 @@ TEST(HttpServerBackpressureTest, APipelinerThatNeverReadsHoldsBoundedOutputAndIs
   // The cap plus one answer (a GET / answer is about 100 bytes).
   EXPECT_LE(stats.peak_pending_output_bytes, 4096u + 512u);
   EXPECT_GT(stats.requests, 100u);  // it served until the client stopped reading
+}
+
+// An answer or a body that cannot be allocated (operator new fails past 1 MiB here)
+// closes its own connection, unanswered; the server and its other connections go on.
+// The failure comes inside an http_parser callback: it must not unwind through C.
+TEST(HttpServerMemoryTest, AnAllocationFailureClosesOneConnectionNotTheProcess) {
+#ifndef SPINDLE_TEST_FAILING_NEW
+  GTEST_SKIP() << "sanitizer builds keep their own operator new";
+#else
+  testing::ScopedRuntime runtime(2);
+  HttpServerOptions options = TestOptions();
+  options.max_body_bytes = 4 << 20;
+  TestServer server(options);
+  Client client(server.address());
+  const std::string body(3 << 20, 'q');
+  const std::string request =
+      absl::StrCat("POST /echo HTTP/1.1\r\nContent-Length: ", body.size(), "\r\n\r\n", body);
+  g_fail_new_above.store(1 << 20, std::memory_order_relaxed);
+  Fiber writer([&] {
+    (void)client.stream().WriteAll(request.data(), request.size(), Soon());
+  });
+  EXPECT_EQ(client.ReadUntilEof(), "");  // closed, unanswered
+  writer.join();
+  g_fail_new_above.store(0, std::memory_order_relaxed);
+  Client fresh(server.address());
+  fresh.Send("GET / HTTP/1.1\r\n\r\n");
+  absl::StatusOr<Response> response = fresh.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+#endif
 }
 
 TEST(HttpServerLargeBodyTest, LargeEchoThenKeepAlive) {
