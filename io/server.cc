@@ -50,10 +50,21 @@ absl::Status ValidateServerOptions(const ServerOptions& options) {
 // ---- ServerConnection.
 
 bool ServerConnection::EnterIdle() {
-  // seq_cst store then seq_cst load: the StoreLoad half of the Dekker pattern whose
-  // other half is Shutdown()'s store of draining_ then CloseIfIdle()'s CAS of state_.
-  state_.store(kIdle, std::memory_order_seq_cst);
-  return !server_->draining_.load(std::memory_order_seq_cst);
+  int expected = kBusy;
+  // seq_cst RMW then seq_cst load: the StoreLoad half of the Dekker pattern whose other
+  // half is Shutdown()'s store of draining_ then CloseIfIdle()'s CAS of state_.
+  if (!state_.compare_exchange_strong(expected, kIdle, std::memory_order_seq_cst) &&
+      expected == kClosing) {
+    return false;  // the drain closed us already (and counted it)
+  }
+  if (!server_->draining_.load(std::memory_order_seq_cst)) return true;
+  // Idle while the server drains: we close. Whoever moves us idle -> closing, we or
+  // CloseIfIdle(), counts it, once.
+  expected = kIdle;
+  if (state_.compare_exchange_strong(expected, kClosing, std::memory_order_seq_cst)) {
+    server_->drained_.fetch_add(1, std::memory_order_relaxed);  // a statistic
+  }
+  return false;
 }
 
 bool ServerConnection::LeaveIdle() {

@@ -45,7 +45,8 @@ struct ServerStats {
   // descriptors (Listener::refused()).
   std::uint64_t refused = 0;
   std::uint64_t open = 0;     // handlers running now
-  // Closed by the drain: idle when Shutdown() came, or still busy at its deadline.
+  // Closed by the drain: idle when Shutdown() came, idle at the end of the request it
+  // was finishing, or still busy at the drain deadline.
   std::uint64_t drained = 0;
   std::uint64_t accept_backoffs = 0;  // Listener::resource_backoffs()
 };
