@@ -12,7 +12,9 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <cstdlib>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <utility>
 
@@ -31,6 +33,13 @@ namespace {
 constexpr std::chrono::milliseconds kAcceptRetryDelay{10};
 
 }  // namespace
+
+void Server::RecordHandlerOutOfMemory() {
+  // A counter and a constant message (glog formats it in its own per-thread buffer).
+  handler_out_of_memory_.fetch_add(1, std::memory_order_relaxed);  // a statistic
+  LOG_EVERY_N(WARNING, 100) << "io::Server: a connection handler ran out of memory; that "
+                               "connection was closed (logged every 100th time)";
+}
 
 absl::Status ValidateServerOptions(const ServerOptions& options) {
   if (options.max_connections < 1 || options.max_connections > kMaxServerConnections) {
@@ -131,7 +140,12 @@ void Server::Serve(Listener& listener) {
       this_fiber::SleepFor(kAcceptRetryDelay);
       continue;
     }
-    auto* connection = new ServerConnection(this, std::move(*stream));
+    // Out of memory here: the stream closes with this scope, its client learns now.
+    auto* connection = new (std::nothrow) ServerConnection(this, std::move(*stream));
+    if (connection == nullptr) {
+      refused_over_cap_.fetch_add(1, std::memory_order_relaxed);  // a statistic
+      continue;
+    }
     if (!Register(connection)) {
       // Over the cap: closed at once (its destructor), so its client learns now.
       refused_over_cap_.fetch_add(1, std::memory_order_relaxed);  // a statistic
@@ -143,12 +157,24 @@ void Server::Serve(Listener& listener) {
       continue;
     }
     accepted_.fetch_add(1, std::memory_order_relaxed);  // a statistic
-    StartFiberDetached([this, connection] {
-      handler_(*connection);
-      connection->stream_.Close().IgnoreError();
+    try {
+      StartFiberDetached([this, connection] {
+        try {
+          handler_(*connection);
+        } catch (const std::bad_alloc&) {
+          // The handler's own memory (a buffer, an answer) could not be allocated:
+          // this connection ends, the process and the other connections go on.
+          RecordHandlerOutOfMemory();
+        }
+        connection->stream_.Close().IgnoreError();
+        Unregister(connection);
+        delete connection;
+      });
+    } catch (const std::bad_alloc&) {  // no memory for the fiber: refuse this one
       Unregister(connection);
       delete connection;
-    });
+      refused_over_cap_.fetch_add(1, std::memory_order_relaxed);  // a statistic
+    }
   }
   Shutdown();  // no-op when it started the exit; else the listener was closed under us
   Deadline drain_deadline;
@@ -157,6 +183,9 @@ void Server::Serve(Listener& listener) {
     listener_ = nullptr;
     drain_deadline = drain_deadline_;
   }
+  // Draining already when our Shutdown() ran, by another thread's that had not yet
+  // set the deadline (it sets draining_ first): the drain's length counts from here.
+  if (drain_deadline == kNoDeadline) drain_deadline = Clock::now() + options_.drain_timeout;
   listener.Close().IgnoreError();
   WaitForConnections(drain_deadline);
   CloseAllConnections();
@@ -182,6 +211,7 @@ ServerStats Server::stats() const {
                   refused_by_listener_.load(std::memory_order_relaxed);
   stats.drained = drained_.load(std::memory_order_relaxed);
   stats.accept_backoffs = accept_backoffs_.load(std::memory_order_relaxed);
+  stats.handler_out_of_memory = handler_out_of_memory_.load(std::memory_order_relaxed);
   std::lock_guard<Mutex> lock(mu_);
   stats.open = open_;
   return stats;
@@ -285,23 +315,31 @@ int ShutdownSignals::ServeUntilSignal(Server& server, Listener& listener) {
   std::atomic<bool> served{false};
   std::thread waiter([&] {
     const sigset_t signals = ShutdownSignalSet();
-    int signal = 0;
-    while (sigwait(&signals, &signal) != 0) {
-    }
-    // seq_cst with `served` below: either we see Serve() ended (our signal was the
-    // wake-up below, not a request to stop), or the main thread sees `taken`.
-    if (!served.load(std::memory_order_seq_cst)) {
-      taken.store(signal, std::memory_order_seq_cst);
-      server.Shutdown();
+    for (;;) {
+      int signal = 0;
+      while (sigwait(&signals, &signal) != 0) {
+      }
+      // seq_cst with `served` below: either we see Serve() ended (our signal was the
+      // wake-up below, not a request to stop), or the main thread sees `taken`.
+      if (served.load(std::memory_order_seq_cst)) return;
+      if (taken.exchange(signal, std::memory_order_seq_cst) == 0) {
+        server.Shutdown();
+        continue;  // a second signal during the drain ends the process
+      }
+      // The second: an operator who does not want to wait for the drain (a handler
+      // stuck in a blocking call would hold it forever).
+      LOG(WARNING) << "a second signal (" << signal
+                   << ") during the drain: exiting without waiting for it";
+      std::_Exit(128 + signal);
     }
   });
   RunAsFiber([&] { server.Serve(listener); });
   served.store(true, std::memory_order_seq_cst);
-  // Serve() ended: by a signal (the waiter has returned or is returning), or because
-  // the listener was closed under it. Wake the waiter in the second case with a signal
-  // of its own set, directed at it alone (blocked everywhere, so only its sigwait()
-  // takes it; if it already returned, the thread-directed signal dies with it).
-  if (taken.load(std::memory_order_seq_cst) == 0) pthread_kill(waiter.native_handle(), SIGTERM);
+  // Serve() ended (after a signal's drain, or because the listener was closed under
+  // it): the waiter, back in sigwait() for a second signal or never woken, is woken by
+  // a signal of its own set directed at it alone (blocked everywhere, so only its
+  // sigwait() takes it, now or at its next call), sees `served` and returns.
+  pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
   return taken.load(std::memory_order_seq_cst);
 }

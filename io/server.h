@@ -49,6 +49,8 @@ struct ServerStats {
   // was finishing, or still busy at the drain deadline.
   std::uint64_t drained = 0;
   std::uint64_t accept_backoffs = 0;  // Listener::resource_backoffs()
+  // Handlers that ended with std::bad_alloc (their connection closed, the server on).
+  std::uint64_t handler_out_of_memory = 0;
 };
 
 // One accepted connection as its handler sees it: the stream, and the idle/busy state
@@ -97,7 +99,8 @@ class ServerConnection {
 };
 
 // Called in each accepted connection's own fiber, for many connections at once; the
-// connection's stream is closed after it returns.
+// connection's stream is closed after it returns. A std::bad_alloc out of it closes that
+// connection only (counted in ServerStats::handler_out_of_memory).
 using ConnectionHandler = std::function<void(ServerConnection&)>;
 
 // A stream server: Serve() accepts on a listener and runs `handler` for each connection
@@ -134,6 +137,7 @@ class Server {
  private:
   friend class ServerConnection;
 
+  void RecordHandlerOutOfMemory();
   // Links a connection in; false (not linked) when max_connections are open. One that
   // arrives while the server drains is linked and closed at once.
   bool Register(ServerConnection* connection);
@@ -153,6 +157,7 @@ class Server {
   std::atomic<std::uint64_t> refused_by_listener_{0};
   std::atomic<std::uint64_t> drained_{0};
   std::atomic<std::uint64_t> accept_backoffs_{0};
+  std::atomic<std::uint64_t> handler_out_of_memory_{0};
   Event all_closed_;  // set when draining and the last connection has unregistered
 
   mutable Mutex mu_;
@@ -182,7 +187,8 @@ class ShutdownSignals {
 
   // Serves (server.Serve(listener) in a fiber) until SIGTERM or SIGINT arrives, then
   // shuts the server down and returns once it has drained; also returns when Serve()
-  // ends otherwise (its listener closed). Returns the signal taken, or 0.
+  // ends otherwise (its listener closed). Returns the signal taken, or 0. A second
+  // signal during the drain ends the process at once (_Exit(128 + signal)).
   int ServeUntilSignal(Server& server, Listener& listener);
 };
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -260,6 +261,24 @@ TEST_F(ServerTest, ServeReturnsWhenItsOwnerClosesTheListener) {
   // The accept loop ends; the idle connection is drained like at a Shutdown().
   EXPECT_EQ(ReadToEnd(client), "");
   ASSERT_TRUE(serving.Wait());
+}
+
+// A handler that runs out of memory ends its own connection; the server goes on.
+TEST_F(ServerTest, AHandlerOutOfMemoryClosesItsConnectionOnly) {
+  ScopedRuntime runtime(2);
+  Listener listener = ListenLoopback();
+  std::atomic<int> calls{0};
+  Server server(ServerOptions{}, [&calls](ServerConnection& connection) {
+    if (calls.fetch_add(1) == 0) throw std::bad_alloc();
+    LineHandler(connection);
+  });
+  Serving serving(server, listener);
+  Stream first = Connect(listener);
+  EXPECT_EQ(ReadToEnd(first), "");
+  Stream second = Connect(listener);
+  EXPECT_EQ(Ask(second, "ok\n"), "ok:ok\n");
+  EXPECT_EQ(server.stats().handler_out_of_memory, 1u);
+  server.Shutdown();
 }
 
 TEST(ServerOptionsTest, OutOfRangeValuesAreNamedWithTheirRange) {

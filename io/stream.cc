@@ -586,6 +586,13 @@ absl::StatusOr<Stream> Listener::Accept(Deadline deadline) {
         }
         if (refused >= 0) {
           ++refused_;
+          // A backlog that refills as fast as we refuse must not hold this call (and
+          // its worker) past its deadline.
+          if (Clock::now() >= deadline) {
+            return absl::ResourceExhaustedError(absl::StrCat(
+                "Accept on ", address_.ToString(), ": ", ErrorText(error),
+                " until the deadline (refused ", refused_, " connections)"));
+          }
           LOG_EVERY_N(WARNING, 1000)
               << "Accept on " << address_.ToString() << ": " << ErrorText(error)
               << "; refused a connection (closed it at once; logged every 1000th time)";

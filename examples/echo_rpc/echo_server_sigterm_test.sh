@@ -34,4 +34,28 @@ rest=$(timeout 20 cat <&3) || fail "the idle connection was not closed"
 wait "$pid"
 status=$?
 [ "$status" -eq 0 ] || fail "exit status $status after SIGTERM, expected 0"
-echo "PASS: $line"
+first_line=$line
+
+# A second signal during a drain ends the process at once: a connection in the middle
+# of a frame would otherwise hold the drain for its whole minute.
+"$server_binary" --listen=127.0.0.1:0 --fiber_concurrency=2 --drain_timeout_ms=60000 \
+  >"$dir/out2" 2>"$dir/err" &
+pid=$!
+read -t 20 -r line < <(tail -f "$dir/out2" 2>/dev/null | head -1) ||
+  fail "no 'listening on' line within 20 s (second server)"
+port=${line##*:}
+[[ $port =~ ^[0-9]+$ ]] || fail "no port in: $line"
+exec 5<>"/dev/tcp/127.0.0.1/$port" || fail "cannot connect to port $port"
+printf '\x00\x00\x00\x09half' >&5  # 4 of 9 payload bytes: busy
+# The server has the half frame once an idle probe on a second connection is echoed.
+exec 6<>"/dev/tcp/127.0.0.1/$port" || fail "cannot connect to port $port"
+printf '\x00\x00\x00\x01p' >&6
+probe=$(timeout 20 head -c 5 <&6 | tail -c 1) || fail "no probe echo within 20 s"
+[[ $probe == "p" ]] || fail "unexpected probe echo: $probe"
+kill -TERM "$pid"
+kill -INT "$pid"
+timeout 20 tail --pid="$pid" -f /dev/null || fail "a second signal did not end the drain"
+wait "$pid"
+status=$?
+[ "$status" -ne 0 ] || fail "exit status 0 after a second signal, expected 128+signal"
+echo "PASS: $first_line; a second signal ended the drain with status $status"

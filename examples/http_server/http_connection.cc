@@ -144,9 +144,8 @@ void HttpConnection::ServeRequests() {
       // Set once per wait for a request: reads that begin none (the empty lines a
       // server may skip before a request line) do not renew it.
       if (!idle_deadline_set_) {
-        // From the last read (microseconds ago, before this request's answer), or the
-        // connection's start: one clock read per request in all (read_time_).
-        idle_deadline_ = read_time_ + options.idle_timeout;
+        // From now: after the answers' flush, which a slow reader may have made long.
+        idle_deadline_ = io::Clock::now() + options.idle_timeout;
         idle_deadline_set_ = true;
       }
       deadline = idle_deadline_;
@@ -213,7 +212,8 @@ HttpConnection::ParseEnd HttpConnection::Parse(std::size_t begin, std::size_t en
     if (flush_pause_) {  // OnMessageComplete(): out_ is full; go on after a flush
       flush_pause_ = false;
       http_parser_pause(&parser_, 0);
-      return ParseEnd::kFlush;
+      // After an upgrade (or CONNECT) what follows is not HTTP: the connection ends.
+      return parser_.upgrade ? ParseEnd::kClose : ParseEnd::kFlush;
     }
     return ParseEnd::kClose;  // OnMessageComplete(): the last request
   }
@@ -337,6 +337,9 @@ int HttpConnection::OnMessageComplete(http_parser* parser) {
       http_should_keep_alive(parser) != 0 && !self->connection_.draining();
   self->AnswerRequest(keep_alive);
   self->server_->CountRequest(/*bad=*/false);
+  // Answered: what comes next (even a request line the parser rejects before its
+  // OnMessageBegin()) is not this HEAD's.
+  self->head_ = false;
   if (!keep_alive) {
     http_parser_pause(parser, 1);  // parse nothing after it
   } else if (self->out_.size() >= self->server_->options().max_pending_output_bytes) {

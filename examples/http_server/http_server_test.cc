@@ -519,6 +519,54 @@ TEST_F(HttpServerTest, HeadIsGetWithoutTheBodyOnEveryRoute) {
   EXPECT_EQ(head->Header("content-length"), "13");
 }
 
+// A request the parser rejects before it begins (a bad method) after a HEAD gets its
+// 400 with the body: the HEAD's "no body" ended with the HEAD's answer.
+TEST_F(HttpServerTest, ABadRequestAfterAHeadIsAnsweredWithItsBody) {
+  Client client(server_.address());
+  client.ExpectResponsesTo({true, false});
+  client.Send("HEAD / HTTP/1.1\r\n\r\nXYZ\x01 / HTTP/1.1\r\n\r\n");
+  absl::StatusOr<Response> head = client.Next();
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->status, 200);
+  absl::StatusOr<Response> bad = client.Next();
+  ASSERT_TRUE(bad.ok()) << bad.status();
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(bad->body, "bad request\n");
+}
+
+// An upgrade request ends the connection (what follows it is not HTTP), also when its
+// answer is the one that fills the output cap and pauses the parser for a flush.
+TEST(HttpServerBackpressureTest, AnUpgradeThatFillsTheOutputCapStillEndsTheConnection) {
+  testing::ScopedRuntime runtime(2);
+  HttpServerOptions options = TestOptions();
+  options.max_pending_output_bytes = 1024;
+  TestServer server(options);
+  // Measure one GET / answer, to put the upgrade's answer across the cap.
+  std::size_t answer_bytes = 0;
+  {
+    Client probe(server.address());
+    probe.Send("GET / HTTP/1.1\r\n\r\n");
+    absl::StatusOr<Response> response = probe.Next();
+    ASSERT_TRUE(response.ok()) << response.status();
+    std::size_t headers = 0;
+    for (const auto& [name, value] : response->headers) headers += name.size() + value.size() + 4;
+    answer_bytes = std::string("HTTP/1.1 200 OK\r\n").size() + headers + 2 + response->body.size();
+  }
+  const std::size_t before = 1024 / answer_bytes;  // answers below the cap
+  std::string requests;
+  for (std::size_t i = 0; i < before; ++i) requests += "GET / HTTP/1.1\r\n\r\n";
+  requests += "GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: other\r\n\r\n";
+  requests += "XYZ NOT HTTP\r\n\r\n";  // a 400 if it were parsed as HTTP
+  Client client(server.address());
+  client.Send(requests);
+  for (std::size_t i = 0; i <= before; ++i) {
+    absl::StatusOr<Response> response = client.Next();
+    ASSERT_TRUE(response.ok()) << i << ": " << response.status();
+    EXPECT_EQ(response->status, 200) << i;
+  }
+  EXPECT_EQ(client.ReadUntilEof(), "");  // closed after the upgrade's answer, no 400
+}
+
 // A body on a route that takes none is read and dropped, within max_body_bytes: one
 // over it (announced, or chunked without a length) is 413 and the connection closes.
 TEST_F(HttpServerTest, ABodyOnARouteThatTakesNoneIsBoundedAndDropped) {
