@@ -174,26 +174,6 @@ TEST(RunBlockingFlagTest, RejectsAnOutOfRangeQueueLimit) {
   EXPECT_FALSE(gflags::SetCommandLineOption("io_blocking_queue_limit", "16384").empty());
 }
 
-// Collects glog messages.
-class CollectingSink : public google::LogSink {
- public:
-  using google::LogSink::send;
-  void send(google::LogSeverity, const char*, const char*, int,
-            const google::LogMessageTime&, const char* message,
-            std::size_t message_len) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    text_.append(message, message_len).append("\n");
-  }
-  std::string text() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return text_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::string text_;
-};
-
 // A fiber parked behind a hung blocking call: TerminateRuntime() says so, with the
 // call's age, instead of waiting in silence.
 TEST(RunBlockingTest, TerminateRuntimeNamesAHungBlockingCall) {
@@ -203,8 +183,7 @@ TEST(RunBlockingTest, TerminateRuntimeNamesAHungBlockingCall) {
   FLAGS_fiber_scheduling_strategy = spindle::testing::TestStrategy();
   FLAGS_fiber_terminate_grace_ms = 50;
   StartRuntime();
-  CollectingSink sink;
-  google::AddLogSink(&sink);
+  spindle::testing::LogCollector sink;
   Event started;
   auto release = std::make_shared<Event>();
   StartFiberDetached([&started, release] {
@@ -221,7 +200,6 @@ TEST(RunBlockingTest, TerminateRuntimeNamesAHungBlockingCall) {
       std::chrono::seconds(60));
   release->Set();
   terminator.join();
-  google::RemoveLogSink(&sink);
   FLAGS_fiber_terminate_grace_ms = 10000;
   FLAGS_fiber_concurrency = 0;
   EXPECT_TRUE(named) << sink.text();

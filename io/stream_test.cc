@@ -577,39 +577,29 @@ TEST_F(IoTest, AcceptBacksOffOnEmfileWithoutSpinningAndRecovers) {
   // A connection waits in the backlog.
   absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
   ASSERT_TRUE(client.ok());
-  rlimit original;
-  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &original), 0);
-  // Use up every descriptor the new limit allows.
-  std::vector<int> filler;
-  const rlimit low{static_cast<rlim_t>(OpenFds() + 8), original.rlim_max};
-  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
-  for (;;) {
-    const int fd = dup(0);
-    if (fd < 0) break;
-    filler.push_back(fd);
-  }
-  absl::Status exhausted;
-  std::uint64_t backoffs = 0;
-  RunAsFiber([&] {
-    exhausted = listener.Accept(In(milliseconds(200))).status();
-    backoffs = listener.resource_backoffs();
-  });
-  EXPECT_EQ(exhausted.code(), absl::StatusCode::kResourceExhausted) << exhausted;
-  EXPECT_NE(exhausted.message().find("Too many open files"), absl::string_view::npos);
-  // 5 ms doubling: about 6 tries in 200 ms; a busy loop would make thousands.
-  EXPECT_GE(backoffs, 2u);
-  EXPECT_LE(backoffs, 12u);
-  EXPECT_EQ(listener.refused(), 0u);
-  // Descriptors come back while Accept backs off: it recovers within its deadline.
   Event accepted;
   absl::Status accept_status;
-  StartFiberDetached([&] {
-    absl::StatusOr<Stream> stream = listener.Accept(TestDeadline());
-    accept_status = stream.status();
-    accepted.Set();
+  WithDescriptorsExhausted([&] {
+    absl::Status exhausted;
+    std::uint64_t backoffs = 0;
+    RunAsFiber([&] {
+      exhausted = listener.Accept(In(milliseconds(200))).status();
+      backoffs = listener.resource_backoffs();
+    });
+    EXPECT_EQ(exhausted.code(), absl::StatusCode::kResourceExhausted) << exhausted;
+    EXPECT_NE(exhausted.message().find("Too many open files"), absl::string_view::npos);
+    // 5 ms doubling: about 6 tries in 200 ms; a busy loop would make thousands.
+    EXPECT_GE(backoffs, 2u);
+    EXPECT_LE(backoffs, 12u);
+    EXPECT_EQ(listener.refused(), 0u);
+    // Descriptors come back (as the helper returns) while this Accept backs off: it
+    // recovers within its deadline.
+    StartFiberDetached([&] {
+      absl::StatusOr<Stream> stream = listener.Accept(TestDeadline());
+      accept_status = stream.status();
+      accepted.Set();
+    });
   });
-  for (int fd : filler) close(fd);
-  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &original), 0);
   ASSERT_TRUE(accepted.WaitFor(kTestDeadline));
   EXPECT_TRUE(accept_status.ok()) << accept_status;
 }

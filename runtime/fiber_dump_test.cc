@@ -341,26 +341,6 @@ TEST(FiberDumpTest, ADumpFromAFiberYieldsBetweenFibers) {
   for (Fiber& fiber : parked) fiber.join();
 }
 
-// Collects glog messages for the TerminateRuntime test.
-class CollectingSink : public google::LogSink {
- public:
-  using google::LogSink::send;
-  void send(google::LogSeverity, const char*, const char*, int,
-            const google::LogMessageTime&, const char* message,
-            std::size_t message_len) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    text_.append(message, message_len).append("\n");
-  }
-  std::string text() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return text_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::string text_;
-};
-
 TEST(FiberDumpTest, TerminateRuntimeLogsAndDumpsTheFibersItWaitsFor) {
   const testing::TestWatchdog watchdog(120s,
                                        "TerminateRuntimeLogsAndDumpsTheFibersItWaitsFor");
@@ -368,8 +348,7 @@ TEST(FiberDumpTest, TerminateRuntimeLogsAndDumpsTheFibersItWaitsFor) {
   FLAGS_fiber_scheduling_strategy = testing::TestStrategy();
   FLAGS_fiber_terminate_grace_ms = 50;
   StartRuntime();
-  CollectingSink sink;
-  google::AddLogSink(&sink);
+  testing::LogCollector sink;
   // The straggler sleeps in short naps until told to stop through a plain atomic: a
   // plain thread that woke it through an Event could still be inside the scheduler
   // (waking a worker) when the fiber finishes and TerminateRuntime() frees it.
@@ -387,7 +366,6 @@ TEST(FiberDumpTest, TerminateRuntimeLogsAndDumpsTheFibersItWaitsFor) {
       60s);
   stop.store(true, std::memory_order_release);  // release: pairs with ParkOnTimer
   terminator.join();
-  google::RemoveLogSink(&sink);
   FLAGS_fiber_terminate_grace_ms = 10000;
   FLAGS_fiber_concurrency = 0;
   const std::string text = sink.text();

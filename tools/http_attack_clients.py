@@ -63,21 +63,19 @@ def main():
     next_trickle = time.monotonic()
     next_reset = time.monotonic()
 
-    def open_slow():
+    def open_into(sockets, counter):
         s = connect(address)
         if s is None:
             counts["connect_errors"] += 1
             return
-        slow[s] = 0
-        counts["slow_opened"] += 1
+        sockets[s] = 0
+        counts[counter] += 1
+
+    def open_slow():
+        open_into(slow, "slow_opened")
 
     def open_pipeliner():
-        s = connect(address)
-        if s is None:
-            counts["connect_errors"] += 1
-            return
-        pipeliners[s] = 0
-        counts["pipeliners_opened"] += 1
+        open_into(pipeliners, "pipeliners_opened")
 
     for _ in range(args.slow):
         open_slow()

@@ -9,10 +9,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +19,7 @@
 #include "examples/echo_rpc/echo_protocol.h"
 #include "examples/echo_rpc/echo_server.h"
 #include "examples/echo_rpc/latency_histogram.h"
+#include "examples/testing/failing_new.h"
 #include "fiber/fiber.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
@@ -29,23 +28,6 @@
 #include "runtime/internal/runtime_testing.h"
 #include "sync/event.h"
 #include "sync/latch.h"
-
-// An operator new that fails past a size while a test asks it to, for the test that an
-// allocation failure ends one connection. Not in sanitizer builds, which keep their own.
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define SPINDLE_TEST_FAILING_NEW 1
-namespace {
-std::atomic<std::size_t> g_fail_new_above{0};  // 0: never; relaxed: set around a test
-}  // namespace
-void* operator new(std::size_t size) {
-  const std::size_t limit = g_fail_new_above.load(std::memory_order_relaxed);
-  if (limit != 0 && size > limit) throw std::bad_alloc();
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#endif
 
 namespace spindle::examples::echo {
 namespace {
@@ -297,6 +279,17 @@ io::Stream ConnectTo(const io::Address& address) {
   return std::move(*stream);
 }
 
+// Sends `frame` and reads as many bytes back (in one fiber: frames that fit the
+// socket buffers); "" if either fails.
+std::string RoundTrip(io::Stream& stream, const std::string& frame) {
+  std::string echoed(frame.size(), '\0');
+  if (!stream.WriteAll(frame.data(), frame.size(), io::Clock::now() + kTimeout).ok() ||
+      !stream.ReadFull(echoed.data(), echoed.size(), io::Clock::now() + kTimeout).ok()) {
+    return "";
+  }
+  return echoed;
+}
+
 // True once the server closes `stream` (end of stream or a reset) within kTimeout.
 bool ClosedByServer(io::Stream& stream) {
   char buffer[4096];
@@ -352,27 +345,23 @@ TEST(EchoServerMemoryTest, BuffersShrinkOnceALargeFrameIsEchoed) {
 // A frame whose buffer cannot grow (operator new fails past 1 MiB here) closes its own
 // connection; the server and its other connections go on.
 TEST(EchoServerMemoryTest, AnAllocationFailureClosesOneConnectionNotTheProcess) {
-#ifndef SPINDLE_TEST_FAILING_NEW
-  GTEST_SKIP() << "sanitizer builds keep their own operator new";
-#else
+  if (!failing_new::kCanFailAllocations) {
+    GTEST_SKIP() << "sanitizer builds keep their own operator new";
+  }
   testing::ScopedRuntime runtime(2);
   TestServer server;
   io::Stream big = ConnectTo(server.address());
   const std::string frame = Frame(std::string(4 << 20, 'm'));  // before the failures
-  g_fail_new_above.store(1 << 20, std::memory_order_relaxed);
+  failing_new::FailAllocationsAbove(1 << 20);
   Fiber writer([&] {
     (void)big.WriteAll(frame.data(), frame.size(), io::Clock::now() + kTimeout);
   });
   EXPECT_TRUE(ClosedByServer(big));
   writer.join();
-  g_fail_new_above.store(0, std::memory_order_relaxed);
+  failing_new::FailAllocationsAbove(0);
   io::Stream small = ConnectTo(server.address());
   const std::string ping = Frame("ping");
-  ASSERT_TRUE(small.WriteAll(ping.data(), ping.size(), io::Clock::now() + kTimeout).ok());
-  std::string echoed(ping.size(), '\0');
-  ASSERT_TRUE(small.ReadFull(echoed.data(), echoed.size(), io::Clock::now() + kTimeout).ok());
-  EXPECT_EQ(echoed, ping);
-#endif
+  EXPECT_EQ(RoundTrip(small, ping), ping);
 }
 
 TEST(EchoServerDeadlineTest, AnIdleConnectionIsClosedAtTheIdleTimeout) {
@@ -382,9 +371,7 @@ TEST(EchoServerDeadlineTest, AnIdleConnectionIsClosedAtTheIdleTimeout) {
   TestServer server(options);
   io::Stream client = ConnectTo(server.address());
   const std::string frame = Frame("ping");
-  ASSERT_TRUE(client.WriteAll(frame.data(), frame.size(), io::Clock::now() + kTimeout).ok());
-  std::string echoed(frame.size(), '\0');
-  ASSERT_TRUE(client.ReadFull(echoed.data(), echoed.size(), io::Clock::now() + kTimeout).ok());
+  ASSERT_EQ(RoundTrip(client, frame), frame);
   EXPECT_TRUE(ClosedByServer(client));
   EXPECT_TRUE(spindle::testing::WaitFor(
       [&] { return server.server().stats().live_connections == 0; }));

@@ -25,6 +25,7 @@ namespace {
 
 constexpr std::size_t kInitialBufferBytes = 16 * 1024;
 constexpr std::size_t kMaxMinFrameRate = std::size_t{1} << 30;
+constexpr std::int64_t kMaxTimeoutMs = 3'600'000;  // every timeout flag's upper bound
 
 io::ServerOptions IoOptions(const EchoServerOptions& options) {
   const absl::Status status = ValidateEchoServerOptions(options);
@@ -55,10 +56,10 @@ absl::Status ValidateEchoServerOptions(const EchoServerOptions& options) {
       {"write_timeout_ms", options.write_timeout},
   };
   for (const auto& [flag, timeout] : timeouts) {
-    if (timeout.count() < 1 || timeout.count() > io::kMaxDrainTimeoutMs) {
+    if (timeout.count() < 1 || timeout.count() > kMaxTimeoutMs) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--", flag, "=", timeout.count(), " is out of range: expected an integer in [1, ",
-          io::kMaxDrainTimeoutMs, "]"));
+          kMaxTimeoutMs, "]"));
     }
   }
   if (options.min_frame_rate < 1 || options.min_frame_rate > kMaxMinFrameRate) {

@@ -5,6 +5,7 @@
 
 #include "examples/http_server/http_server.h"
 
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -16,16 +17,10 @@ namespace spindle::examples::http {
 
 namespace {
 
-absl::Status CheckRange(const char* flag, std::int64_t value, std::int64_t min,
-                        std::int64_t max) {
-  if (value >= min && value <= max) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("--", flag, "=", value, " is out of range: expected an integer in [",
-                   min, ", ", max, "]"));
-}
-
-absl::Status CheckSizeRange(const char* flag, std::size_t value, std::size_t min,
-                            std::size_t max) {
+// OK, or InvalidArgument naming the flag, `value` and [min, max] (any integer type:
+// uint64 flags past int64 keep their own value in the message).
+template <typename T>
+absl::Status CheckRange(const char* flag, T value, T min, T max) {
   if (value >= min && value <= max) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("--", flag, "=", value, " is out of range: expected an integer in [",
@@ -35,31 +30,26 @@ absl::Status CheckSizeRange(const char* flag, std::size_t value, std::size_t min
 }  // namespace
 
 absl::Status ValidateHttpServerOptions(const HttpServerOptions& options) {
-  absl::Status status =
-      CheckRange("max_header_bytes", static_cast<std::int64_t>(options.max_header_bytes),
-                 kMinHeaderBytes, kMaxHeaderBytes);
-  status.Update(CheckRange("max_body_bytes",
-                           static_cast<std::int64_t>(options.max_body_bytes),
-                           kMinBodyBytes, kMaxBodyBytes));
-  status.Update(CheckRange("idle_timeout_ms", options.idle_timeout.count(), kMinTimeoutMs,
-                           kMaxTimeoutMs));
-  status.Update(CheckRange("drain_timeout_ms", options.drain_timeout.count(),
-                           kMinTimeoutMs, kMaxTimeoutMs));
-  status.Update(CheckRange("header_timeout_ms", options.header_timeout.count(),
-                           kMinTimeoutMs, kMaxTimeoutMs));
-  status.Update(CheckRange("body_timeout_ms", options.body_timeout.count(), kMinTimeoutMs,
-                           kMaxTimeoutMs));
-  status.Update(CheckRange("write_timeout_ms", options.write_timeout.count(),
-                           kMinTimeoutMs, kMaxTimeoutMs));
-  status.Update(
-      CheckSizeRange("min_body_rate", options.min_body_rate, kMinBodyRate, kMaxBodyRate));
-  status.Update(CheckSizeRange("max_pending_output_bytes", options.max_pending_output_bytes,
-                               kMinPendingOutputBytes, kMaxPendingOutputBytes));
-  if (options.max_connections < 1 || options.max_connections > io::kMaxServerConnections) {
-    status.Update(absl::InvalidArgumentError(absl::StrCat(
-        "--max_connections=", options.max_connections,
-        " is out of range: expected an integer in [1, ", io::kMaxServerConnections, "]")));
+  absl::Status status = CheckRange<std::size_t>("max_header_bytes", options.max_header_bytes,
+                                                kMinHeaderBytes, kMaxHeaderBytes);
+  status.Update(CheckRange<std::size_t>("max_body_bytes", options.max_body_bytes,
+                                        kMinBodyBytes, kMaxBodyBytes));
+  const std::pair<const char*, std::chrono::milliseconds> timeouts[] = {
+      {"idle_timeout_ms", options.idle_timeout},     {"drain_timeout_ms", options.drain_timeout},
+      {"header_timeout_ms", options.header_timeout}, {"body_timeout_ms", options.body_timeout},
+      {"write_timeout_ms", options.write_timeout},
+  };
+  for (const auto& [flag, timeout] : timeouts) {
+    status.Update(
+        CheckRange<std::int64_t>(flag, timeout.count(), kMinTimeoutMs, kMaxTimeoutMs));
   }
+  status.Update(CheckRange<std::size_t>("min_body_rate", options.min_body_rate, kMinBodyRate,
+                                        kMaxBodyRate));
+  status.Update(CheckRange<std::size_t>("max_pending_output_bytes",
+                                        options.max_pending_output_bytes,
+                                        kMinPendingOutputBytes, kMaxPendingOutputBytes));
+  status.Update(CheckRange<std::size_t>("max_connections", options.max_connections, 1,
+                                        io::kMaxServerConnections));
   return status;
 }
 

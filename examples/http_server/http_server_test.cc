@@ -10,18 +10,16 @@
 #include <http_parser.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <deque>
 #include <memory>
-#include <new>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "examples/testing/failing_new.h"
 #include "fiber/fiber.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
@@ -29,23 +27,6 @@
 #include "io/stream.h"
 #include "runtime/internal/runtime_testing.h"
 #include "sync/event.h"
-
-// An operator new that fails past a size while a test asks it to, for the test that an
-// allocation failure ends one connection. Not in sanitizer builds, which keep their own.
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-#define SPINDLE_TEST_FAILING_NEW 1
-namespace {
-std::atomic<std::size_t> g_fail_new_above{0};  // 0: never; relaxed: set around a test
-}  // namespace
-void* operator new(std::size_t size) {
-  const std::size_t limit = g_fail_new_above.load(std::memory_order_relaxed);
-  if (limit != 0 && size > limit) throw std::bad_alloc();
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#endif
 
 namespace spindle::examples::http {
 namespace {
@@ -719,9 +700,9 @@ TEST(HttpServerBackpressureTest, APipelinerThatNeverReadsHoldsBoundedOutputAndIs
 // closes its own connection, unanswered; the server and its other connections go on.
 // The failure comes inside an http_parser callback: it must not unwind through C.
 TEST(HttpServerMemoryTest, AnAllocationFailureClosesOneConnectionNotTheProcess) {
-#ifndef SPINDLE_TEST_FAILING_NEW
-  GTEST_SKIP() << "sanitizer builds keep their own operator new";
-#else
+  if (!failing_new::kCanFailAllocations) {
+    GTEST_SKIP() << "sanitizer builds keep their own operator new";
+  }
   testing::ScopedRuntime runtime(2);
   HttpServerOptions options = TestOptions();
   options.max_body_bytes = 4 << 20;
@@ -730,19 +711,18 @@ TEST(HttpServerMemoryTest, AnAllocationFailureClosesOneConnectionNotTheProcess) 
   const std::string body(3 << 20, 'q');
   const std::string request =
       absl::StrCat("POST /echo HTTP/1.1\r\nContent-Length: ", body.size(), "\r\n\r\n", body);
-  g_fail_new_above.store(1 << 20, std::memory_order_relaxed);
+  failing_new::FailAllocationsAbove(1 << 20);
   Fiber writer([&] {
     (void)client.stream().WriteAll(request.data(), request.size(), Soon());
   });
   EXPECT_EQ(client.ReadUntilEof(), "");  // closed, unanswered
   writer.join();
-  g_fail_new_above.store(0, std::memory_order_relaxed);
+  failing_new::FailAllocationsAbove(0);
   Client fresh(server.address());
   fresh.Send("GET / HTTP/1.1\r\n\r\n");
   absl::StatusOr<Response> response = fresh.Next();
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->status, 200);
-#endif
 }
 
 TEST(HttpServerLargeBodyTest, LargeEchoThenKeepAlive) {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gflags/gflags.h"
+#include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/runtime.h"
@@ -212,6 +213,33 @@ inline bool AddBazelTimeoutWatchdog() {
   ::testing::AddGlobalTestEnvironment(new BazelTimeoutWatchdog);  // gtest owns it
   return true;
 }
+
+// Collects every glog message logged while it lives (for tests of what the runtime
+// logs: TerminateRuntime()'s stragglers, the blocking pool's report). Thread-safe.
+class LogCollector : public google::LogSink {
+ public:
+  LogCollector() { google::AddLogSink(this); }
+  ~LogCollector() override { google::RemoveLogSink(this); }
+  LogCollector(const LogCollector&) = delete;
+  LogCollector& operator=(const LogCollector&) = delete;
+
+  using google::LogSink::send;
+  void send(google::LogSeverity, const char*, const char*, int,
+            const google::LogMessageTime&, const char* message,
+            std::size_t message_len) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    text_.append(message, message_len).append("\n");
+  }
+  // Every message so far, one per line.
+  std::string text() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return text_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::string text_;
+};
 
 }  // namespace spindle::testing
 
