@@ -183,9 +183,6 @@ void Server::Serve(Listener& listener) {
     listener_ = nullptr;
     drain_deadline = drain_deadline_;
   }
-  // Draining already when our Shutdown() ran, by another thread's that had not yet
-  // set the deadline (it sets draining_ first): the drain's length counts from here.
-  if (drain_deadline == kNoDeadline) drain_deadline = Clock::now() + options_.drain_timeout;
   listener.Close().IgnoreError();
   WaitForConnections(drain_deadline);
   CloseAllConnections();
@@ -193,9 +190,11 @@ void Server::Serve(Listener& listener) {
 }
 
 void Server::Shutdown() {
+  // Under mu_, with the deadline: whoever sees draining_ under mu_ (Serve()'s own
+  // Shutdown(), Register()) sees the deadline too.
+  std::lock_guard<Mutex> lock(mu_);
   // seq_cst: the store half of the pattern described at draining_.
   if (draining_.exchange(true, std::memory_order_seq_cst)) return;
-  std::lock_guard<Mutex> lock(mu_);
   drain_deadline_ = Clock::now() + options_.drain_timeout;
   if (listener_ != nullptr) listener_->Close().IgnoreError();
   for (ServerConnection* c = connections_; c != nullptr; c = c->next_) {
@@ -246,9 +245,9 @@ bool Server::Register(ServerConnection* connection) {
   if (connections_ != nullptr) connections_->prev_ = connection;
   connections_ = connection;
   ++open_;
-  // relaxed: under mu_, after Shutdown() (which sets it before taking mu_) has closed
-  // the idle connections it found, so one it missed sees true here. Nothing of a
-  // request has begun on it.
+  // relaxed: under mu_, which Shutdown() holds while it sets it and closes the idle
+  // connections it finds, so one it missed sees true here. Nothing of a request has
+  // begun on it.
   if (draining_.load(std::memory_order_relaxed)) {
     connection->state_.store(ServerConnection::kClosing, std::memory_order_relaxed);
     connection->stream_.Close().IgnoreError();
@@ -265,9 +264,9 @@ void Server::Unregister(ServerConnection* connection) {
     connections_ = connection->next_;
   }
   if (connection->next_ != nullptr) connection->next_->prev_ = connection->prev_;
-  // relaxed: draining_ only goes false -> true, and Serve() sets or reads it (the
-  // exchange in Shutdown()) before it checks the count under mu_: a last connection
-  // that reads false here unlocked before that check, which then sees the count 0.
+  // relaxed: draining_ goes false -> true only under mu_ (Shutdown()), which Serve()
+  // calls before it checks the count under mu_: a last connection that reads false here
+  // unlocked before that check, which then sees the count 0.
   if (--open_ == 0 && draining_.load(std::memory_order_relaxed)) all_closed_.Set();
 }
 
