@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -134,19 +133,9 @@ class CountedBuffer {
 
 }  // namespace
 
+// A std::bad_alloc (a buffer for a large frame) ends this connection only: io::Server
+// catches it around the handler.
 void EchoServer::ServeConnection(io::ServerConnection& connection) {
-  try {
-    ServeFrames(connection);
-  } catch (const std::bad_alloc&) {
-    // A buffer for a large frame could not be allocated: this connection ends, the
-    // process and the other connections go on.
-    LOG_EVERY_N(WARNING, 100) << "echo_server: out of memory serving "
-                              << connection.stream().peer().ToString()
-                              << "; closing the connection (logged every 100th time)";
-  }
-}
-
-void EchoServer::ServeFrames(io::ServerConnection& connection) {
   io::Stream& stream = connection.stream();
   CountedBuffer buffer(buffer_bytes_, peak_buffer_bytes_);
   std::size_t begin = 0;  // first byte not yet echoed

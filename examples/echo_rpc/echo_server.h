@@ -85,9 +85,9 @@ class EchoServer {
   io::Server& io_server() { return server_; }
 
  private:
+  // One connection's loop; throws std::bad_alloc when a buffer cannot grow (io::Server
+  // then closes that connection).
   void ServeConnection(io::ServerConnection& connection);
-  // ServeConnection()'s loop; throws std::bad_alloc when a buffer cannot grow.
-  void ServeFrames(io::ServerConnection& connection);
 
   const EchoServerOptions options_;
   std::atomic<std::uint64_t> frames_{0};      // relaxed: a statistic

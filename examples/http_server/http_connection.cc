@@ -20,7 +20,6 @@
 #include <sstream>
 #include <utility>
 
-#include "glog/logging.h"
 #include "runtime/metrics.h"
 #include "runtime/runtime.h"
 
@@ -121,19 +120,6 @@ HttpConnection::HttpConnection(HttpServer* server, io::ServerConnection& connect
 }
 
 void HttpConnection::Serve() {
-  try {
-    ServeRequests();
-  } catch (const std::bad_alloc&) {
-    // An answer (an echo, the dump) or a buffer could not be allocated: this connection
-    // ends, the process and the other connections go on.
-    LOG_EVERY_N(WARNING, 100) << "http_server: out of memory serving "
-                              << stream_.peer().ToString()
-                              << "; closing the connection (logged every 100th time)";
-  }
-  stream_.Close().IgnoreError();
-}
-
-void HttpConnection::ServeRequests() {
   const HttpServerOptions& options = server_->options();
   while (true) {
     // Each phase's deadline was set once when the phase began (see HttpServerOptions);
@@ -206,7 +192,8 @@ HttpConnection::ParseEnd HttpConnection::Parse(std::size_t begin, std::size_t en
                                                 std::size_t* parsed) {
   RefreshDate();
   *parsed = http_parser_execute(&parser_, &kSettings, buffer_.get() + begin, end - begin);
-  if (out_of_memory_) throw std::bad_alloc();  // from a callback (Guarded()): Serve()
+  // From a callback (Guarded()): out of Serve(), to io::Server, which closes us.
+  if (out_of_memory_) throw std::bad_alloc();
   const http_errno error = HTTP_PARSER_ERRNO(&parser_);
   if (error == HPE_PAUSED) {
     if (flush_pause_) {  // OnMessageComplete(): out_ is full; go on after a flush

@@ -37,8 +37,10 @@ class HttpConnection {
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
 
-  // Serves requests until the peer closes, an error, the idle timeout, a request that
-  // ends the connection, or the server's shutdown. Parks the calling fiber.
+  // Serves requests until the peer closes, an error, a deadline, a request that ends
+  // the connection, or the server's shutdown. Parks the calling fiber. Throws
+  // std::bad_alloc when an answer or a buffer cannot be allocated (io::Server then
+  // closes this connection only).
   void Serve();
 
  private:
@@ -63,7 +65,7 @@ class HttpConnection {
   static const http_parser_settings kSettings;
   // kSettings' entries: the callback `F`, with an allocation failure inside it turned
   // into a failed parse (out_of_memory_) instead of an exception through http_parser's
-  // C frames; Parse() rethrows it for Serve().
+  // C frames; Parse() rethrows it (io::Server closes the connection).
   template <int (*F)(http_parser*)>
   static int Guarded(http_parser* parser);
   template <int (*F)(http_parser*, const char*, std::size_t)>
@@ -73,8 +75,6 @@ class HttpConnection {
   // that took out_ past max_pending_output_bytes (flush, then parse the rest); or the
   // connection must close once out_ is sent.
   enum class ParseEnd { kAll, kFlush, kClose };
-  // The read/parse/answer loop; Serve() adds what ends it (an allocation failure).
-  void ServeRequests();
   // Parses buffer_[begin, end), appending answers to out_; `*parsed`: bytes consumed.
   ParseEnd Parse(std::size_t begin, std::size_t end, std::size_t* parsed);
   // Sends out_ within write_timeout; false on an error or the deadline.
