@@ -38,11 +38,12 @@ first_line=$line
 
 # A second signal during a drain ends the process at once: a connection in the middle
 # of a frame would otherwise hold the drain for its whole minute.
+mkfifo "$dir/out2"
 "$server_binary" --listen=127.0.0.1:0 --fiber_concurrency=2 --drain_timeout_ms=60000 \
   >"$dir/out2" 2>"$dir/err" &
 pid=$!
-read -t 20 -r line < <(tail -f "$dir/out2" 2>/dev/null | head -1) ||
-  fail "no 'listening on' line within 20 s (second server)"
+exec 7<"$dir/out2"  # as the first server's: a fifo, read with a deadline
+read -t 20 -r line <&7 || fail "no 'listening on' line within 20 s (second server)"
 port=${line##*:}
 [[ $port =~ ^[0-9]+$ ]] || fail "no port in: $line"
 exec 5<>"/dev/tcp/127.0.0.1/$port" || fail "cannot connect to port $port"
