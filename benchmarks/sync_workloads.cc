@@ -1,10 +1,13 @@
 // Copyright 2026 The Spindle Authors.
 //
 // Workloads of the synchronization primitives and timers: a contended Mutex, many
-// sleeping fibers, and the memory of fibers parked on one Event.
+// sleeping fibers, timers armed and cancelled, deadline waits that are notified, and
+// the memory of fibers parked on one Event.
 
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -17,6 +20,7 @@
 #include "sync/event.h"
 #include "sync/latch.h"
 #include "sync/mutex.h"
+#include "timer/timer.h"
 
 namespace spindle {
 namespace bench {
@@ -86,6 +90,102 @@ std::vector<Metric> RunSleep(double scale) {
   return {{"wall", seconds * 1e3, "ms"},
           {"mean_oversleep",
            static_cast<double>(oversleep_ns.load()) / static_cast<double>(count) / 1e3, "us"}};
+}
+
+std::vector<Metric> RunTimerChurn(double scale) {
+  // The shape of the Go peer's timer_churn: 1000 fibers, each arming a timer an hour
+  // away and cancelling it, 1000 times (an RPC deadline that the answer beats).
+  constexpr int kFibers = 1000;
+  const std::int64_t pairs_each = Scaled(1000, scale);
+  std::atomic<std::int64_t> fired{0};         // relaxed: read after done.wait()
+  std::atomic<std::int64_t> not_prevented{0};  // relaxed: as above
+  Latch done(kFibers);
+  Stopwatch watch;
+  RunAsFiber([&] {
+    for (int i = 0; i < kFibers; ++i) {
+      StartFiberDetached([&] {
+        for (std::int64_t n = 0; n < pairs_each; ++n) {
+          const std::uint64_t id =
+              SetTimer(std::chrono::steady_clock::now() + std::chrono::hours(1),
+                       [&fired] { fired.fetch_add(1, std::memory_order_relaxed); });
+          if (!KillTimer(id)) not_prevented.fetch_add(1, std::memory_order_relaxed);
+        }
+        done.count_down();
+      });
+    }
+    done.wait();
+  });
+  const double seconds = watch.Seconds();
+  if (fired.load() != 0 || not_prevented.load() != 0) {
+    Fail("timer_churn", std::to_string(fired.load()) + " cancelled timers fired, " +
+                            std::to_string(not_prevented.load()) +
+                            " KillTimer calls found their timer already started");
+  }
+  return {{"per_pair", seconds * 1e9 / static_cast<double>(kFibers * pairs_each), "ns"}};
+}
+
+std::vector<Metric> RunDeadlineWait(double scale) {
+  // Pairs of fibers; in each round one waits on an Event with a deadline a second away
+  // and the other sets it, then the roles swap on a second Event (so each side parks
+  // with a deadline that the other cancels by notifying). Two slots of Events per pair,
+  // re-made by the setter once both sides are done with them.
+  constexpr int kPairs = 16;
+  const std::int64_t rounds = Scaled(10000, scale);
+  constexpr auto kDeadline = std::chrono::seconds(1);
+  struct Slot {
+    std::optional<Event> to_waiter;  // set by the setter, waited on by the waiter
+    std::optional<Event> to_setter;  // set by the waiter, waited on by the setter
+  };
+  struct Pair {
+    Slot slots[2];
+  };
+  auto pairs = std::make_unique<Pair[]>(kPairs);
+  for (int p = 0; p < kPairs; ++p) {
+    for (Slot& slot : pairs[p].slots) {
+      slot.to_waiter.emplace();
+      slot.to_setter.emplace();
+    }
+  }
+  std::atomic<std::int64_t> timed_out{0};  // relaxed: read after done.wait()
+  Latch done(2 * kPairs);
+  Stopwatch watch;
+  RunAsFiber([&] {
+    for (int p = 0; p < kPairs; ++p) {
+      Pair& pair = pairs[p];
+      StartFiberDetached([&pair, &timed_out, &done, rounds, kDeadline] {  // the waiter
+        for (std::int64_t r = 0; r < rounds; ++r) {
+          Slot& slot = pair.slots[r % 2];
+          if (!slot.to_waiter->WaitUntil(std::chrono::steady_clock::now() + kDeadline)) {
+            timed_out.fetch_add(1, std::memory_order_relaxed);
+          }
+          slot.to_setter->Set();
+        }
+        done.count_down();
+      });
+      StartFiberDetached([&pair, &timed_out, &done, rounds, kDeadline] {  // the setter
+        for (std::int64_t r = 0; r < rounds; ++r) {
+          Slot& slot = pair.slots[r % 2];
+          slot.to_waiter->Set();
+          if (!slot.to_setter->WaitUntil(std::chrono::steady_clock::now() + kDeadline)) {
+            timed_out.fetch_add(1, std::memory_order_relaxed);
+          }
+          // Both sides are done with this slot: the waiter returned from its wait
+          // before its Set(), whose end the Event's destructor waits for. The waiter
+          // reaches this slot again only after our next-but-one Set().
+          slot.to_waiter.emplace();
+          slot.to_setter.emplace();
+        }
+        done.count_down();
+      });
+    }
+    done.wait();
+  });
+  const double seconds = watch.Seconds();
+  if (timed_out.load() != 0) {
+    Fail("deadline_wait", std::to_string(timed_out.load()) +
+                              " waits timed out although their Event was set");
+  }
+  return {{"round_trip", seconds * 1e9 / static_cast<double>(kPairs * rounds), "ns"}};
 }
 
 std::vector<Metric> RunParkedMemory(double scale) {

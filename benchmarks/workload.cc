@@ -43,6 +43,17 @@ const std::vector<Workload>& AllWorkloads() {
        "100k fibers each SleepFor(1 ms); total ms and mean oversleep us, none early",
        {},
        RunSleep},
+      {"timer_churn",
+       "1000 fibers each arm a timer an hour away and kill it, 1000 times; ns per "
+       "arm+kill pair, none fired",
+       {},
+       RunTimerChurn},
+      {"deadline_wait",
+       "16 pairs of fibers taking turns to wait on an Event with a 1 s deadline and set "
+       "the other's, 10k rounds each; ns per round trip (two deadline waits), none "
+       "timed out",
+       {},
+       RunDeadlineWait},
       {"merge_sort",
        "parallel merge sort of 4M ints, a fiber per split above a cutoff; ms",
        {},

@@ -82,6 +82,8 @@ std::vector<Metric> RunSkynet(double scale);
 std::vector<Metric> RunFib(double scale);
 std::vector<Metric> RunMutex(double scale);
 std::vector<Metric> RunSleep(double scale);
+std::vector<Metric> RunTimerChurn(double scale);
+std::vector<Metric> RunDeadlineWait(double scale);
 std::vector<Metric> RunParkedMemory(double scale);
 std::vector<Metric> RunMergeSort(double scale);
 std::vector<Metric> RunSingleSpawner(double scale);

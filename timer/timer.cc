@@ -21,7 +21,10 @@ std::uint64_t Arm(TimerClock::time_point at, TimerClock::duration interval,
   entry->interval = interval;
   entry->callback = std::move(callback);
   entry->group = group;
-  internal::TimerWorkerFor(group)->Add(entry);
+  // In this worker's own queue when called from a fiber (no lock but its own, nothing
+  // allocated: the entry comes from a per-thread pool); from a plain thread, in the
+  // group's timer thread's list.
+  internal::ArmTimerEntry(entry);
   return reinterpret_cast<std::uint64_t>(entry);
 }
 
@@ -53,6 +56,10 @@ bool KillTimer(std::uint64_t id) {
       break;
     }
   }
+  // Out of its worker's queue at once if it waits there (the queue's reference is
+  // ours to drop); elsewhere (a plain thread's timer, or a periodic one between two
+  // calls) whoever pops it finds it cancelled and drops it.
+  if (prevented && internal::RemoveTimerEntryFromQueue(entry)) internal::ReleaseTimerEntry(entry);
   internal::ReleaseTimerEntry(entry);
   return prevented;
 }

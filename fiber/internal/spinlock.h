@@ -103,6 +103,9 @@ class ABSL_SCOPED_LOCKABLE SpinlockGuard {
       : lock_(lock) {
     lock_.lock();
   }
+  // Takes over a lock the caller already holds (after a successful try_lock()).
+  SpinlockGuard(Spinlock& lock, std::adopt_lock_t) noexcept ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock)
+      : lock_(lock) {}
   ~SpinlockGuard() ABSL_UNLOCK_FUNCTION() { lock_.unlock(); }
   SpinlockGuard(const SpinlockGuard&) = delete;
   SpinlockGuard& operator=(const SpinlockGuard&) = delete;

@@ -3,12 +3,13 @@
 // Why a wake-up is delivered exactly once, and nobody touches a waiter that is gone.
 //
 // Fiber waiter:
-//   1. Arm a deadline timer (an inline TimerWorker callback, OnDeadline).
+//   1. Arm a deadline timer (deadline_node_, in this worker's TimerQueue; OnDeadline).
 //   2. Take our scheduler lock. If state_ is no longer kWaiting (someone already won),
 //      unlock and go on. Otherwise ParkFiber(): we become Waiting and the lock is released by
 //      the context we switch to, once we are saved.
-//   3. Woken (or never parked): cancel the timer. If the cancel fails, the timer has
-//      fired, so wait for OnDeadline to report it is done with us. Return the winner.
+//   3. Woken (or never parked): take the timer out of its queue. If it is no longer
+//      there, it was popped to fire, so wait for OnDeadline to report it is done with
+//      us. Return the winner.
 // Waker (Notify, or OnDeadline at the deadline):
 //   a. Take the fiber's scheduler lock; flip state_ from kWaiting (CAS, acq_rel).
 //   b. If we won and the fiber is Waiting, make it Ready; unlock; queue it.
@@ -79,6 +80,10 @@ bool TimedWaiter::WinAndWakeFiber(int to) {
   return won;
 }
 
+void TimedWaiter::OnDeadlineNode(TimerNode* node) {
+  OnDeadline(reinterpret_cast<char*>(node) - offsetof(TimedWaiter, deadline_node_));
+}
+
 void TimedWaiter::OnDeadline(void* arg) {
   auto* waiter = static_cast<TimedWaiter*>(arg);
   waiter->WinAndWakeFiber(kTimedOut);
@@ -88,17 +93,14 @@ void TimedWaiter::OnDeadline(void* arg) {
 
 TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline,
                                              WaitKind kind) {
-  SchedulingGroup* group = fiber_->scheduling_group;
-  TimerEntry* timer = nullptr;
-  if (deadline != TimerClock::time_point::max()) {
-    timer = NewTimerEntry();
-    timer->refs.store(2, std::memory_order_relaxed);  // ours and the worker's
-    timer->expires_at = deadline;
-    timer->inline_callback = &TimedWaiter::OnDeadline;
-    timer->inline_arg = this;
-    timer->inline_touches = fiber_;
-    timer->group = group;
-    TimerWorkerFor(group)->Add(timer);
+  const bool timed = deadline != TimerClock::time_point::max();
+  if (timed) {
+    deadline_node_.expires_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
+            .count();
+    deadline_node_.fire = &TimedWaiter::OnDeadlineNode;
+    deadline_node_.touches = fiber_;
+    ArmTimerNodeOnThisWorker(&deadline_node_);
   }
   ChaosPause();  // published as a waiter, not yet parked (chaos.h)
   {
@@ -112,19 +114,14 @@ TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline,
       ParkFiber(fiber_, std::move(lock));
     }
   }
-  if (timer != nullptr) {
-    int expected = TimerEntry::kPending;
-    // acq_rel: pairs with TimerWorker::Fire(); if the timer fired, its callback runs
-    // or ran, and we wait until it no longer touches this object.
-    if (!timer->state.compare_exchange_strong(expected, TimerEntry::kCancelled,
-                                              std::memory_order_acq_rel) &&
-        expected != TimerEntry::kCancelled) {
-      // acquire: pairs with the release store in OnDeadline().
-      while (!deadline_callback_done_.load(std::memory_order_acquire)) {
-        std::this_thread::yield();
-      }
+  // Take the deadline out of its queue (from whichever worker we resumed on). If it is
+  // no longer there it was popped to fire: OnDeadline runs or ran, and we wait until it
+  // no longer touches this object (its last store), so the frame can go.
+  if (timed && TimerQueue::Remove(&deadline_node_) == TimerQueue::RemoveResult::kNotQueued) {
+    // acquire: pairs with the release store in OnDeadline().
+    while (!deadline_callback_done_.load(std::memory_order_acquire)) {
+      std::this_thread::yield();
     }
-    ReleaseTimerEntry(timer);
   }
   // acquire: the winner's flip.
   return state().load(std::memory_order_acquire) == kNotified ? Result::kNotified

@@ -53,8 +53,12 @@ class TimedWaiter {
 
   Atomic<int>& state() { return state_.word(); }
 
+  static void OnDeadlineNode(TimerNode* node);
+
   Parker state_{kWaiting};  // its word is the State; a plain-thread waiter parks on it
   FiberEntity* const fiber_;  // null for a plain-thread waiter
+  // A fiber waiter's deadline, armed in its worker's timer queue: nothing allocated.
+  TimerNode deadline_node_;
   // Set by the deadline timer's callback after its last access to this object.
   Atomic<bool> deadline_callback_done_{false};
 };

@@ -17,10 +17,12 @@
 //     QueueReadyFiber() queued it (a worker then makes it Running under the lock); the
 //     model's wakers queue it at once, the earliest a waker can (the runtime's queue it
 //     later: after unlocking, or through a timer round's ReadyBatch);
-//   - the TimerWorker fires an inline timer at most once, at any time after Add() (a
-//     model has no reason to wait for the expiry), as TimerWorker::Fire() does: it
-//     flips kPending -> kDone and, if that won, calls the callback; either way it drops
-//     its reference (Fire() itself is modelled in timer_worker_model_test).
+//   - the deadline is armed in the worker's TimerQueue (the real one, timer_queue.cc
+//     built against Relacy), and the TimerWorker pops it and calls its callback at any
+//     time after it was armed (a model has no reason to wait for the expiry), as a
+//     firing round does; the waiter's TimerQueue::Remove() races that pop, and a waiter
+//     that finds its node gone waits for the callback to be done with it (the firing
+//     round itself is modelled in timer_worker_model_test).
 // The waiter lives on the heap and is deleted as soon as WaitUntil() returned and the
 // waiter left the wait list (as WaitQueue's waiters leave theirs), so a notifier or a
 // timer callback that touched its words afterwards (its state, the callback's "done"
@@ -52,17 +54,14 @@ struct ModelFiberScheduler {
   FiberEntity* fiber = nullptr;  // the model's one fiber: GetCurrentFiberEntity()
   Parker queued;                 // its word: how many times QueueReadyFiber() ran
   int parks = 0;
-  // The timer thread's inbox: the word counts events (an Add(), the waiter's end), and
+  // The timer thread's inbox: the word counts events (an arming, the waiter's end), and
   // the thread parks on it until one of the two below is set.
   Parker timer_events;
-  Atomic<TimerEntry*> added{nullptr};
+  TimerQueue queue;  // the fiber's worker's timer queue
   Atomic<bool> waiter_done{false};
-  int timers_released = 0;  // by whoever drops a timer's last reference
+  int timers_fired = 0;
 };
 ModelFiberScheduler* g_model = nullptr;  // set by a model's before()
-
-// A stand-in address for TimerWorkerFor(): the model's Add() reads nothing of it.
-alignas(64) unsigned char g_timer_worker_stand_in[64];
 
 FiberEntity* GetCurrentFiberEntity() { return g_model != nullptr ? g_model->fiber : nullptr; }
 
@@ -106,46 +105,33 @@ void QueueReadyFiber(FiberEntity* fiber) {
   g_model->queued.UnparkAll();
 }
 
-TimerEntry* NewTimerEntry() { return new TimerEntry; }
-void ReleaseTimerEntry(TimerEntry* entry) {
-  // acq_rel: as timer_worker.cc's; the last owner frees it.
-  if (entry->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  ++g_model->timers_released;
-  delete entry;
-}
-TimerWorker* TimerWorkerFor(const SchedulingGroup*) {
-  return reinterpret_cast<TimerWorker*>(g_timer_worker_stand_in);
-}
-void TimerWorker::Add(TimerEntry* entry) {
-  // release (both): the entry (and the waiter it points to) reaches the timer thread,
-  // whichever of the two words it sees first.
-  g_model->added.store(entry, std::memory_order_release);
+void ArmTimerNodeOnThisWorker(TimerNode* node) {
+  g_model->queue.Push(node);
+  // release: the timer thread, seeing the event, finds the node in the queue (whose
+  // lock orders it anyway).
   g_model->timer_events.word().fetch_add(1, std::memory_order_release);
   g_model->timer_events.UnparkAll();
 }
 
-// The TimerWorker thread of a fiber model: fires the timer once it was added (at any
-// time: see the top), as TimerWorker::Fire() fires an inline timer; returns without
-// firing if the waiter ended without adding one.
+// The TimerWorker thread of a fiber model: fires the timer once it was armed (at any
+// time: see the top), popping it from the queue as a firing round does; returns
+// without firing if the waiter ended without arming one, or took it out first.
 void RunModelTimerThread() {
   for (;;) {
     // Read before the two below, so an event after them changes it and the park
     // returns. acquire: pairs with the events' release increments, so an event counted
     // here is seen below.
     const int seen = g_model->timer_events.word().load(std::memory_order_acquire);
-    // acquire: pairs with the waiter's release store, after its Add() if it made one;
-    // read before `added`, so a waiter seen done is never one whose timer we missed.
+    // acquire: pairs with the waiter's release store, after its arming if it armed;
+    // read before the queue, so a waiter seen done is never one whose timer we missed.
     const bool waiter_done = g_model->waiter_done.load(std::memory_order_acquire);
-    // acquire: pairs with Add()'s release store.
-    if (TimerEntry* entry = g_model->added.load(std::memory_order_acquire)) {
-      int expected = TimerEntry::kPending;
-      // acq_rel: as Fire()'s; exactly one of this flip and the waiter's cancel
-      // (timed_waiter.cc, kPending -> kCancelled) wins.
-      if (entry->state.compare_exchange_strong(expected, TimerEntry::kDone,
-                                               std::memory_order_acq_rel)) {
-        entry->inline_callback(entry->inline_arg);
-      }
-      ReleaseTimerEntry(entry);
+    TimerNode* node = nullptr;
+    // The real queue (timer_queue.cc, built against Relacy): exactly one of this pop
+    // and the waiter's TimerQueue::Remove() takes the node.
+    if (g_model->queue.PopDue(INT64_MAX, &node, 1) == 1) {
+      ++g_model->timers_fired;
+      node->fire(node);
+      g_model->queue.DoneFiring();
       return;
     }
     if (waiter_done) return;
@@ -231,7 +217,7 @@ struct FiberWait : rl::test_suite<FiberWait<kNotifiers, kDeadline>,
         listed = nullptr;
       }
       delete waiter;
-      // release (both): the timer thread, seeing either, sees our Add() if we made one.
+      // release (both): the timer thread, seeing either, sees our arming if we armed.
       model.waiter_done.store(true, std::memory_order_release);
       model.timer_events.word().fetch_add(1, std::memory_order_release);
       model.timer_events.UnparkAll();
@@ -251,7 +237,11 @@ struct FiberWait : rl::test_suite<FiberWait<kNotifiers, kDeadline>,
     RL_ASSERT(fiber.state() == FiberState::kRunning);
     RL_ASSERT(notifies_won == (result == TimedWaiter::Result::kNotified ? 1 : 0));
     if (!kDeadline) RL_ASSERT(result == TimedWaiter::Result::kNotified);
-    RL_ASSERT(model.timers_released == (kDeadline ? 1 : 0));  // both references dropped
+    // The deadline left the queue (taken out by the waiter or popped to fire), and a
+    // fired one is what timed the waiter out, if anything did.
+    RL_ASSERT(model.queue.size() == 0);
+    RL_ASSERT(model.timers_fired <= (kDeadline ? 1 : 0));
+    if (result == TimedWaiter::Result::kTimedOut) RL_ASSERT(model.timers_fired == 1);
     g_model = nullptr;
   }
 };

@@ -25,7 +25,7 @@
 // expiry and wakes the worker if it must. A bump of wake_seq_ after step 1 makes step 5
 // return at once, so a wake between 4 and 5 is not lost either.
 //
-// Assists. Busy workers of the group fire due timers too (group_timers.h): every 64th
+// Assists. Busy workers of the group fire due timers too (group_timers.h): every kPollEvery-th
 // switch a worker compares the clock with next_expiry_ns_ and, if a timer is due, tries
 // the heap's lock (FireDue); the thread blocks on that lock, a worker never does. The
 // heap, the collected entries and step 3's publication are under that lock. A producer
@@ -93,6 +93,11 @@ std::int64_t ToNanos(TimerClock::time_point t) {
 std::atomic<std::uint64_t> g_next_worker_serial{1};
 
 
+TimerEntry* EntryOf(TimerNode* node) {
+  return reinterpret_cast<TimerEntry*>(reinterpret_cast<char*>(node) -
+                                       offsetof(TimerEntry, node));
+}
+
 // Cancels a timer the worker will not fire after all (stopping) and drops the worker's
 // reference to it.
 void CancelAndRelease(TimerEntry* entry) {
@@ -142,6 +147,10 @@ void ReleaseTimerEntry(TimerEntry* entry) {
   entry->inline_arg = nullptr;
   entry->inline_touches = nullptr;
   entry->group = nullptr;
+  entry->node.expires_ns = 0;
+  entry->node.fire = nullptr;
+  entry->node.touches = nullptr;
+  entry->node.dropped = false;
   PooledObjects<TimerEntry>::Delete(entry);
 }
 
@@ -159,7 +168,7 @@ void StartTimerWorkers(const std::vector<SchedulingGroup*>& groups) {
   auto* workers = new std::vector<std::unique_ptr<TimerWorker>>;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     CHECK_EQ(GroupIndex(groups[g]), g) << "groups must come in index order";
-    workers->push_back(std::make_unique<TimerWorker>(groups[g]));
+    workers->push_back(std::make_unique<TimerWorker>(groups[g], GroupWorkerCount(groups[g])));
   }
   for (auto& worker : *workers) worker->Start();
   g_timer_workers.store(workers, std::memory_order_release);
@@ -183,8 +192,10 @@ TimerWorker* TimerWorkerFor(const SchedulingGroup* group) {
   return (*workers)[GroupIndex(group)].get();
 }
 
-TimerWorker::TimerWorker(SchedulingGroup* group)
+TimerWorker::TimerWorker(SchedulingGroup* group, std::size_t workers)
     : group_(group),
+      queue_count_(workers),
+      queues_(new TimerQueue[workers]),
       // relaxed: only uniqueness matters.
       serial_(g_next_worker_serial.fetch_add(1, std::memory_order_relaxed)) {}
 
@@ -214,6 +225,15 @@ void TimerWorker::CancelPendingAfterStop() {
   CollectNewTimers();
   for (const HeapItem& item : heap_) CancelAndRelease(item.entry);
   heap_.clear();
+  // The workers' queues close: a node armed later is dropped at once (AddToQueue).
+  std::vector<TimerNode*> dropped;
+  for (std::size_t w = 0; w < queue_count_; ++w) queues_[w].DropAll(&dropped);
+  for (TimerNode* node : dropped) {
+    // An entry's reference held by the queue goes; a waiter's node (a fiber still
+    // waiting with a deadline after the runtime's drain) is left to its waiter, whose
+    // TimerQueue::Remove() reports it dropped.
+    if (node->fire == &TimerWorker::FireEntryNode) CancelAndRelease(EntryOf(node));
+  }
 }
 
 TimerWorker::ProducerList* TimerWorker::ThisThreadList() {
@@ -276,6 +296,10 @@ void TimerWorker::Add(TimerEntry* entry) {
   // Many timers queued: let the thread collect them and drop the cancelled ones (see
   // kCollectEvery). An extra wake-up is only an early round.
   if (collect) WakeUp();
+  WakeIfEarlier(expires_ns);
+}
+
+void TimerWorker::WakeIfEarlier(std::int64_t expires_ns) {
   ChaosPause();  // queued, before the expiry check (chaos.h)
   StoreLoadFence();  // pairs with the thread's fence in step 3 and an assist's
   // relaxed: ordered by the fence above.
@@ -285,6 +309,78 @@ void TimerWorker::Add(TimerEntry* entry) {
     LowerPublishedExpiry(expires_ns);
     WakeUp();
   }
+}
+
+bool TimerWorker::AddToQueue(std::size_t worker, TimerNode* node) {
+  CHECK_LT(worker, queue_count_) << "no worker " << worker << " in this timer group";
+  const std::int64_t expires_ns = node->expires_ns;
+  switch (queues_[worker].Push(node)) {
+    case TimerQueue::PushResult::kAdded:
+      // Not earlier than the queue's published front, which the thread already sleeps
+      // for (or earlier): whoever fires that front sees this one.
+      return true;
+    case TimerQueue::PushResult::kAddedEarliest:
+      // The queue's front fell (a store): the producers' half of the protocol, as for a
+      // list (step 3-4 of the loop read the queues' fronts after their fence). Read
+      // before: once queued, the node may fire and its owner end at any moment.
+      WakeIfEarlier(expires_ns);
+      return true;
+    case TimerQueue::PushResult::kClosed:
+      return false;  // stopped: dropped (Remove() says so)
+  }
+  return false;
+}
+
+std::size_t TimerWorker::FireQueue(TimerQueue& queue, std::int64_t now_ns,
+                                   bool only_if_free) {
+  // Popped in chunks and fired outside the queue's lock, prefetching what a call
+  // touches (a parked fiber's control block, cold after a long sleep) a few ahead.
+  constexpr std::size_t kChunk = 64;
+  constexpr std::size_t kAhead = 4;
+  TimerNode* due[kChunk];
+  std::size_t total = 0;
+  for (;;) {
+    const std::size_t n = queue.PopDue(now_ns, due, kChunk, only_if_free);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i + kAhead < n && due[i + kAhead]->touches != nullptr) {
+        // A FiberEntity: see FireRound().
+        __builtin_prefetch(due[i + kAhead]->touches, 1);
+        __builtin_prefetch(static_cast<const char*>(due[i + kAhead]->touches) + 128, 1);
+      }
+      due[i]->fire(due[i]);  // may end the node's owner: not touched again
+    }
+    if (n != 0) queue.DoneFiring();
+    total += n;
+    if (n < kChunk) break;
+  }
+  if (total != 0) fired_.fetch_add(total, std::memory_order_relaxed);  // relaxed: statistic
+  return total;
+}
+
+std::int64_t TimerWorker::QueuesFrontNs() const {
+  std::int64_t front = INT64_MAX;
+  for (std::size_t w = 0; w < queue_count_; ++w) front = std::min(front, queues_[w].front_ns());
+  return front;
+}
+
+std::int64_t TimerWorker::OwnFrontNs(std::size_t worker) const {
+  return worker < queue_count_ ? queues_[worker].front_ns() : INT64_MAX;
+}
+
+void TimerWorker::NoteSleepingUntil(std::size_t worker, std::int64_t ns) {
+  if (worker < queue_count_) queues_[worker].set_owner_sleeps_until(ns);
+}
+
+bool TimerWorker::AnyQueueFrontBelow(std::int64_t ns) const {
+  for (std::size_t w = 0; w < queue_count_; ++w) {
+    if (queues_[w].front_ns() < ns) return true;
+  }
+  return false;
+}
+
+void TimerWorker::FireEntryNode(TimerNode* node) {
+  TimerEntry* entry = EntryOf(node);
+  TimerWorkerFor(entry->group)->Fire(entry);
 }
 
 void TimerWorker::WakeUp() {
@@ -377,20 +473,30 @@ void TimerWorker::Fire(TimerEntry* entry) {
       return;
     }
     entry->expires_at += entry->interval;
-    Add(entry);
+    ArmTimerEntry(entry);
   });
   StartFiberIn(group_, desc);
 }
 
-bool TimerWorker::Due(std::int64_t now_ns) const {
+bool TimerWorker::Due(std::size_t worker, std::int64_t now_ns) const {
+  if (worker < queue_count_ && queues_[worker].front_ns() <= now_ns) return true;
   // relaxed: a hint (group_timers.h); FireDue() decides under the heap's lock.
   return next_expiry_ns_.load(std::memory_order_relaxed) <= now_ns;
 }
 
-void TimerWorker::FireDue(std::int64_t now_ns) {
+void TimerWorker::FireDue(std::size_t worker, std::int64_t now_ns) {
   bool wake = false;
   {
     ReadyBatch batch(ReadyBatch::Source::kTimerRound);
+    // The worker's own timers first, under their queue's lock alone (the fibers they
+    // wake are queued from this worker: they stay where they ran).
+    if (worker < queue_count_ && queues_[worker].front_ns() <= now_ns) {
+      if (FireQueue(queues_[worker], now_ns, /*only_if_free=*/false) != 0) {
+        last_assist_ns_.store(now_ns, std::memory_order_relaxed);  // relaxed: a heuristic
+      }
+    }
+    // relaxed: a hint; what else of the group is due is decided under the heap's lock.
+    if (next_expiry_ns_.load(std::memory_order_relaxed) > now_ns) return;
     if (!heap_lock_.try_lock()) return;  // the thread or another worker is at it
     OsMutexGuard heap_lock(heap_lock_, std::adopt_lock);
     // acquire: pairs with the release store in RequestStop(); after it, nothing fires.
@@ -400,6 +506,13 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
     std::int64_t published = found;
     for (int round = 0;; ++round) {
       FireRound(now_ns);
+      // Other workers' due timers too, when their queues are free: a worker stuck in a
+      // long fiber, or asleep, does not fire its own.
+      for (std::size_t w = 0; w < queue_count_; ++w) {
+        if (w != worker && queues_[w].front_ns() <= now_ns) {
+          FireQueue(queues_[w], now_ns, /*only_if_free=*/true);
+        }
+      }
       if constexpr (kTestSeams) {
         if (auto hook = g_assist_test_hook.load(std::memory_order_relaxed)) hook(this);
       }
@@ -408,8 +521,8 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
       // compare-and-swap: a producer that lowered the value meanwhile keeps it (its
       // timer is in its list and it woke the thread); the re-check below collects it.
       // relaxed: ordered for the producers by the fence below.
-      next_expiry_ns_.compare_exchange_strong(published, HeapFrontNs(),
-                                              std::memory_order_relaxed);
+      const std::int64_t earliest = EarliestNs();
+      next_expiry_ns_.compare_exchange_strong(published, earliest, std::memory_order_relaxed);
       // Step 4 of the thread's loop, for the same reason: a producer that appended
       // after our collection but read the expiry before our publication saw an earlier
       // expiry than its own and neither lowered it nor woke anyone. Without this
@@ -419,7 +532,8 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
       // its entry here, or it sees our front and lowers it (store buffering, a fence
       // on each side).
       StoreLoadFence();  // pairs with the producer's fence in Add()
-      if (!AnyProducerListNonEmpty()) break;
+      // The same for a worker whose queue's front fell below what we published.
+      if (!AnyProducerListNonEmpty() && !AnyQueueFrontBelow(earliest)) break;
       if (round == kMaxAssistRounds) {
         // Producers keep adding: leave the rest to the next poll, which sees the
         // lowered expiry due, and to the thread.
@@ -435,7 +549,7 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
     // then: that timer is no longer in a producer list, where step 4 would see it. (The
     // front only falls from pass to pass: each collects more, and the first fired all
     // that was due at now_ns.)
-    wake = wake || HeapFrontNs() < found;
+    wake = wake || EarliestNs() < found;
     assists_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
     last_assist_ns_.store(now_ns, std::memory_order_relaxed);  // relaxed: a heuristic
   }
@@ -444,6 +558,7 @@ void TimerWorker::FireDue(std::int64_t now_ns) {
 
 std::size_t TimerWorker::held() {
   std::size_t n = heap_size_.load(std::memory_order_relaxed);
+  for (std::size_t w = 0; w < queue_count_; ++w) n += queues_[w].size();
   OsMutexGuard lock(producers_lock_);
   for (auto& list : producers_) {
     SpinlockGuard guard(list->lock);
@@ -495,6 +610,17 @@ void TimerWorker::Run() {
                      ("spindle-t" + std::to_string(GroupIndex(group_))).substr(0, 15).c_str());
   // Timers should fire when due, not up to 50 us later (the default timer slack).
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  // SCHED_BATCH: waking up, this thread does not preempt a running worker. Busy
+  // workers fire their timers themselves (FireDue), and the fibers this thread would
+  // wake could not run before a worker is free anyway; with a worker idle there is a
+  // CPU for it at once. A thread that preempted a worker at each of its rounds stalled
+  // that worker's queued fibers for the rest of a scheduler slice (spindle_bench's
+  // sleep: a fifth of 100k sleepers 200 us to 1 ms late). Best effort: on failure the
+  // thread runs as before.
+  {
+    sched_param param{};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+  }
   MarkThisThreadAsRuntimeThread(true);
   std::size_t compaction_tick = 0;
   for (;;) {
@@ -510,27 +636,43 @@ void TimerWorker::Run() {
     // acquire: pairs with the release store in RequestStop().
     if (stopping_.load(std::memory_order_acquire)) break;
     std::int64_t next;
+    std::int64_t heap_next;
     {
       // Fibers woken by this round's deadlines are queued together when it ends (after
       // the heap's lock is released), ahead of fibers that were only started (v2
       // spreads them over its workers' inboxes).
       ReadyBatch batch(ReadyBatch::Source::kTimerRound);
       OsMutexGuard heap_lock(heap_lock_);
-      FireRound(MonotonicNowNs());  // step 2
+      const std::int64_t now_ns = MonotonicNowNs();
+      FireRound(now_ns);  // step 2, for the lists and the heap
+      for (std::size_t w = 0; w < queue_count_; ++w) {  // and for the workers' queues
+        if (queues_[w].front_ns() <= now_ns) FireQueue(queues_[w], now_ns, false);
+      }
       // Every 64th round, and whenever the heap has doubled since the last check (timers
       // armed and cancelled far ahead of any expiry would otherwise pile up).
       if (++compaction_tick % 64 == 0 || heap_.size() >= 2 * checked_size_ + 1024) {
         CompactIfMostlyCancelled();
       }
-      next = HeapFrontNs();
+      heap_next = HeapFrontNs();
+      next = EarliestNs();
       heap_size_.store(heap_.size(), std::memory_order_relaxed);
       // Step 3, under the heap's lock, so an assist (FireDue) sees it and may lower it.
       next_expiry_ns_.store(next, std::memory_order_relaxed);
     }
     StoreLoadFence();
-    if (AnyProducerListNonEmpty()) continue;                      // step 4
+    if (AnyProducerListNonEmpty() || AnyQueueFrontBelow(next)) continue;  // step 4
     // Step 5: park while the sequence is still `seq`, until the next expiry (if any).
-    if (next == INT64_MAX) {
+    // A worker asleep until its own queue's front fires it itself (NoteSleepingUntil):
+    // for that front we are the fallback, kAssistGraceNs later, instead of a second
+    // thread woken at the same moment (and a third, the worker, woken by us).
+    std::int64_t wake_ns = heap_next;
+    for (std::size_t w = 0; w < queue_count_; ++w) {
+      const std::int64_t front = queues_[w].front_ns();
+      if (front == INT64_MAX) continue;
+      const bool owner_wakes_for_it = queues_[w].owner_sleeps_until() <= front;
+      wake_ns = std::min(owner_wakes_for_it ? front + kAssistGraceNs : front, wake_ns);
+    }
+    if (wake_ns == INT64_MAX) {
       wake_seq_.ParkWhile(seq, Deadline::None());
       continue;
     }
@@ -540,14 +682,39 @@ void TimerWorker::Run() {
     // always has a round to fire uses up its share and then waits a whole scheduler
     // slice, with every timer of its next round late).
     const std::int64_t now = MonotonicNowNs();
-    std::int64_t wait_until = next;
+    std::int64_t wait_until = wake_ns;
     // relaxed: a heuristic.
     if (now - last_assist_ns_.load(std::memory_order_relaxed) < kAssistWindowNs) {
-      wait_until = next + kAssistGraceNs;
+      wait_until = std::max(wait_until, next + kAssistGraceNs);
     }
     if (wait_until <= now) continue;
     wake_seq_.ParkWhile(seq, Deadline::AtNs(wait_until));
   }
+}
+
+void ArmTimerNodeOnThisWorker(TimerNode* node) {
+  std::size_t worker = 0;
+  SchedulingGroup* group = ThisThreadWorkerGroup(&worker);
+  CHECK(group != nullptr) << "a timer node armed on a thread that is no worker";
+  TimerWorkerFor(group)->AddToQueue(worker, node);
+}
+
+void ArmTimerEntry(TimerEntry* entry) {
+  std::size_t worker = 0;
+  SchedulingGroup* group = ThisThreadWorkerGroup(&worker);
+  if (group == nullptr) {
+    TimerWorkerFor(entry->group)->Add(entry);
+    return;
+  }
+  entry->group = group;  // its callbacks run here, where its queue is
+  entry->node.expires_ns = ToNanos(entry->expires_at);
+  entry->node.fire = &TimerWorker::FireEntryNode;
+  // Refused after Stop(): the queue's reference goes, as Add() does with a list's.
+  if (!TimerWorkerFor(group)->AddToQueue(worker, &entry->node)) CancelAndRelease(entry);
+}
+
+bool RemoveTimerEntryFromQueue(TimerEntry* entry) {
+  return TimerQueue::Remove(&entry->node) == TimerQueue::RemoveResult::kRemoved;
 }
 
 }  // namespace spindle::internal

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "fiber/internal/spinlock.h"
 #include "runtime/internal/idle/group_timers.h"
 #include "runtime/internal/idle/parker.h"
+#include "timer/internal/timer_queue.h"
 
 namespace spindle::internal {
 
@@ -49,6 +51,9 @@ struct TimerEntry {
   // page of a fiber that has slept a while. May be null.
   const void* inline_touches = nullptr;
   SchedulingGroup* group = nullptr;
+  // The entry's place in a worker's TimerQueue, when armed there (ArmTimerEntry()).
+  // Its `expires_ns` is `expires_at`'s.
+  TimerNode node;
 };
 
 // A TimerEntry in its initial state, from a per-thread pool (a sleep makes one; a
@@ -57,14 +62,19 @@ TimerEntry* NewTimerEntry();
 // Drops one reference; the last one returns the entry to the pool.
 void ReleaseTimerEntry(TimerEntry* entry);
 
-// The timer thread of one scheduling group. Producers (any thread) add timers to a list
-// of their own; the worker collects them into a min-heap ordered by expiry, fires the
-// expired ones and sleeps until the next expiry, woken early when an earlier timer
-// arrives. See timer_worker.cc for why that wake-up cannot be lost.
-// Thread-safe: Add() from any thread; Start()/Stop() by the composition root.
+// The timers of one scheduling group and its timer thread. Each worker of the group arms
+// its timers in a TimerQueue of its own (AddToQueue(): a sleep, a deadline wait, a
+// timer set from a fiber), and fires them itself when they are due while it is busy
+// (FireDue). Other threads (plain threads, SetTimer from outside the runtime) add
+// timers to a list of their own, collected into the thread's min-heap. The thread fires
+// what is due in both, for workers that sleep or are stuck in a long fiber, and sleeps
+// until the earliest expiry, woken early when an earlier timer arrives. See
+// timer_worker.cc for why that wake-up cannot be lost.
+// Thread-safe: Add()/AddToQueue() from any thread; Start()/Stop() by the composition root.
 class TimerWorker final : public GroupTimers {
  public:
-  explicit TimerWorker(SchedulingGroup* group);
+  // `workers`: how many workers the group has, a TimerQueue each.
+  TimerWorker(SchedulingGroup* group, std::size_t workers);
   ~TimerWorker() override;
   TimerWorker(const TimerWorker&) = delete;
   TimerWorker& operator=(const TimerWorker&) = delete;
@@ -77,10 +87,22 @@ class TimerWorker final : public GroupTimers {
   // Hands `entry` (with one reference for the worker already counted) to the worker.
   void Add(TimerEntry* entry);
 
-  // GroupTimers: a busy worker of the group fires the due timers itself (see
-  // group_timers.h and "Assists" in timer_worker.cc).
-  bool Due(std::int64_t now_ns) const override;
-  void FireDue(std::int64_t now_ns) override;
+  // Arms `node` (in no queue; expires_ns and fire set) in worker `worker`'s queue: from
+  // that worker's thread, the owner's path (no other thread's memory is written unless
+  // the node becomes its queue's earliest). After Stop() the node is dropped at once:
+  // it never fires, TimerQueue::Remove() says so, and this returns false.
+  bool AddToQueue(std::size_t worker, TimerNode* node);
+
+  // GroupTimers: a busy worker fires its own queue's due timers, and what else of the
+  // group is due (see group_timers.h and "Assists" in timer_worker.cc).
+  bool Due(std::size_t worker, std::int64_t now_ns) const override;
+  void FireDue(std::size_t worker, std::int64_t now_ns) override;
+  std::int64_t OwnFrontNs(std::size_t worker) const override;
+  bool AnyPending(std::size_t worker) const override {
+    return OwnFrontNs(worker) != INT64_MAX ||
+           next_expiry_ns_.load(std::memory_order_relaxed) != INT64_MAX;  // relaxed: a hint
+  }
+  void NoteSleepingUntil(std::size_t worker, std::int64_t ns) override;
 
   SchedulingGroup* group() const { return group_; }
 
@@ -95,6 +117,7 @@ class TimerWorker final : public GroupTimers {
   // Timers held now, cancelled ones not yet dropped included: the heap's size after
   // the last round plus what producers queued since (a snapshot).
   std::size_t held();
+  std::size_t queue_count() const { return queue_count_; }
   // Relaxed snapshots of the loop's state, for tests and debugging: whether Stop() was
   // called, and the wake-up sequence the thread waits on.
   bool stop_requested() const { return stopping_.load(std::memory_order_relaxed); }
@@ -131,6 +154,23 @@ class TimerWorker final : public GroupTimers {
     return heap_.empty() ? INT64_MAX : heap_.front().expires_ns;
   }
   void Fire(TimerEntry* entry);
+  // A TimerEntry's TimerNode::fire: Fire() by the entry's group's TimerWorker.
+  static void FireEntryNode(TimerNode* node);
+  friend void ArmTimerEntry(TimerEntry* entry);
+  // Pops what is due at `now_ns` in `queue` and fires it, in chunks; with
+  // `only_if_free`, leaves a queue whose lock another thread holds. Returns how many.
+  std::size_t FireQueue(TimerQueue& queue, std::int64_t now_ns, bool only_if_free);
+  // The earliest front of the workers' queues (INT64_MAX: none).
+  std::int64_t QueuesFrontNs() const;
+  // Whether some worker's queue has a front below `ns` (step 4, for the queues).
+  bool AnyQueueFrontBelow(std::int64_t ns) const;
+  // The earliest of the heap's front and the queues' fronts.
+  std::int64_t EarliestNs() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(heap_lock_) {
+    return std::min(HeapFrontNs(), QueuesFrontNs());
+  }
+  // Wakes the thread if `expires_ns` is earlier than the expiry it sleeps for, after a
+  // StoreLoad fence that pairs with step 3's (the producers' half of the protocol).
+  void WakeIfEarlier(std::int64_t expires_ns);
   void CompactIfMostlyCancelled() ABSL_EXCLUSIVE_LOCKS_REQUIRED(heap_lock_);
   // The thread's loop (the steps in timer_worker.cc), until Stop().
   void Run();
@@ -146,6 +186,8 @@ class TimerWorker final : public GroupTimers {
   friend struct TimerWorkerModelAccess;
 
   SchedulingGroup* const group_;
+  const std::size_t queue_count_;
+  const std::unique_ptr<TimerQueue[]> queues_;  // one per worker of the group
   const std::uint64_t serial_;  // unique per TimerWorker, see ThisThreadList()
   std::thread thread_;
   Atomic<bool> stopping_{false};
@@ -192,6 +234,17 @@ void SetTimerWorkerTestHook(void (*hook)(TimerWorker* worker));
 // heap's lock, after a round's collection and firing and before its publication of the
 // heap's new front: the window in which a producer's new timer must not be lost.
 void SetTimerWorkerAssistTestHook(void (*hook)(TimerWorker* worker));
+
+// Arms `node` in this thread's worker's queue (TimerWorker::AddToQueue). The thread
+// must be a worker of the running runtime (a fiber's thread): CHECK-fails otherwise.
+void ArmTimerNodeOnThisWorker(TimerNode* node);
+// Arms `entry` (its references counted, expires_at set): in this thread's worker's
+// queue if it is a worker, else in the list of the group `entry->group` (which then
+// becomes the group whose fibers run its callback).
+void ArmTimerEntry(TimerEntry* entry);
+// Cancels a pending entry's place in a worker's queue at once (KillTimer): true if it
+// was taken out there, so the queue's reference is the caller's to release.
+bool RemoveTimerEntryFromQueue(TimerEntry* entry);
 
 // The running runtime's timer threads, one per scheduling group. The composition root
 // (runtime/runtime.cc) creates them after the groups and destroys them after the groups

@@ -39,6 +39,12 @@ void QueueReadyFibers(SchedulingGroup*, FiberEntity* const*, std::size_t, bool) 
   LOG(FATAL) << "no fibers in a timer model";
 }
 std::size_t GroupIndex(const SchedulingGroup*) { return 0; }
+std::size_t GroupWorkerCount(const SchedulingGroup*) { return 0; }
+// No model thread is a worker: the queue models arm with TimerWorker::AddToQueue().
+SchedulingGroup* ThisThreadWorkerGroup(std::size_t* worker) {
+  *worker = SIZE_MAX;
+  return nullptr;
+}
 void MarkThisThreadAsRuntimeThread(bool) {}
 
 // What a model drives of a TimerWorker: its loop, on a model thread instead of its own
@@ -68,6 +74,11 @@ namespace {
 using testing::ExpectModelHolds;
 using Access = TimerWorkerModelAccess;
 
+// The models' TimerWorkers have two workers' queues; a poll from kNotAWorker fires no
+// queue of its own.
+constexpr std::size_t kQueues = 2;
+constexpr std::size_t kNotAWorker = SIZE_MAX;
+
 // An inline timer of a model. It counts its calls and checks that it was not slept
 // through: when it fires, the clock may have passed its expiry, or the time its Add()
 // returned if that was later, by `allowed_late_ns` at most. (Model time jumps: a
@@ -76,6 +87,8 @@ using Access = TimerWorkerModelAccess;
 // timely firing from the return of Add() on.)
 struct ModelTimer {
   TimerEntry entry;
+  // The same timer armed in a worker's queue instead (AddToQueue), as a sleep is.
+  TimerNode node;
   // Plain fields: a model's threads take turns.
   int calls = 0;
   std::int64_t expires_ns = 0;
@@ -101,6 +114,17 @@ struct ModelTimer {
   void AddTo(TimerWorker& worker) {
     worker.Add(&entry);
     added_ns = ModelClockNs();
+  }
+
+  // Arms it in queue `queue` (as worker `queue`'s thread does) instead of a list.
+  void AddToQueue(TimerWorker& worker, std::size_t queue) {
+    node.expires_ns = expires_ns;
+    node.fire = &ModelTimer::OnNodeFire;
+    RL_ASSERT(worker.AddToQueue(queue, &node));
+    added_ns = ModelClockNs();
+  }
+  static void OnNodeFire(TimerNode* node) {
+    OnFire(reinterpret_cast<char*>(node) - offsetof(ModelTimer, node));
   }
 
   static void OnFire(void* arg) {
@@ -145,7 +169,7 @@ void WaitFired(Parker& fired, int count) {
 // of a thread that slept through the stop, bug 2 of issue 30), and the timer must be
 // fired or cancelled, once.
 struct StopAgainstTheLoop : rl::test_suite<StopAgainstTheLoop, 3> {
-  TimerWorker worker{nullptr};
+  TimerWorker worker{nullptr, kQueues};
   ModelTimer timer;
 
   void before() {
@@ -171,7 +195,7 @@ struct StopAgainstTheLoop : rl::test_suite<StopAgainstTheLoop, 3> {
 // each must wake the thread when its timer is earlier than the one it sleeps for, so
 // that neither fires late. A waiter stops the worker once both fired.
 struct ProducersAgainstTheLoop : rl::test_suite<ProducersAgainstTheLoop, 4> {
-  TimerWorker worker{nullptr};
+  TimerWorker worker{nullptr, kQueues};
   Parker fired;
   ModelTimer timers[2];
 
@@ -203,7 +227,7 @@ struct ProducersAgainstTheLoop : rl::test_suite<ProducersAgainstTheLoop, 4> {
 // own (bug 6 of issue 30: an assist published the heap's new front over a timer added
 // during its round).
 struct AssistAgainstAddWithTheThreadHeld : rl::test_suite<AssistAgainstAddWithTheThreadHeld, 2> {
-  TimerWorker worker{nullptr};
+  TimerWorker worker{nullptr, kQueues};
   ModelTimer timers[2];
 
   void before() {
@@ -221,7 +245,7 @@ struct AssistAgainstAddWithTheThreadHeld : rl::test_suite<AssistAgainstAddWithTh
     } else {
       for (int poll = 0; poll < 2; ++poll) {
         const std::int64_t now = ModelClockNs();
-        if (worker.Due(now)) worker.FireDue(now);
+        if (worker.Due(kNotAWorker, now)) worker.FireDue(kNotAWorker, now);
       }
     }
   }
@@ -241,7 +265,7 @@ struct AssistAgainstAddWithTheThreadHeld : rl::test_suite<AssistAgainstAddWithTh
 // later than the grace the thread allows itself while workers assist (kAssistGraceNs),
 // and the thread does not sleep past a timer an assist collected (step d).
 struct AssistAgainstAddAndTheLoop : rl::test_suite<AssistAgainstAddAndTheLoop, 4> {
-  TimerWorker worker{nullptr};
+  TimerWorker worker{nullptr, kQueues};
   Parker fired;
   ModelTimer timers[2];
 
@@ -259,7 +283,7 @@ struct AssistAgainstAddAndTheLoop : rl::test_suite<AssistAgainstAddAndTheLoop, 4
     } else if (index == 2) {
       for (int poll = 0; poll < 3; ++poll) {
         const std::int64_t now = ModelClockNs();
-        if (worker.Due(now)) worker.FireDue(now);
+        if (worker.Due(kNotAWorker, now)) worker.FireDue(kNotAWorker, now);
       }
     } else {
       WaitFired(fired, 2);
@@ -272,6 +296,138 @@ struct AssistAgainstAddAndTheLoop : rl::test_suite<AssistAgainstAddAndTheLoop, 4
   }
 };
 
+// Workers arm timers in their own queues while the thread sleeps, the second of worker
+// 0's earlier than its first, and worker 1's in between: each arming that lowers its
+// queue's front must wake the thread when its timer is earlier than the one it sleeps
+// for (the same store-buffering pair as a list's, with the queue's front for the list),
+// so that none fires late.
+struct QueueArmsAgainstTheLoop : rl::test_suite<QueueArmsAgainstTheLoop, 4> {
+  TimerWorker worker{nullptr, kQueues};
+  Parker fired;
+  ModelTimer timers[3];
+
+  void before() {
+    Access::MakeProducerLists(worker, 4);
+    timers[0].Arm(ModelClockNs() + 3000, 0, &fired);
+    timers[1].Arm(ModelClockNs() + 1000, 0, &fired);
+    timers[2].Arm(ModelClockNs() + 2000, 0, &fired);
+  }
+  void thread(unsigned index) {
+    if (index == 0) {
+      Access::Run(worker);
+    } else if (index == 1) {  // worker 0
+      timers[0].AddToQueue(worker, 0);
+      timers[1].AddToQueue(worker, 0);
+    } else if (index == 2) {  // worker 1
+      timers[2].AddToQueue(worker, 1);
+    } else {
+      WaitFired(fired, 3);
+      Access::RequestStop(worker);
+    }
+  }
+  void after() {
+    Access::CancelPendingAfterStop(worker);
+    for (const ModelTimer& timer : timers) timer.ExpectFiredInTime();
+  }
+};
+
+// A cancel racing the fire (a deadline wait notified as its deadline passes): the owner
+// arms a timer in its queue, then takes it out (TimerQueue::Remove) while the thread
+// may be firing it. Exactly one happens: removed, and it never fires; or not queued any
+// more, and it fires once, the canceller waiting for the call as TimedWaiter does. The
+// timer is deleted as soon as the canceller is done with it: a thread that touched it
+// afterwards is an access to freed memory to Relacy.
+struct QueueCancelAgainstTheFire : rl::test_suite<QueueCancelAgainstTheFire, 3> {
+  TimerWorker worker{nullptr, kQueues};
+  Parker fired;
+  Parker cancelled;  // the canceller is done
+  ModelTimer* timer = nullptr;
+  int calls_seen = 0;
+  bool removed = false;
+
+  void before() {
+    Access::MakeProducerLists(worker, 3);
+    timer = new ModelTimer;
+    timer->Arm(ModelClockNs() + 1000, 0, &fired);
+  }
+  void thread(unsigned index) {
+    if (index == 0) {
+      Access::Run(worker);
+    } else if (index == 1) {  // the owner: arm, then cancel
+      timer->AddToQueue(worker, 0);
+      const TimerQueue::RemoveResult result = TimerQueue::Remove(&timer->node);
+      removed = result == TimerQueue::RemoveResult::kRemoved;
+      if (!removed) {
+        RL_ASSERT(result == TimerQueue::RemoveResult::kNotQueued);
+        WaitFired(fired, 1);  // popped to fire: wait for the call
+      }
+      calls_seen = timer->calls;
+      delete timer;
+      // release: pairs with the stopper's acquire load.
+      cancelled.word().store(1, std::memory_order_release);
+      cancelled.Unpark();
+    } else {
+      // acquire: pairs with the canceller's release store.
+      while (cancelled.word().load(std::memory_order_acquire) == 0) {
+        cancelled.ParkWhile(0, Deadline::None());
+      }
+      Access::RequestStop(worker);
+    }
+  }
+  void after() {
+    Access::CancelPendingAfterStop(worker);
+    RL_ASSERT(calls_seen == (removed ? 0 : 1));
+    // relaxed: every model thread has ended.
+    RL_ASSERT(fired.word().load(std::memory_order_relaxed) == calls_seen);
+  }
+};
+
+// A busy worker's assist against its sibling's arming in the sibling's own queue, with
+// the thread held off its CPU: once both have returned, the timer has fired, or the
+// published expiry says it is due (so the next poll fires it). Both are due at once.
+struct AssistAgainstQueueArmWithTheThreadHeld
+    : rl::test_suite<AssistAgainstQueueArmWithTheThreadHeld, 2> {
+  TimerWorker worker{nullptr, kQueues};
+  ModelTimer timers[2];
+
+  void before() {
+    Access::MakeProducerLists(worker, 2);
+    ModelClockNs() = 10000;
+    timers[0].Arm(1000, 0, nullptr);
+    timers[1].Arm(2000, 0, nullptr);
+    timers[0].allowed_late_ns = timers[1].allowed_late_ns = 10000;
+  }
+  void thread(unsigned index) {
+    if (index == 0) {  // worker 0 arms and goes on (its own polls are not modelled)
+      timers[0].AddToQueue(worker, 0);
+      timers[1].AddToQueue(worker, 0);
+    } else {  // worker 1 polls twice
+      for (int poll = 0; poll < 2; ++poll) {
+        const std::int64_t now = ModelClockNs();
+        if (worker.Due(1, now)) worker.FireDue(1, now);
+      }
+    }
+  }
+  void after() {
+    const std::int64_t published = Access::PublishedExpiry(worker);
+    for (ModelTimer& timer : timers) {
+      RL_ASSERT(timer.calls <= 1);
+      if (timer.calls == 0) RL_ASSERT(published <= timer.expires_ns);
+    }
+    Access::RequestStop(worker);
+    Access::CancelPendingAfterStop(worker);
+  }
+};
+
+TEST(TimerWorkerModelTest, QueueArmsAgainstTheLoop) {
+  ExpectModelHolds<QueueArmsAgainstTheLoop>(50000);
+}
+TEST(TimerWorkerModelTest, QueueCancelAgainstTheFire) {
+  ExpectModelHolds<QueueCancelAgainstTheFire>(50000);
+}
+TEST(TimerWorkerModelTest, AssistAgainstQueueArmWithTheThreadHeld) {
+  ExpectModelHolds<AssistAgainstQueueArmWithTheThreadHeld>(50000);
+}
 TEST(TimerWorkerModelTest, StopAgainstTheLoop) { ExpectModelHolds<StopAgainstTheLoop>(50000); }
 TEST(TimerWorkerModelTest, ProducersAgainstTheLoop) {
   ExpectModelHolds<ProducersAgainstTheLoop>(50000);

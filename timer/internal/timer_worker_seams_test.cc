@@ -22,6 +22,9 @@ namespace {
 
 static_assert(kTestSeams, "this test needs the test seams (--config=seams)");
 
+// A worker number with no timer queue: these tests drive the timer thread's heap alone.
+constexpr std::size_t kNotAWorker = SIZE_MAX;
+
 using namespace std::chrono_literals;
 using spindle::testing::ScopedRuntime;
 using spindle::testing::WaitFor;
@@ -49,7 +52,7 @@ void StallUntilStopIsRequested(TimerWorker* worker) {
 TEST(TimerWorkerTest, StopBetweenTheLoopsTwoReadsIsNotLost) {
   ScopedRuntime runtime(1);
   // Leaked if the test fails: its thread cannot be joined then.
-  auto* worker = new TimerWorker(Runtime::Get().group(0));
+  auto* worker = new TimerWorker(Runtime::Get().group(0), /*workers=*/0);
   g_stall_entered = false;
   g_stalled = worker;
   SetTimerWorkerTestHook(&StallUntilStopIsRequested);
@@ -104,23 +107,23 @@ void AddLateTimer(TimerWorker* worker) {
 TEST(TimerWorkerTest, AnAssistPublishesATimerAddedDuringItsRound) {
   ScopedRuntime runtime(1);
   // Its thread never starts: only the assists below fire its timers.
-  TimerWorker worker(Runtime::Get().group(0));
+  TimerWorker worker(Runtime::Get().group(0), /*workers=*/0);
   std::atomic<int> fired{0};
   const auto now = TimerClock::now();
   const auto late = now + 1h;
   worker.Add(CountingTimer(now - 1ms, &fired));
-  ASSERT_TRUE(worker.Due(Nanos(now)));
+  ASSERT_TRUE(worker.Due(kNotAWorker, Nanos(now)));
   g_late_entry = CountingTimer(late, &fired);
   g_late_target = &worker;
   SetTimerWorkerAssistTestHook(&AddLateTimer);
-  worker.FireDue(Nanos(now));
+  worker.FireDue(kNotAWorker, Nanos(now));
   SetTimerWorkerAssistTestHook(nullptr);
   g_late_target = nullptr;
   EXPECT_EQ(g_late_entry.load(), nullptr) << "the hook did not run inside the assist";
   EXPECT_EQ(fired.load(), 1);
-  EXPECT_FALSE(worker.Due(Nanos(late) - 1));
-  EXPECT_TRUE(worker.Due(Nanos(late))) << "the timer added during the round was lost";
-  worker.FireDue(Nanos(late));
+  EXPECT_FALSE(worker.Due(kNotAWorker, Nanos(late) - 1));
+  EXPECT_TRUE(worker.Due(kNotAWorker, Nanos(late))) << "the timer added during the round was lost";
+  worker.FireDue(kNotAWorker, Nanos(late));
   EXPECT_EQ(fired.load(), 2);
   EXPECT_EQ(worker.assists(), 2u);
 }

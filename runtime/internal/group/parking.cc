@@ -195,7 +195,7 @@ void YieldFiber(FiberEntity* self) {
   if (busy_poll.Due(self->scheduling_worker)) {
     // No lock is held here: poll and fire in place (the fibers they ready queue behind
     // us, or in the workers' timer inboxes).
-    busy_poll.PollAndFireIfDue();
+    busy_poll.PollAndFireIfDue(self->scheduling_worker);
   }
   // One look at chaos mode for the pick and the re-queue (two cost yield 1%).
   if constexpr (kTestSeams) {

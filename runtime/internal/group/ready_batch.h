@@ -45,6 +45,11 @@ void YieldFiber(FiberEntity* self);
 void StartFiberIn(SchedulingGroup* group, FiberDesc* desc);
 // The index of `group` in its runtime, which its TimerWorker shares.
 std::size_t GroupIndex(const SchedulingGroup* group);
+// How many workers `group` has (its TimerWorker keeps a timer queue for each).
+std::size_t GroupWorkerCount(const SchedulingGroup* group);
+// The group whose worker this thread is, with its number in `*worker`; null on a
+// thread that is no worker. Read afresh after any switch (a fiber may move).
+SchedulingGroup* ThisThreadWorkerGroup(std::size_t* worker);
 // Queues `n` Ready fibers of `group` at once and wakes up to `n` workers; with
 // `timer_round`, as the fibers woken by one firing round of the group's timers
 // (SchedulingStrategy::EnqueueWoken: v2 runs them ahead of its local queues). What

@@ -141,6 +141,16 @@ void StartFiberIn(SchedulingGroup* group, FiberDesc* desc) { group->StartFiber(d
 
 std::size_t GroupIndex(const SchedulingGroup* group) { return group->index(); }
 
+std::size_t GroupWorkerCount(const SchedulingGroup* group) { return group->options().workers; }
+
+SchedulingGroup* ThisThreadWorkerGroup(std::size_t* worker) {
+  const BoundWorker bound = *BoundWorkerSlot();
+  *worker = bound.index;
+  // The binding names its group const (the group only compares it); the caller arms
+  // timers of that group, which it may change.
+  return const_cast<SchedulingGroup*>(bound.group);
+}
+
 void QueueReadyFibers(SchedulingGroup* group, FiberEntity* const* fibers, std::size_t n,
                       bool timer_round) {
   group->EnqueueMany(fibers, n, timer_round);

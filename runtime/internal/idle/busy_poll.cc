@@ -11,14 +11,14 @@ bool BusyPoll::DueSlow(std::size_t worker) {
   GroupPoller* poller = strategy_.poller();
   // acquire: pairs with SetTimers().
   GroupTimers* timers = timers_.load(std::memory_order_acquire);
-  if (poller == nullptr && timers == nullptr) return false;
+  if (poller == nullptr && (timers == nullptr || !timers->AnyPending(worker))) return false;
   const std::int64_t now = MonotonicNowNs();
   self.poll_due = (poller != nullptr && poller->PollDue(now)) ||
-                  (timers != nullptr && timers->Due(now));
+                  (timers != nullptr && timers->Due(worker, now));
   return self.poll_due;
 }
 
-void BusyPoll::PollAndFireIfDue() {
+void BusyPoll::PollAndFireIfDue(std::size_t worker) {
   GroupPoller* poller = strategy_.poller();
   // acquire: pairs with SetTimers().
   GroupTimers* timers = timers_.load(std::memory_order_acquire);
@@ -28,17 +28,18 @@ void BusyPoll::PollAndFireIfDue() {
     strategy_.WakeOneSleeper();
   }
   // The fibers it wakes are queued as a timer round (ReadyBatch), like the TimerWorker's.
-  if (timers != nullptr && timers->Due(now)) timers->FireDue(now);
+  if (timers != nullptr && timers->Due(worker, now)) timers->FireDue(worker, now);
 }
 
 void BusyPoll::FromIdle(std::size_t worker) {
   // With a poller, every pass looks at the clock, as a reactor's latency wants; for the
-  // timers alone, only when ParkFiber() found them due or every 64th pass (a clock read on
+  // timers alone, only when ParkFiber() found them due or every kPollEvery-th pass (a clock read on
   // every fiber's exit cost spawn_join 25%).
   PerWorker& self = per_worker_[worker];
-  if (self.poll_due || (++self.switches & 63) == 0 || strategy_.poller() != nullptr) {
+  if (self.poll_due || (++self.switches & (kPollEvery - 1)) == 0 ||
+      strategy_.poller() != nullptr) {
     self.poll_due = false;
-    PollAndFireIfDue();
+    PollAndFireIfDue(worker);
   }
 }
 

@@ -23,6 +23,12 @@
 //   W4. Sleep on our slot (a counted futex word: a Wake() before the Wait() is kept),
 //      or in the group's poller (epoll_wait) when descriptors are registered and its
 //      token is free. Woken by a producer's claim: search on its behalf (back to I3).
+//      With timers of our own (the ones our fibers armed: group_timers.h), we sleep
+//      until the earliest at the latest, and then fire them at step 1 (as Go's
+//      findRunnable sleeps until its P's next timer): the fibers they wake run here,
+//      with no other thread woken to fire them and then to wake us. If one is due
+//      already, we do not sleep. Only we arm timers in our queue, so none earlier can
+//      arrive while we sleep.
 // Why no wake-up is lost between a producer's push and W1-W4 is the notifier's proof
 // (notifier.cc for v2 and relaxed, spinner_notifier.cc for v1); this path's part is the
 // order: announce, fence, re-check every queue, and only then sleep.
@@ -135,8 +141,20 @@ std::uintptr_t IdlePath::SearchAndSleep() {
       notifier_.Cancel(worker_, /*found=*/false);  // the caller looks at our queues first
       return 0;
     }
+    BusyPoll& busy_poll = group_->busy_poll();
+    const std::int64_t own_timer_ns = busy_poll.OwnTimerFrontNs(worker_);
+    if (own_timer_ns != INT64_MAX && own_timer_ns <= MonotonicNowNs()) {
+      notifier_.Cancel(worker_, /*found=*/false);  // a timer of ours is due: fire it
+      busy_poll.RequestPoll(worker_);
+      return 0;
+    }
     SchedulerTestPointReached(SchedulerTestPoint::kBeforeWait, worker_);
-    SleepOnSlot(plan.limit);  // W4
+    if (own_timer_ns != INT64_MAX) busy_poll.NoteSleepingUntil(worker_, own_timer_ns);
+    SleepOnSlot(plan.limit, own_timer_ns);  // W4
+    if (own_timer_ns != INT64_MAX) {
+      busy_poll.NoteSleepingUntil(worker_, INT64_MAX);
+      busy_poll.RequestPoll(worker_);  // woken for it or not, look at our timers first
+    }
     const bool claimed = notifier_.EndSleep(worker_);
     // Our sleep left the poller vacant: a sleeping sibling takes it over (it finds no
     // fiber, sleeps again, and wins the token), unless someone already has. Our
@@ -227,10 +245,11 @@ bool IdlePath::VictimsHaveFibers() const {
   return false;
 }
 
-void IdlePath::SleepOnSlot(std::chrono::nanoseconds limit) {
+void IdlePath::SleepOnSlot(std::chrono::nanoseconds limit, std::int64_t until_ns) {
   notifier_.CountSleep(worker_, /*spurious=*/slept_since_work_);
   slept_since_work_ = true;
-  const Deadline deadline = limit.count() == 0 ? Deadline::None() : Deadline::In(limit);
+  Deadline deadline = limit.count() == 0 ? Deadline::None() : Deadline::In(limit);
+  if (until_ns < deadline.ns()) deadline = Deadline::AtNs(until_ns);
   WaitSlot& slot = notifier_.slot(worker_);
   // While the group's poller has descriptors registered and its token is free, we
   // sleep in the poller instead (WaitSlot::WaitPolling): to the notifier that is the

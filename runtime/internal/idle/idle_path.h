@@ -70,7 +70,9 @@ class IdlePath {
   bool VictimsHaveFibers() const;  // a racy hint
   // W4: on the notifier's slot, or in the group's poller. (Not "Sleep": Relacy defines
   // that name as a macro, and this file is built for the idle path's model too.)
-  void SleepOnSlot(std::chrono::nanoseconds limit);
+  // Sleeps until woken, or until `limit` from now (0: no limit) or `until_ns` (INT64_MAX:
+  // none), whichever comes first.
+  void SleepOnSlot(std::chrono::nanoseconds limit, std::int64_t until_ns);
 
   SchedulingGroup* const group_;
   SchedulingStrategy& strategy_;

@@ -55,6 +55,11 @@
 //     homes a worker's own children stay on lines it alone writes unless a sibling
 //     takes one, which takes the list's oldest (a thief's best piece in a fork-join
 //     tree). Plain threads' cursors have no home.
+//   - PushUrgent() is ours: a fiber woken by a timer is already late (behind a
+//     burst of started fibers, stamped by readiness it waited for all of them: 100k
+//     sleeps of 1 ms overslept by 40-60 ms), so it goes to the head of its list with
+//     stamp 0, as v2 runs timer rounds ahead of its local queues. A list stays in stamp
+//     order (nothing is older than 0), so pops and the invariant below are unchanged.
 //   - Steal() and TakeBack() are ours. Stealing between groups must leave
 //     scheduling_group_local fibers in their group without letting them hide the
 //     stealable ones behind them: a thief looks up to kStealLookahead items deep into
@@ -196,6 +201,26 @@ void RelaxedQueue::CompactLocked(List& list) ABSL_EXCLUSIVE_LOCKS_REQUIRED(list.
 
 void RelaxedQueue::AppendLocked(List& list, std::uintptr_t value, bool stealable)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(list.lock) {
+  ReserveOneLocked(list);
+  const std::uint64_t stamp_word = (CycleClockNow() << 1) | (stealable ? 1 : 0);
+  list.items[(list.head + list.count) & (list.capacity - 1)] = Item{value, stamp_word};
+  ++list.count;
+  list.stealable_count += stealable ? 1 : 0;
+  PublishLocked(list);
+}
+
+void RelaxedQueue::PrependLocked(List& list, std::uintptr_t value, bool stealable)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(list.lock) {
+  ReserveOneLocked(list);
+  // Stamp 0: no item is older, so the list stays in stamp order with this at its head.
+  list.head = (list.head + list.capacity - 1) & (list.capacity - 1);
+  list.items[list.head] = Item{value, stealable ? 1u : 0u};
+  ++list.count;
+  list.stealable_count += stealable ? 1 : 0;
+  PublishLocked(list);
+}
+
+void RelaxedQueue::ReserveOneLocked(List& list) ABSL_EXCLUSIVE_LOCKS_REQUIRED(list.lock) {
   // relaxed: see NoteDeadEntries(). Compacting only when the list would grow, and
   // growing anyway unless it freed a quarter of the ring, keeps its cost at a constant
   // per push (amortized over the ring's size), and the dead values at most about one
@@ -217,11 +242,6 @@ void RelaxedQueue::AppendLocked(List& list, std::uintptr_t value, bool stealable
     list.capacity = capacity;
     list.head = 0;
   }
-  const std::uint64_t stamp_word = (CycleClockNow() << 1) | (stealable ? 1 : 0);
-  list.items[(list.head + list.count) & (list.capacity - 1)] = Item{value, stamp_word};
-  ++list.count;
-  list.stealable_count += stealable ? 1 : 0;
-  PublishLocked(list);
 }
 
 void RelaxedQueue::Record(RelaxedCursor& cursor, std::uintptr_t value, std::size_t list) {
@@ -231,9 +251,7 @@ void RelaxedQueue::Record(RelaxedCursor& cursor, std::uintptr_t value, std::size
 
 // Not analysed: the list is locked by a try_lock loop or, when every try failed, by
 // lock(), two paths the analysis cannot join.
-void RelaxedQueue::Push(RelaxedCursor& cursor, std::uintptr_t value, bool stealable)
-    ABSL_NO_THREAD_SAFETY_ANALYSIS {
-  DCHECK_NE(value, 0u);
+std::size_t RelaxedQueue::LockPushLane(RelaxedCursor& cursor) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   std::size_t lane = 0;
   bool locked = false;
   const bool home = HasHome(cursor);
@@ -243,10 +261,25 @@ void RelaxedQueue::Push(RelaxedCursor& cursor, std::uintptr_t value, bool steala
     locked = lists_[lane].lock.try_lock();
   }
   if (!locked) lists_[lane].lock.lock();  // every list tried was busy: wait for the last
+  cursor.backward = cursor.forward;
+  return lane;
+}
+
+void RelaxedQueue::Push(RelaxedCursor& cursor, std::uintptr_t value, bool stealable)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  DCHECK_NE(value, 0u);
+  const std::size_t lane = LockPushLane(cursor);
   AppendLocked(lists_[lane], value, stealable);
   lists_[lane].lock.unlock();
-  cursor.backward = cursor.forward;
   Record(cursor, value, lane);
+}
+
+void RelaxedQueue::PushUrgent(RelaxedCursor& cursor, std::uintptr_t value, bool stealable)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  DCHECK_NE(value, 0u);
+  const std::size_t lane = LockPushLane(cursor);
+  PrependLocked(lists_[lane], value, stealable);
+  lists_[lane].lock.unlock();
 }
 
 std::uintptr_t RelaxedQueue::PopLocked(List& list) ABSL_EXCLUSIVE_LOCKS_REQUIRED(list.lock) {

@@ -90,6 +90,12 @@ class RelaxedQueue {
   // Pop()/UnsafeEmpty() that is ordered after the return.
   void Push(RelaxedCursor& cursor, std::uintptr_t value, bool stealable);
 
+  // Push() for a value that should run ahead of the others (a fiber woken by a timer,
+  // already late): prepended to the list chosen as Push() chooses, with the oldest
+  // possible stamp, so two-choice pops prefer its list and the list yields it first
+  // (the list stays in stamp order). Not recorded for TakeBack().
+  void PushUrgent(RelaxedCursor& cursor, std::uintptr_t value, bool stealable);
+
   // Takes a value, or returns 0. Two-choice picks first (kPopTries pairs, through the
   // cursor's backward generator; with a home, the first of each pair is a home list and
   // the second one outside it), then one sweep over every list from a random one:
@@ -157,6 +163,12 @@ class RelaxedQueue {
   // Under the list's lock: appends `value`, stamped with the clock now (under the lock,
   // so each list's items are in stamp order and its head is its oldest).
   void AppendLocked(List& list, std::uintptr_t value, bool stealable);
+  // Under the list's lock: prepends `value` with stamp 0 (PushUrgent).
+  void PrependLocked(List& list, std::uintptr_t value, bool stealable);
+  // Under the list's lock: makes room for one more item (compacting or growing).
+  void ReserveOneLocked(List& list);
+  // Locks a list for a push as Push() chooses it; returns its index.
+  std::size_t LockPushLane(RelaxedCursor& cursor);
   // Under the list's lock: drops its dead values, keeping the order of the others.
   void CompactLocked(List& list);
   // Under the list's lock, after any change: the atomics that readers without the lock

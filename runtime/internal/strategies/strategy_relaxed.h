@@ -43,6 +43,9 @@ class StrategyRelaxed final : public SchedulingStrategy {
                std::size_t origin) override;
   void EnqueueBatch(const std::uintptr_t* entries, const bool* stealable, std::size_t n,
                     std::size_t origin) override;
+  // A timer round's fibers go ahead of the queued ones (RelaxedQueue::PushUrgent).
+  void EnqueueWoken(const std::uintptr_t* entries, const bool* stealable, std::size_t n,
+                    std::size_t origin) override;
   std::uintptr_t TakeNext(std::size_t worker) override;
   std::uintptr_t Steal() override;
   bool MayHaveStealable() const override;
