@@ -14,6 +14,7 @@
 #include "fiber/internal/spinlock.h"
 #include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
+#include "runtime/internal/observability/metrics.h"
 #include "runtime/internal/queues/global_run_queue.h"
 #include "runtime/internal/seams/chaos.h"
 #include "runtime/internal/seams/test_seams.h"
@@ -52,6 +53,7 @@ void FiberWorker::Run() {
   if (!cpus_.empty()) SetCurrentThreadAffinity(cpus_, affinity_cpus_);
   *CurrentWorkerSlot() = this;
   MarkThisThreadAsRuntimeThread(true);
+  PrepareThisThreadCounters();  // its first bump, on a hot path, allocates nothing
   group_->BindWorkerThread(index_);
   if constexpr (kTestSeams) {
     ChaosBindWorker(group_->index(), index_);  // chaos mode's decisions, reproducibly

@@ -79,6 +79,7 @@
 #include "runtime/internal/group/live_fibers.h"
 #include "runtime/internal/group/ready_batch.h"
 #include "runtime/internal/idle/futex.h"
+#include "runtime/internal/observability/metrics.h"
 #include "runtime/internal/queues/global_run_queue.h"
 #include "runtime/internal/seams/chaos.h"
 #include "runtime/internal/seams/test_seams.h"
@@ -622,6 +623,7 @@ void TimerWorker::Run() {
     pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
   }
   MarkThisThreadAsRuntimeThread(true);
+  PrepareThisThreadCounters();  // its first wake-up of a worker allocates nothing
   std::size_t compaction_tick = 0;
   for (;;) {
     // Step 1, then the stop check, in this order. acquire: pairs with the release RMW

@@ -184,6 +184,8 @@ void AddRetired(std::uint32_t slot, std::uint64_t n) { GetRegistry().AddRetired(
 
 }  // namespace metrics_internal
 
+void PrepareThisThreadCounters() { ThisThreadCellSlow(0); }
+
 ThreadCounter::ThreadCounter() : slot_(GetRegistry().AllocateSlot()) {}
 
 ThreadCounter::~ThreadCounter() { GetRegistry().FreeSlot(slot_); }

@@ -40,6 +40,11 @@ std::atomic<std::uint64_t>* ThisThreadCell(std::uint32_t slot);
 void AddRetired(std::uint32_t slot, std::uint64_t n);
 }  // namespace metrics_internal
 
+// Makes the calling thread's cells now (its row, and the cells of the first 512
+// counters), so that its first bump, on a hot path, allocates nothing: for a runtime
+// thread as it starts (a worker, a timer thread).
+void PrepareThisThreadCounters();
+
 // A monotonic counter summed over per-thread cells (see the top of the file).
 //
 // Thread-safety: Add() from any thread; Read() from any thread (takes the

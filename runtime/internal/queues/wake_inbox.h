@@ -27,7 +27,10 @@ namespace spindle::internal {
 // when a round posts; an unbounded store also has no overflow policy to argue about.
 class WakeInbox {
  public:
-  WakeInbox() = default;
+  // Room for a firing round's share from the start (a round queues its fibers 64 at a
+  // time): an inbox then grows, allocating, only past its busiest moment so far, never
+  // on a steady stream of timer wake-ups.
+  WakeInbox() { entries_.reserve(64); }
   WakeInbox(const WakeInbox&) = delete;
   WakeInbox& operator=(const WakeInbox&) = delete;
 
