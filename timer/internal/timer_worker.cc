@@ -1,8 +1,36 @@
 // Copyright 2026 The Spindle Authors.
 //
-// The timer thread of one scheduling group.
+// The timers of one scheduling group: a TimerQueue per worker, and the group's timer
+// thread with a heap for timers armed elsewhere.
 //
-// Adding a timer. A producer appends the entry to a list of its own (a per-thread list
+// Workers' queues (timer_queue.h). A fiber's sleep or deadline wait, and a SetTimer()
+// from a fiber, arm in the queue of the worker the fiber runs on (AddToQueue), under
+// that queue's lock, which another thread takes only to fire or cancel one of its
+// timers; the timer lives in its waiter (a TimerNode) or in the pooled TimerEntry, so
+// arming allocates nothing, and a cancel (TimerQueue::Remove) takes it out at once,
+// from whichever worker the fiber resumed on. Who fires a queue:
+//   - its worker, while busy: at every BusyPoll::kPollEvery-th switch that finds its
+//     front due (FireDue: its own queue first, under no other lock), so the fibers it
+//     wakes are queued where they ran;
+//   - its worker, when idle: it sleeps until its queue's front at the latest
+//     (idle_path.cc, W4) and fires at its next pass; nothing earlier can arrive while
+//     it sleeps, since only a queue's worker arms in it;
+//   - a busy sibling whose poll finds the group's published expiry due (FireDue, with
+//     try-locks), so a worker stuck in a long fiber does not hold its timers;
+//   - the thread (step 2), the fallback, kAssistGraceNs after a front whose owner sleeps
+//     until it (TimerQueue::owner_sleeps_until), at the front itself otherwise.
+// An arming that lowers its queue's front (PushResult::kAddedEarliest) takes the
+// producers' half of the protocol below (WakeIfEarlier): StoreLoad fence, read
+// next_expiry_ns_, wake the thread if the timer is earlier. Step 3 publishes the
+// earliest of the heap's front and the queues' fronts, and step 4 re-reads the fronts
+// after its fence; a front falls only by an arming (a store under the queue's lock,
+// before the arming's fence), so the store-buffering argument for the lists covers the
+// queues (models: QueueArmsAgainstTheLoop, AssistAgainstQueueArmWithTheThreadHeld). A
+// cancel racing the fire is decided under the queue's lock: removed (never fires) or
+// already popped (the caller waits for the call if it must; QueueCancelAgainstTheFire).
+// Stop() closes the queues and waits for firings under way (TimerQueue::DropAll).
+//
+// Adding a timer from another thread (a plain thread's SetTimer). A producer appends the entry to a list of its own (a per-thread list
 // per TimerWorker, guarded by a spinlock only the producer and the worker ever take),
 // so producers never contend with each other. It then wakes the worker only if the new
 // timer expires before the one the worker sleeps for.
@@ -79,7 +107,9 @@
 #include "runtime/internal/group/live_fibers.h"
 #include "runtime/internal/group/ready_batch.h"
 #include "runtime/internal/idle/futex.h"
+#ifndef SPINDLE_MODEL_CHECK
 #include "runtime/internal/observability/metrics.h"
+#endif
 #include "runtime/internal/queues/global_run_queue.h"
 #include "runtime/internal/seams/chaos.h"
 #include "runtime/internal/seams/test_seams.h"
@@ -623,7 +653,9 @@ void TimerWorker::Run() {
     pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
   }
   MarkThisThreadAsRuntimeThread(true);
+#ifndef SPINDLE_MODEL_CHECK  // no counters in a model
   PrepareThisThreadCounters();  // its first wake-up of a worker allocates nothing
+#endif
   std::size_t compaction_tick = 0;
   for (;;) {
     // Step 1, then the stop check, in this order. acquire: pairs with the release RMW
