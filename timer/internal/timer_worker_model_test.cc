@@ -420,7 +420,9 @@ struct AssistAgainstQueueArmWithTheThreadHeld
 };
 
 TEST(TimerWorkerModelTest, QueueArmsAgainstTheLoop) {
-  ExpectModelHolds<QueueArmsAgainstTheLoop>(50000);
+  // More runs than the others: step 4's re-read of the queues' fronts taken out, the
+  // model's first late timer came at iteration 242,722.
+  ExpectModelHolds<QueueArmsAgainstTheLoop>(300000);
 }
 TEST(TimerWorkerModelTest, QueueCancelAgainstTheFire) {
   ExpectModelHolds<QueueCancelAgainstTheFire>(50000);
