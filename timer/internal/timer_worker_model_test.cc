@@ -91,6 +91,7 @@ struct ModelTimer {
   TimerNode node;
   // Plain fields: a model's threads take turns.
   int calls = 0;
+  Atomic<int> fires{0};  // the same count, in a word Relacy watches
   std::int64_t expires_ns = 0;
   std::int64_t allowed_late_ns = 0;
   std::int64_t added_ns = -1;  // the clock when Add() returned
@@ -129,6 +130,9 @@ struct ModelTimer {
 
   static void OnFire(void* arg) {
     auto* timer = static_cast<ModelTimer*>(arg);
+    // relaxed: Relacy's own word, so that a call on a deleted timer is an access to
+    // freed memory in the model.
+    timer->fires.fetch_add(1, std::memory_order_relaxed);
     ++timer->calls;
     timer->fired_ns = ModelClockNs();
     RL_ASSERT(timer->fired_ns >= timer->expires_ns);  // not early
@@ -348,7 +352,8 @@ struct QueueCancelAgainstTheFire : rl::test_suite<QueueCancelAgainstTheFire, 3> 
   void before() {
     Access::MakeProducerLists(worker, 3);
     timer = new ModelTimer;
-    timer->Arm(ModelClockNs() + 1000, 0, &fired);
+    // Due at once: the thread, woken by the arming, fires it while the owner cancels.
+    timer->Arm(ModelClockNs(), 0, &fired);
   }
   void thread(unsigned index) {
     if (index == 0) {
