@@ -30,10 +30,11 @@
 // already popped (the caller waits for the call if it must; QueueCancelAgainstTheFire).
 // Stop() closes the queues and waits for firings under way (TimerQueue::DropAll).
 //
-// Adding a timer from another thread (a plain thread's SetTimer). A producer appends the entry to a list of its own (a per-thread list
-// per TimerWorker, guarded by a spinlock only the producer and the worker ever take),
-// so producers never contend with each other. It then wakes the worker only if the new
-// timer expires before the one the worker sleeps for.
+// Adding a timer from another thread (a plain thread's SetTimer). A producer appends
+// the entry to a list of its own (a per-thread list per TimerWorker, guarded by a
+// spinlock only the producer and the worker ever take), so producers never contend with
+// each other. It then wakes the worker only if the new timer expires before the one the
+// worker sleeps for.
 //
 // The worker loop:
 //   1. seq = wake_seq_ (acquire); then leave if Stop() was called. Stop() sets its flag
