@@ -31,17 +31,24 @@ struct TimerNode {
   // The queue holding the node; null when none. Written under that queue's lock;
   // Remove() reads it first without the lock, to know which lock to take.
   Atomic<TimerQueue*> queue{nullptr};
-  // Its place in the queue's heap; guarded by the lock of `queue`.
+  // Its place in the queue's heap, or kInRun when it is in the queue's run; guarded by
+  // the lock of `queue`, as are the run's links.
+  static constexpr std::uint32_t kInRun = UINT32_MAX;
   std::uint32_t index = 0;
+  TimerNode* run_prev = nullptr;
+  TimerNode* run_next = nullptr;
   // Set (under the lock) when TimerQueue::DropAll() took the node out at shutdown
   // without firing it: Remove() then reports it as never going to fire.
   bool dropped = false;
 };
 
-// One worker's timers: a 4-ary min-heap of (expiry, node) pairs, the expiry beside the
-// pointer so that ordering reads no node (100k sleeping fibers' nodes are 100k cache
-// lines); each node records its place, so Remove() takes a cancelled timer out at
-// once and its memory is reusable when Remove() returns.
+// One worker's timers, in two orders: the run, a list of nodes linked through
+// themselves in expiry order, which takes every timer that expires no earlier than the
+// run's last (most of them: a call site arms one duration, so a worker's deadlines
+// arrive in order), in O(1) to add, remove or pop; and a 4-ary min-heap of (expiry,
+// node) pairs for the others, the expiry beside the pointer so that ordering reads no
+// node. Each node records its place (its heap index, or kInRun), so Remove() takes a
+// cancelled timer out at once and its memory is reusable when Remove() returns.
 //
 // Thread-safety: every member from any thread. The owner (the worker that arms into
 // it) finds the lock free but for the moments another thread fires or removes one of
@@ -109,6 +116,8 @@ class alignas(64) TimerQueue {  // a line of its own: workers' queues sit side b
 
   // Timers held (a snapshot).
   std::size_t size() const { return size_.load(std::memory_order_relaxed); }
+  // Of those, in the run (a snapshot, for tests).
+  std::size_t run_size() const { return run_size_.load(std::memory_order_relaxed); }
 
  private:
   struct Item {
@@ -122,14 +131,22 @@ class alignas(64) TimerQueue {  // a line of its own: workers' queues sit side b
   void SiftUp(std::size_t i, Item item) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
   void SiftDown(std::size_t i, Item item) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
   void RemoveAt(std::size_t i) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
+  void Unlink(TimerNode* node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
+  // The earliest node held (the run's head or the heap's top), or null.
+  TimerNode* Earliest() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
+  void PublishSizes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
   void PublishFront() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
 
   Spinlock lock_;
   std::vector<Item> heap_ ABSL_GUARDED_BY(lock_);
+  TimerNode* run_head_ ABSL_GUARDED_BY(lock_) = nullptr;
+  TimerNode* run_tail_ ABSL_GUARDED_BY(lock_) = nullptr;
+  std::size_t run_count_ ABSL_GUARDED_BY(lock_) = 0;
   bool closed_ ABSL_GUARDED_BY(lock_) = false;
   // Written under lock_; read without it by front_ns() and size().
   Atomic<std::int64_t> front_ns_{INT64_MAX};
   Atomic<std::size_t> size_{0};
+  Atomic<std::size_t> run_size_{0};
   Atomic<std::int64_t> owner_sleeps_until_{INT64_MAX};
   // PopDue() calls whose nodes are being fired.
   Atomic<int> firing_{0};

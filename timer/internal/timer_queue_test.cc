@@ -92,6 +92,33 @@ TEST(TimerQueueTest, RemoveTakesANodeOutAtOnceAndSaysWhatBecameOfIt) {
   EXPECT_EQ(PopAll(queue, 100).size(), 1u);
 }
 
+TEST(TimerQueueTest, TimersInExpiryOrderGoToTheRunTheOthersToTheHeap) {
+  TimerQueue queue;
+  Recorded nodes[6];
+  const std::int64_t expiries[6] = {10, 20, 20, 15, 30, 5};
+  for (int i = 0; i < 6; ++i) {
+    nodes[i].expires_ns = expiries[i];
+    queue.Push(&nodes[i]);
+  }
+  // 10, 20, 20 and 30 came in order; 15 and 5 did not.
+  EXPECT_EQ(queue.run_size(), 4u);
+  EXPECT_EQ(queue.size(), 6u);
+  EXPECT_EQ(nodes[1].index, TimerNode::kInRun);
+  EXPECT_NE(nodes[3].index, TimerNode::kInRun);
+  EXPECT_EQ(queue.front_ns(), 5);
+  // Out of the middle of the run, and of the heap.
+  EXPECT_EQ(TimerQueue::Remove(&nodes[1]), TimerQueue::RemoveResult::kRemoved);
+  EXPECT_EQ(TimerQueue::Remove(&nodes[3]), TimerQueue::RemoveResult::kRemoved);
+  EXPECT_EQ(queue.run_size(), 3u);
+  const std::vector<TimerNode*> due = PopAll(queue, 25);
+  ASSERT_EQ(due.size(), 3u);
+  EXPECT_EQ(due[0], &nodes[5]);
+  EXPECT_EQ(due[1], &nodes[0]);
+  EXPECT_EQ(due[2], &nodes[2]);
+  EXPECT_EQ(queue.front_ns(), 30);
+  EXPECT_EQ(queue.run_size(), 1u);
+}
+
 TEST(TimerQueueTest, DropAllClosesTheQueue) {
   TimerQueue queue;
   Recorded a, b;
@@ -153,7 +180,9 @@ TEST(TimerQueueTest, RandomOperationsMatchAnOrderedMap) {
     if (op < 5 && !free_nodes.empty()) {
       const int i = free_nodes.back();
       free_nodes.pop_back();
-      nodes[i].expires_ns = now + static_cast<std::int64_t>(random() % 1000);
+      // Half in order (a run grows), half anywhere (the heap).
+      nodes[i].expires_ns = random() % 2 == 0 ? now + 1000 + step / 4
+                                              : now + static_cast<std::int64_t>(random() % 1000);
       queue.Push(&nodes[i]);
       model.emplace(nodes[i].expires_ns, &nodes[i]);
       queued.push_back(&nodes[i]);
