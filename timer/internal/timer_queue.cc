@@ -30,12 +30,19 @@ TimerQueue::PushResult TimerQueue::Push(TimerNode* node) {
     return PushResult::kClosed;
   }
   node->dropped = false;
-  if (run_tail_ == nullptr || run_tail_->expires_ns <= node->expires_ns) {
+  if (run_tail_ == nullptr || run_tail_ns_ <= node->expires_ns) {
     node->index = TimerNode::kInRun;  // in order: the run's new tail
     node->run_prev = run_tail_;
     node->run_next = nullptr;
-    (run_tail_ != nullptr ? run_tail_->run_next : run_head_) = node;
+    if (run_tail_ != nullptr) {
+      run_tail_->run_next = node;
+      run_tail_->run_next_expires_ns = node->expires_ns;
+    } else {
+      run_head_ = node;
+      run_head_ns_ = node->expires_ns;
+    }
     run_tail_ = node;
+    run_tail_ns_ = node->expires_ns;
     ++run_count_;
   } else {
     heap_.push_back(Item{node->expires_ns, node});
@@ -82,11 +89,15 @@ std::size_t TimerQueue::PopDue(std::int64_t now_ns, TimerNode** out, std::size_t
   SpinlockGuard lock(lock_, std::adopt_lock);
   std::size_t n = 0;
   while (n < max) {
-    TimerNode* node = Earliest();
-    if (node == nullptr || node->expires_ns > now_ns) break;
-    if (node->index == TimerNode::kInRun) {
+    if (run_head_ == nullptr && heap_.empty()) break;
+    bool in_run = false;
+    if (EarliestNs(&in_run) > now_ns) break;
+    TimerNode* node;
+    if (in_run) {
+      node = run_head_;
       Unlink(node);
     } else {
+      node = heap_.front().node;
       RemoveAt(0);
     }
     // release: pairs with the acquire load in Remove() (which then reads `dropped`).
@@ -127,9 +138,8 @@ void TimerQueue::DropAll(std::vector<TimerNode*>* out) {
 
 void TimerQueue::PublishFront() {
   // relaxed: see front_ns(). Raising it is safe only here, where it is exact.
-  const TimerNode* earliest = Earliest();
-  front_ns_.store(earliest == nullptr ? INT64_MAX : earliest->expires_ns,
-                  std::memory_order_relaxed);
+  bool in_run = false;
+  front_ns_.store(EarliestNs(&in_run), std::memory_order_relaxed);
 }
 
 void TimerQueue::PublishSizes() {
@@ -138,17 +148,34 @@ void TimerQueue::PublishSizes() {
   run_size_.store(run_count_, std::memory_order_relaxed);
 }
 
-TimerNode* TimerQueue::Earliest() const {
-  TimerNode* top = heap_.empty() ? nullptr : heap_.front().node;
-  if (run_head_ == nullptr) return top;
-  // The heap's item carries its expiry; its node's field is the same value.
-  if (top == nullptr || run_head_->expires_ns <= heap_.front().expires_ns) return run_head_;
-  return top;
+std::int64_t TimerQueue::EarliestNs(bool* in_run) const {
+  const std::int64_t heap_ns = heap_.empty() ? INT64_MAX : heap_.front().expires_ns;
+  *in_run = run_head_ != nullptr && run_head_ns_ <= heap_ns;
+  return *in_run ? run_head_ns_ : heap_ns;
 }
 
 void TimerQueue::Unlink(TimerNode* node) {
-  (node->run_prev != nullptr ? node->run_prev->run_next : run_head_) = node->run_next;
-  (node->run_next != nullptr ? node->run_next->run_prev : run_tail_) = node->run_prev;
+  TimerNode* const next = node->run_next;
+  const bool head = node == run_head_;
+  TimerNode* const prev = head ? nullptr : node->run_prev;  // a head's is stale
+  if (head) {
+    // Only the queue's own fields: the next node (cold, on another fiber's stack) is
+    // not written; its stale run_prev is never read while it is the head.
+    run_head_ = next;
+    run_head_ns_ = node->run_next_expires_ns;
+    // The next pop reads it (its links), and it has slept on its fiber's stack as long
+    // as this one: fetch it now, so that the miss overlaps with firing this one.
+    if (next != nullptr) __builtin_prefetch(next);
+  } else {
+    prev->run_next = next;
+    prev->run_next_expires_ns = node->run_next_expires_ns;
+  }
+  if (next == nullptr) {
+    run_tail_ = prev;
+    if (prev != nullptr) run_tail_ns_ = prev->expires_ns;
+  } else if (!head) {
+    next->run_prev = prev;
+  }
   node->run_prev = node->run_next = nullptr;
   --run_count_;
 }

@@ -35,8 +35,12 @@ struct TimerNode {
   // the lock of `queue`, as are the run's links.
   static constexpr std::uint32_t kInRun = UINT32_MAX;
   std::uint32_t index = 0;
+  // The run's links. The head's run_prev is left stale (a pop does not write the next
+  // node, which is cold); the queue knows its head. run_next_expires_ns is the expiry
+  // of run_next, so that a pop learns the new head's expiry without reading it.
   TimerNode* run_prev = nullptr;
   TimerNode* run_next = nullptr;
+  std::int64_t run_next_expires_ns = 0;
   // Set (under the lock) when TimerQueue::DropAll() took the node out at shutdown
   // without firing it: Remove() then reports it as never going to fire.
   bool dropped = false;
@@ -132,8 +136,9 @@ class alignas(64) TimerQueue {  // a line of its own: workers' queues sit side b
   void SiftDown(std::size_t i, Item item) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
   void RemoveAt(std::size_t i) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
   void Unlink(TimerNode* node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
-  // The earliest node held (the run's head or the heap's top), or null.
-  TimerNode* Earliest() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
+  // The earliest expiry held (INT64_MAX: none), and whether it is the run's head (else
+  // the heap's top). Reads no node.
+  std::int64_t EarliestNs(bool* in_run) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
   void PublishSizes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
   void PublishFront() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
 
@@ -141,6 +146,9 @@ class alignas(64) TimerQueue {  // a line of its own: workers' queues sit side b
   std::vector<Item> heap_ ABSL_GUARDED_BY(lock_);
   TimerNode* run_head_ ABSL_GUARDED_BY(lock_) = nullptr;
   TimerNode* run_tail_ ABSL_GUARDED_BY(lock_) = nullptr;
+  // The expiries of the run's head and tail (valid while the run is not empty).
+  std::int64_t run_head_ns_ ABSL_GUARDED_BY(lock_) = 0;
+  std::int64_t run_tail_ns_ ABSL_GUARDED_BY(lock_) = 0;
   std::size_t run_count_ ABSL_GUARDED_BY(lock_) = 0;
   bool closed_ ABSL_GUARDED_BY(lock_) = false;
   // Written under lock_; read without it by front_ns() and size().
