@@ -43,6 +43,11 @@ namespace {
 std::atomic<bool> g_counting{false};
 std::atomic<std::int64_t> g_allocations{0};
 
+}  // namespace
+
+#if SPINDLE_COUNTS_ALLOCATIONS
+namespace {
+
 void CountOne() {
   if (g_counting.load(std::memory_order_relaxed)) {
     g_allocations.fetch_add(1, std::memory_order_relaxed);
@@ -51,7 +56,6 @@ void CountOne() {
 
 }  // namespace
 
-#if SPINDLE_COUNTS_ALLOCATIONS
 // glibc's own entry points, under the names it exports for interposers like this one.
 extern "C" {
 void* __libc_malloc(std::size_t size);
