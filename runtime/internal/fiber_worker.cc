@@ -14,6 +14,7 @@
 #include "fiber/internal/spinlock.h"
 #include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
+#include "runtime/internal/group/ready_batch.h"
 #include "runtime/internal/observability/metrics.h"
 #include "runtime/internal/queues/global_run_queue.h"
 #include "runtime/internal/seams/chaos.h"
@@ -53,7 +54,10 @@ void FiberWorker::Run() {
   if (!cpus_.empty()) SetCurrentThreadAffinity(cpus_, affinity_cpus_);
   *CurrentWorkerSlot() = this;
   MarkThisThreadAsRuntimeThread(true);
-  PrepareThisThreadCounters();  // its first bump, on a hot path, allocates nothing
+  // Its first bump of a counter and its first batch of wake-ups, on hot paths, allocate
+  // nothing.
+  PrepareThisThreadCounters();
+  ReadyBatch::PrepareThisThread();
   group_->BindWorkerThread(index_);
   if constexpr (kTestSeams) {
     ChaosBindWorker(group_->index(), index_);  // chaos mode's decisions, reproducibly

@@ -59,7 +59,9 @@ struct TimerNode {
 // its timers; `front_ns()` is a lock-free read.
 class alignas(64) TimerQueue {  // a line of its own: workers' queues sit side by side
  public:
-  TimerQueue() = default;
+  // With room for 64 timers out of expiry order (the heap's), so that a worker's first
+  // ones allocate nothing.
+  TimerQueue() { heap_.reserve(64); }
   TimerQueue(const TimerQueue&) = delete;
   TimerQueue& operator=(const TimerQueue&) = delete;
 

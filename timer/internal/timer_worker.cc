@@ -655,7 +655,9 @@ void TimerWorker::Run() {
   }
   MarkThisThreadAsRuntimeThread(true);
 #ifndef SPINDLE_MODEL_CHECK  // no counters in a model
-  PrepareThisThreadCounters();  // its first wake-up of a worker allocates nothing
+  // Its first wake-up of a worker and its first round allocate nothing.
+  PrepareThisThreadCounters();
+  ReadyBatch::PrepareThisThread();
 #endif
   std::size_t compaction_tick = 0;
   for (;;) {

@@ -28,6 +28,11 @@ std::vector<FiberEntity*>& ThisThreadReadyBuffer() {
 
 }  // namespace
 
+void ReadyBatch::PrepareThisThread() {
+  std::vector<FiberEntity*>& buffer = ThisThreadReadyBuffer();
+  if (buffer.capacity() < 64) buffer.reserve(64);
+}
+
 ReadyBatch::ReadyBatch(Source source) : source_(source) {
   if (collecting == nullptr) {  // else the outer one collects
     collecting = &ThisThreadReadyBuffer();

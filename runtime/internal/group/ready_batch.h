@@ -65,6 +65,11 @@ void QueueReadyFibers(SchedulingGroup* group, FiberEntity* const* fibers, std::s
 // collecting to the outermost one. Thread-bound.
 class ReadyBatch {
  public:
+  // Gives the calling thread's collecting buffer room for a firing round's share now,
+  // so that its first batches (on a hot path) allocate nothing: for a runtime thread as
+  // it starts (a worker, a timer thread).
+  static void PrepareThisThread();
+
   enum class Source {
     kAny,
     // A firing round of a TimerWorker: its fibers are overdue, and the strategy may run

@@ -149,7 +149,13 @@ RelaxedQueue::RelaxedQueue(std::size_t lists, int numa_node, DeadCheck is_dead)
       << "a relaxed queue has 1 to " << kMaxLists << " lists, not " << lists;
   void* memory = AllocateOnNode(sizeof(List) * count_, numa_node);
   lists_ = static_cast<List*>(memory);
-  for (std::size_t i = 0; i < count_; ++i) new (&lists_[i]) List();
+  for (std::size_t i = 0; i < count_; ++i) {
+    new (&lists_[i]) List();
+    // Its first ring now: a list a push reaches for the first time (any list, for a
+    // thread with no home in the queue) allocates nothing on that push.
+    lists_[i].items = new Item[kInitialCapacity];
+    lists_[i].capacity = kInitialCapacity;
+  }
 }
 
 RelaxedQueue::~RelaxedQueue() {
