@@ -26,10 +26,10 @@ namespace spindle::internal {
 TimerQueue::PushResult TimerQueue::Push(TimerNode* node) {
   SpinlockGuard lock(lock_);
   if (closed_) {
-    node->dropped = true;
+    node->dropped.store(true, std::memory_order_relaxed);  // relaxed: see TimerNode
     return PushResult::kClosed;
   }
-  node->dropped = false;
+  node->dropped.store(false, std::memory_order_relaxed);  // relaxed: see TimerNode
   if (run_tail_ == nullptr || run_tail_ns_ <= node->expires_ns) {
     node->index = TimerNode::kInRun;  // in order: the run's new tail
     node->run_prev = run_tail_;
@@ -63,11 +63,16 @@ TimerQueue::RemoveResult TimerQueue::Remove(TimerNode* node) {
   // acquire: pairs with the release stores of null in PopDue() and DropAll(), so a
   // null seen here comes with the `dropped` written before it.
   TimerQueue* queue = node->queue.load(std::memory_order_acquire);
-  if (queue == nullptr) return node->dropped ? RemoveResult::kDropped : RemoveResult::kNotQueued;
+  // relaxed (both loads of `dropped`): see TimerNode.
+  if (queue == nullptr) {
+    return node->dropped.load(std::memory_order_relaxed) ? RemoveResult::kDropped
+                                                          : RemoveResult::kNotQueued;
+  }
   SpinlockGuard lock(queue->lock_);
   // relaxed: under the lock that guards every write of it.
   if (node->queue.load(std::memory_order_relaxed) != queue) {
-    return node->dropped ? RemoveResult::kDropped : RemoveResult::kNotQueued;
+    return node->dropped.load(std::memory_order_relaxed) ? RemoveResult::kDropped
+                                                          : RemoveResult::kNotQueued;
   }
   if (node->index == TimerNode::kInRun) {
     queue->Unlink(node);
@@ -125,7 +130,7 @@ void TimerQueue::DropAll(std::vector<TimerNode*>* out) {
     run_head_ = run_tail_ = nullptr;
     run_count_ = 0;
     for (TimerNode* node : *out) {
-      node->dropped = true;
+      node->dropped.store(true, std::memory_order_relaxed);  // relaxed: see TimerNode
       node->queue.store(nullptr, std::memory_order_release);  // release: as in PopDue
     }
     PublishSizes();

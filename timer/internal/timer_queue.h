@@ -42,8 +42,10 @@ struct TimerNode {
   TimerNode* run_next = nullptr;
   std::int64_t run_next_expires_ns = 0;
   // Set (under the lock) when TimerQueue::DropAll() took the node out at shutdown
-  // without firing it: Remove() then reports it as never going to fire.
-  bool dropped = false;
+  // without firing it: Remove() then reports it as never going to fire. Atomic: a
+  // periodic TimerEntry is pushed again (writing it) while KillTimer()'s Remove() may
+  // read it without the lock. relaxed: ordered by `queue`'s release and acquire.
+  Atomic<bool> dropped{false};
 };
 
 // One worker's timers, in two orders: the run, a list of nodes linked through

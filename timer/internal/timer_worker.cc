@@ -182,7 +182,7 @@ void ReleaseTimerEntry(TimerEntry* entry) {
   entry->node.expires_ns = 0;
   entry->node.fire = nullptr;
   entry->node.touches = nullptr;
-  entry->node.dropped = false;
+  entry->node.dropped.store(false, std::memory_order_relaxed);
   PooledObjects<TimerEntry>::Delete(entry);
 }
 
