@@ -149,10 +149,56 @@ TEST_P(ImbalanceTest, GroupOneRunsFibersStartedIntoGroupZero) {
   EXPECT_GT(stats[1].steals_in_same_node, 0u);
   // Chaos mode moves fibers to group 1 too (its D2), and group 0 then steals them back.
   if (testing::UnderChaos()) return;
+  // A steal takes a batch (StealBatch) and the thief queues the rest as its own, so
+  // group 0, once idle, may steal some of them back: every stolen entry is counted out
+  // of one group and into the other, and none crossed a node.
   EXPECT_EQ(stats[1].steals_in_same_node, stats[0].steals_out);
-  EXPECT_EQ(stats[0].steals_in_same_node + stats[1].steals_in_cross_node +
-                stats[0].steals_in_cross_node,
-            0u);
+  EXPECT_EQ(stats[0].steals_in_same_node, stats[1].steals_out);
+  EXPECT_EQ(stats[1].steals_in_cross_node + stats[0].steals_in_cross_node, 0u);
+}
+
+// One steal between groups feeds the thief's whole group (StealBatch): group 0's two
+// workers are held by group-local fibers, 16 fibers wait in group 0, and each of them,
+// once running, holds its worker until the end. Group 1's workers are held too until
+// all 16 are queued, so that their first steal sees them all (on a machine with many
+// cores a thief woken by the first push stole it alone, and the next one, and was
+// held: 2). Stealing one fiber per attempt, group 1's two workers could take two of
+// them at most; a batch puts the rest of the first steal into group 1's own queues.
+TEST(BatchStealTest, OneStealFeedsTheThiefsGroup) {
+  FlagRuntime runtime("0:0-1", 4, 2);
+  ASSERT_EQ(GetSchedulingGroupCount(), 2u);
+  std::atomic<bool> queued{false};
+  std::atomic<bool> release{false};
+  std::atomic<int> holders{0};
+  for (std::size_t group = 0; group < 2; ++group) {
+    for (int i = 0; i < 2; ++i) {
+      StartFiberDetached(OnGroup(group, /*local=*/true), [&, group] {
+        holders.fetch_add(1);
+        std::atomic<bool>& until = group == 0 ? release : queued;
+        EXPECT_TRUE(WaitFor([&] { return until.load(); }, std::chrono::seconds(60)));
+      });
+    }
+  }
+  ASSERT_TRUE(WaitFor([&] { return holders.load() == 4; }));
+  constexpr int kQueued = 16;
+  std::atomic<int> done{0};
+  for (int i = 0; i < kQueued; ++i) {
+    StartFiberDetached(OnGroup(0), [&] {
+      EXPECT_TRUE(WaitFor([&] { return release.load(); }, std::chrono::seconds(60)));
+      done.fetch_add(1);
+    });
+  }
+  queued.store(true);
+  // Chaos mode may queue some of them in group 1 directly (its D2): group 1's workers
+  // are then held without stealing.
+  if (!testing::UnderChaos()) {
+    // (Within the holders' 60 s, so that a failure here is the only one.)
+    EXPECT_TRUE(WaitFor([] { return GetSchedulingGroupStats()[1].steals_in_same_node >= 3; },
+                        std::chrono::seconds(30)))
+        << "group 1 stole " << GetSchedulingGroupStats()[1].steals_in_same_node;
+  }
+  release.store(true);
+  ASSERT_TRUE(WaitFor([&] { return done.load() == kQueued; }));
 }
 
 // Two nodes of one group each. With the default cross-node ratio (0) nothing crosses,

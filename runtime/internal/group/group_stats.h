@@ -61,11 +61,11 @@ class GroupStats {
     }
   }
   // A worker of this group stole an entry from a group on its node (or not).
-  void CountStealIn(bool same_node) {
-    (same_node ? steals_in_same_node_ : steals_in_cross_node_).Add(1);
+  void CountStealIn(bool same_node, std::uint64_t n = 1) {
+    (same_node ? steals_in_same_node_ : steals_in_cross_node_).Add(n);
   }
-  // Another group stole one of ours.
-  void CountStealOut() { steals_out_.Add(1); }
+  // Another group stole `n` of ours.
+  void CountStealOut(std::uint64_t n = 1) { steals_out_.Add(n); }
 
   // ---- Reading (relaxed snapshots, any thread).
 

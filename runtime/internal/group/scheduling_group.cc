@@ -184,13 +184,22 @@ void SchedulingGroup::QueueReady(FiberEntity* fiber) {
   Enqueue(EncodeEntry(fiber), !fiber->scheduling_group_local, ReadyReason::kWoken);
 }
 
-std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup* victim) {
-  const std::uintptr_t entry = victim->strategy_->Steal();
-  if (entry == 0) return 0;
+std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup* victim, std::size_t worker) {
+  std::uintptr_t stolen[kMaxStealBatch];
+  const std::size_t n = victim->strategy_->StealBatch(stolen, kMaxStealBatch);
+  if (n == 0) return 0;
   // relaxed: statistics.
-  victim->stats_.CountStealOut();
-  stats_.CountStealIn(victim->numa_node() == numa_node());
-  return entry;
+  victim->stats_.CountStealOut(n);
+  stats_.CountStealIn(victim->numa_node() == numa_node(), n);
+  if (n > 1) {
+    // Stealable in the victim, so in our group too (a fiber stolen becomes ours when
+    // it is made Running). A producer's push like any other: its wake-up tells our
+    // idle siblings, so one steal feeds the whole group.
+    bool stealable[kMaxStealBatch];
+    std::fill(stealable, stealable + n - 1, true);
+    strategy_->EnqueueBatch(stolen + 1, stealable, n - 1, worker);
+  }
+  return stolen[0];
 }
 
 }  // namespace spindle::internal

@@ -67,8 +67,13 @@ class SchedulingGroup {
   // ---- Thief side (a worker of this group, taking from another group `victim`).
 
   // A stealable entry of `victim` (counted as stolen), for this group's idle path to
-  // make Running; 0 if none. Never blocks.
-  std::uintptr_t StealEntryFrom(SchedulingGroup* victim);
+  // make Running on worker `worker` of ours; 0 if none. Never blocks. The victim may
+  // give more than one (SchedulingStrategy::StealBatch): the others are queued here as
+  // worker `worker`'s pushes, with the wake-up of any push, so our idle siblings find
+  // them in our own queues.
+  std::uintptr_t StealEntryFrom(SchedulingGroup* victim, std::size_t worker);
+  // The most entries one steal between groups takes.
+  static constexpr std::size_t kMaxStealBatch = 32;
   // A racy hint: whether stealing from this group may find something.
   bool MayHaveStealable() const { return strategy_->MayHaveStealable(); }
   // Groups whose workers may steal from this one (see SchedulingStrategy::SetThieves).

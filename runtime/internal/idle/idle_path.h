@@ -45,6 +45,10 @@ class IdlePath {
     SchedulingGroup* group;
     std::uint64_t every_n;
     std::uint64_t next_round;  // the idle round of the next attempt
+    // Whether its queues looked non-empty at our last attempt (or when our search
+    // began): what L4 polls on between attempts, so that a round without an attempt
+    // reads none of the victim's lines, which its busy workers write.
+    bool looked_stealable;
   };
   // What a worker does once announced, when its re-check found nothing: go back to
   // polling other groups, or sleep for at most `limit` (0: until woken).
@@ -60,13 +64,14 @@ class IdlePath {
   std::uintptr_t LookInGroup();
   // L2, one idle round: an attempt on each victim whose turn it is.
   std::uintptr_t TryOtherGroups();
-  // L4: whether to poll again instead of sleeping: some victim has queued fibers and
-  // our recent attempts were not all fruitless.
+  // L4: whether to poll again instead of sleeping: some victim looked non-empty at our
+  // last attempt on it and our recent attempts were not all fruitless.
   bool ShouldPollVictims() const;
   void PausePolling();
-  // L5's choice once announced: poll victims, or sleep (bounded while a victim's queue
-  // is not empty but stealing from it keeps failing).
-  Plan PlanWhenAnnounced() const;
+  // L5's choice once announced: poll victims (`searched`: we searched in this round of
+  // SearchAndSleep), or sleep (bounded while a victim's queue is not empty but we may
+  // not poll it, or stealing from it keeps failing).
+  Plan PlanWhenAnnounced(bool searched) const;
   bool VictimsHaveFibers() const;  // a racy hint
   // W4: on the notifier's slot, or in the group's poller. (Not "Sleep": Relacy defines
   // that name as a macro, and this file is built for the idle path's model too.)

@@ -55,7 +55,7 @@ SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
 
 SchedulingGroup::~SchedulingGroup() = default;
 
-std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup*) {
+std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup*, std::size_t) {
   LOG(FATAL) << "a model's group has no victims";
   return 0;
 }

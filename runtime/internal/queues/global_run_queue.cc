@@ -165,27 +165,29 @@ std::uintptr_t GlobalRunQueue::Take() {
 }
 
 std::uintptr_t GlobalRunQueue::Steal(bool* moved_pinned) {
+  for (;;) {
+    const std::uintptr_t entry = StealUnclaimed(moved_pinned);
+    if (entry == 0 || ClaimEntry(entry)) return entry;
+  }
+}
+
+std::uintptr_t GlobalRunQueue::StealUnclaimed(bool* moved_pinned) {
   constexpr std::size_t kMaxMoved = 8;  // bounds one thief's work for its victim
   std::size_t moved = 0;
   for (;;) {
     // The cheap refusal first: most heads are stealable, or the ring is empty.
     std::uintptr_t entry = ring_.Steal();  // thieves leave the overflow list alone
-    if (entry == 0) {
-      if (moved == kMaxMoved || ring_.UnsafeEmpty()) return 0;
-      bool pinned = false;
-      entry = ring_.PopReportingPin(&pinned);
-      if (entry == 0) return 0;
-      if (pinned) {
-        OsMutexGuard lock(overflow_lock_);
-        overflow_.push_back(entry);
-        overflow_size_.fetch_add(1, std::memory_order_relaxed);  // relaxed: see Spill()
-        *moved_pinned = true;
-        ++moved;
-        continue;
-      }
-      // The head turned stealable meanwhile (another consumer took the pinned one).
-    }
-    if (ClaimEntry(entry)) return entry;
+    if (entry != 0) return entry;
+    if (moved == kMaxMoved || ring_.UnsafeEmpty()) return 0;
+    bool pinned = false;
+    entry = ring_.PopReportingPin(&pinned);
+    if (entry == 0) return 0;
+    if (!pinned) return entry;  // the head turned stealable meanwhile
+    OsMutexGuard lock(overflow_lock_);
+    overflow_.push_back(entry);
+    overflow_size_.fetch_add(1, std::memory_order_relaxed);  // relaxed: see Spill()
+    *moved_pinned = true;
+    ++moved;
   }
 }
 

@@ -55,6 +55,10 @@ class GlobalRunQueue {
   // the wake-up decision a producer makes, since the entry was out of every queue for
   // a moment. At most a few are moved per call.
   std::uintptr_t Steal(bool* moved_pinned);
+  // Steal() without the claim: the entry as it was queued, for a thief that queues it
+  // in its own group (SchedulingStrategy::StealBatch), to be claimed by whoever takes
+  // it there. A descriptor whose joiner already ran it inline may be returned.
+  std::uintptr_t StealUnclaimed(bool* moved_pinned);
   // Up to `max` of the oldest entries, into `out`, NOT claimed (ClaimEntry): the caller
   // claims the one it runs and queues the rest elsewhere, to be claimed by whoever takes
   // them there. How many.

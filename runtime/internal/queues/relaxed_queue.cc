@@ -379,23 +379,28 @@ std::uintptr_t RelaxedQueue::Sweep(std::size_t start) {
   return 0;
 }
 
-std::uintptr_t RelaxedQueue::Steal(std::size_t start) {
-  for (std::size_t i = 0; i < count_; ++i) {
+std::size_t RelaxedQueue::StealMany(std::size_t start, std::uintptr_t* out,
+                                    std::size_t max) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < count_ && n < max; ++i) {
     List& list = lists_[(start + i) % count_];
     // relaxed: a hint; a thief that misses a push only steals less.
     if (list.stealable.load(std::memory_order_relaxed) == 0) continue;
     if (!list.lock.try_lock()) continue;
-    const std::size_t look = std::min(list.count, kStealLookahead);
-    for (std::size_t k = 0; k < look; ++k) {
+    // Half of this list (rounded up), so that the lists keep their relative lengths.
+    const std::size_t want = n + std::min(max - n, (list.count + 1) / 2);
+    // k counts the values skipped so far (each removal moves the later ones up).
+    for (std::size_t k = 0; n < want && k < std::min(list.count, kStealLookahead);) {
       // Skip scheduling_group_local values: they stay, in their order.
-      if ((list.items[(list.head + k) & (list.capacity - 1)].stamp_word & 1) == 0) continue;
-      const std::uintptr_t value = RemoveLocked(list, k);
-      list.lock.unlock();
-      return value;
+      if ((list.items[(list.head + k) & (list.capacity - 1)].stamp_word & 1) == 0) {
+        ++k;
+        continue;
+      }
+      out[n++] = RemoveLocked(list, k);
     }
     list.lock.unlock();
   }
-  return 0;
+  return n;
 }
 
 bool RelaxedQueue::TakeBack(RelaxedCursor& cursor, std::uintptr_t value) {

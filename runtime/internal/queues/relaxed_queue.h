@@ -107,7 +107,16 @@ class RelaxedQueue {
   // kStealLookahead values of a list, trying lists that hold a stealable value from
   // `start` on (mod the count) with try_lock; the others keep their order. 0 if none
   // was found.
-  std::uintptr_t Steal(std::size_t start);
+  std::uintptr_t Steal(std::size_t start) {
+    std::uintptr_t value = 0;
+    return StealMany(start, &value, 1) != 0 ? value : 0;
+  }
+  // Steal() for up to `max` (>= 1) values: from each list in turn from `start` on (as
+  // Steal() picks them), up to half of what it holds (rounded up), its oldest stealable
+  // ones among the first kStealLookahead, each list's oldest first, into out[]. How
+  // many. The lists are many and short (a list per few fibers), so half of the queue,
+  // not half of one list, makes a batch.
+  std::size_t StealMany(std::size_t start, std::uintptr_t* out, std::size_t max);
 
   // For a joiner taking back a child it ran inline: if `value` is among the cursor's
   // recent pushes, looks for it within kTakeBackWindow of either end of the list it went

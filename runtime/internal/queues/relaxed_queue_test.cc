@@ -173,6 +173,38 @@ TEST(RelaxedQueueTest, StealSkipsValuesThatMustStayAndKeepsTheirOrder) {
   EXPECT_EQ(queue.Steal(0), V(99));
 }
 
+// A thief's batch (StealMany): half of each list in turn from `start`, oldest first,
+// skipping the values that must stay, up to `max` in all.
+TEST(RelaxedQueueTest, StealManyTakesHalfOfEachListUpToMax) {
+  RelaxedQueue queue(2, kNoNumaNode);
+  ASSERT_EQ(queue.lists(), 2u);
+  RelaxedCursor cursor;
+  // A cursor without a home pushes to random lists: fill them through Push and sort
+  // what each list holds by reading it back with StealMany at a large max.
+  for (std::size_t i = 0; i < 40; ++i) queue.Push(cursor, V(i), /*stealable=*/i % 10 != 0);
+  const std::size_t in_list0 = queue.UnsafeListSize(0);
+  const std::size_t in_list1 = queue.UnsafeListSize(1);
+  ASSERT_EQ(in_list0 + in_list1, 40u);
+  std::uintptr_t out[64];
+  const std::size_t n = queue.StealMany(0, out, 64);
+  EXPECT_EQ(n, (in_list0 + 1) / 2 + (in_list1 + 1) / 2);
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_NE((out[i] - 1) % 10, 0u) << "value " << out[i] << " must stay in its group";
+  }
+  // Each list's values came oldest first.
+  std::vector<std::uintptr_t> first_list(out, out + (in_list0 + 1) / 2);
+  EXPECT_TRUE(std::is_sorted(first_list.begin(), first_list.end()));
+  // The rest is all there, each value once.
+  std::vector<std::uintptr_t> all(out, out + n);
+  while (std::uintptr_t value = queue.Pop(cursor)) all.push_back(value);
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), 40u);
+  for (std::size_t i = 0; i < 40; ++i) EXPECT_EQ(all[i], V(i));
+  // At most max.
+  for (std::size_t i = 0; i < 40; ++i) queue.Push(cursor, V(i), true);
+  EXPECT_EQ(queue.StealMany(1, out, 3), 3u);
+}
+
 TEST(RelaxedQueueTest, TakeBackFindsRecentPushesNearEitherEndOfTheirList) {
   RelaxedQueue queue(3, kNoNumaNode);
   RelaxedCursor cursor;

@@ -107,9 +107,10 @@ class SchedulingStrategy : public NotifiedQueues {
   // with the notifier's producer side.
   virtual void Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reason,
                        std::size_t origin) = 0;
-  // `n` entries at once (all kStarted or all kWoken), waking up to `n` workers (v1
-  // wakes them at once; v2 and relaxed wake one searcher, and each searcher that finds
-  // work and was the last one wakes the next while work is queued).
+  // `n` entries at once (all kStarted, all kWoken, or stolen from another group),
+  // waking up to `n` workers (v1 wakes them at once; v2 and relaxed wake one searcher,
+  // and each searcher that finds work and was the last one wakes the next while work
+  // is queued).
   virtual void EnqueueBatch(const std::uintptr_t* entries, const bool* stealable,
                             std::size_t n, std::size_t origin) = 0;
 
@@ -149,6 +150,18 @@ class SchedulingStrategy : public NotifiedQueues {
   // ---- Victim side of stealing between groups (callers: other groups' workers).
   // A stealable entry, or 0. Never blocks; never takes a scheduling_group_local entry.
   virtual std::uintptr_t Steal() = 0;
+  // Up to `max` (>= 1) stealable entries at once, for a thief that runs the first and
+  // queues the rest in its own group (SchedulingGroup::StealEntryFrom): one steal per
+  // entry would leave a thief's group as short of work after each steal as before it,
+  // and every further attempt costs the victim's workers the cache lines the thief reads.
+  // out[0] is claimed, as Steal()'s result; out[1..n) are not (whoever takes them from
+  // the thief's queues claims them, as for any queued entry: a second claim would read
+  // as "its joiner ran it" and drop the fiber). Returns n, 0 if nothing was stolen.
+  // The default steals one (Steal()); v2 and relaxed take up to half of one queue.
+  virtual std::size_t StealBatch(std::uintptr_t* out, std::size_t /*max*/) {
+    out[0] = Steal();
+    return out[0] != 0 ? 1 : 0;
+  }
   // A racy hint: whether Steal() may find something.
   virtual bool MayHaveStealable() const = 0;
   // Wakes one sleeping worker of this group so that it searches (and polls its

@@ -187,6 +187,24 @@ std::uintptr_t StrategyRelaxed::Steal() {
   }
 }
 
+std::size_t StrategyRelaxed::StealBatch(std::uintptr_t* out, std::size_t max) {
+  for (;;) {
+    // relaxed: only spreads the thieves over the lists.
+    const std::size_t start =
+        next_victim_list_.fetch_add(1, std::memory_order_relaxed) % queue_.lists();
+    const std::size_t got = queue_.StealMany(start, out, max);
+    if (got == 0) return 0;  // every list was seen without a stealable value (or locked)
+    // The first that no joiner ran is claimed (the thief runs it); the rest stay
+    // unclaimed, less those already run inline. n <= k: compacts in place.
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < got; ++k) {
+      if (n == 0 ? !ClaimEntry(out[k]) : DropIfRunInline(out[k])) continue;
+      out[n++] = out[k];
+    }
+    if (n != 0) return n;
+  }
+}
+
 bool StrategyRelaxed::MayHaveStealable() const { return queue_.UnsafeHasStealable(); }
 
 // ---- Lifetime and statistics.

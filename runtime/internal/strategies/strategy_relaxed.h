@@ -48,6 +48,7 @@ class StrategyRelaxed final : public SchedulingStrategy {
                     std::size_t origin) override;
   std::uintptr_t TakeNext(std::size_t worker) override;
   std::uintptr_t Steal() override;
+  std::size_t StealBatch(std::uintptr_t* out, std::size_t max) override;
   bool MayHaveStealable() const override;
   bool TakeBackEntry(std::size_t worker, std::uintptr_t entry) override;
   void NoteDeadEntries() override { queue_.NoteDeadEntries(); }

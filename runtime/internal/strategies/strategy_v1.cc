@@ -53,10 +53,12 @@
 
 #include "runtime/internal/strategies/strategy_v1.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "fiber/internal/spinlock.h"
 #include "glog/logging.h"
+#include "runtime/internal/group/fiber_desc.h"
 #include "runtime/internal/idle/futex.h"
 
 namespace spindle::internal {
@@ -112,6 +114,27 @@ std::uintptr_t StrategyV1::Steal() {
   // A moved entry was out of the queue for a moment, as if pushed again: P1-P4.
   if (moved_pinned) notifier_.Notify();
   return entry;
+}
+
+std::size_t StrategyV1::StealBatch(std::uintptr_t* out, std::size_t max) {
+  // Up to half of the ring (rounded up; a racy size, which bounds how much we take, not
+  // whether we may): the first claimed (the thief runs it), the others not, less the
+  // descriptors whose joiners ran them inline.
+  bool moved_pinned = false;
+  std::size_t n = 0;
+  out[0] = queue_.Steal(&moved_pinned);
+  if (out[0] != 0) {
+    n = 1;
+    const std::size_t want = std::min(max, (queue_.UnsafeRingSize() + 1) / 2 + 1);
+    while (n < want) {
+      const std::uintptr_t entry = queue_.StealUnclaimed(&moved_pinned);
+      if (entry == 0) break;
+      if (!DropIfRunInline(entry)) out[n++] = entry;
+    }
+  }
+  // A moved entry was out of the queue for a moment, as if pushed again: P1-P4.
+  if (moved_pinned) notifier_.Notify();
+  return n;
 }
 
 bool StrategyV1::MayHaveStealable() const { return queue_.UnsafeRingSize() != 0; }

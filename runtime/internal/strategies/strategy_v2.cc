@@ -551,6 +551,64 @@ std::uintptr_t StrategyV2::Steal() {
   return 0;
 }
 
+std::size_t StrategyV2::StealBatch(std::uintptr_t* out, std::size_t max) {
+  // Where Steal() looks, in its order, but up to half of the first queue that gives
+  // anything (Go's runqsteal takes half of a P's queue). The first entry is claimed
+  // (the thief runs it); the others stay unclaimed, and descriptors whose joiners ran
+  // them inline are dropped here rather than carried to the thief's group.
+  bool moved_pinned = false;
+  std::size_t n = 0;
+  out[0] = global_.Steal(&moved_pinned);
+  if (out[0] != 0) {
+    n = 1;
+    // A racy size: it bounds how much we take, not whether we may.
+    const std::size_t want = std::min(max, (global_.UnsafeRingSize() + 1) / 2 + 1);
+    while (n < want) {
+      const std::uintptr_t entry = global_.StealUnclaimed(&moved_pinned);
+      if (entry == 0) break;
+      if (!DropIfRunInline(entry)) out[n++] = entry;
+    }
+  }
+  // A moved entry was out of the queue for a moment, as if pushed again: N1-N5.
+  if (moved_pinned) Notify();
+  if (n != 0) return n;
+  const std::size_t workers = options_.workers;
+  // relaxed: only spreads the thieves over our workers.
+  const std::size_t start = next_victim_.fetch_add(1, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < workers; ++i) {
+    Worker& victim = *workers_[(start + i) % workers];
+    const std::size_t got = victim.local.Grab(out, max, /*half=*/true);
+    if (got == 0) continue;
+    bool returned = false;
+    for (std::size_t k = 0; k < got; ++k) {  // compacts out[] in place: n <= k
+      const std::uintptr_t entry = out[k];
+      if (!IsStealable(entry)) {
+        // scheduling_group_local: it stays ours, as in Steal().
+        global_.Push(entry, /*stealable=*/false, [this] { Notify(); });
+        returned = true;
+        continue;
+      }
+      if (n == 0 ? !ClaimEntry(entry) : DropIfRunInline(entry)) continue;  // a joiner ran it
+      out[n++] = entry;
+    }
+    if (returned) Notify();  // as for any push
+    if (n != 0) return n;
+  }
+  // The inboxes last, one entry, as Steal() (timer wake-ups; rarely anything here).
+  for (std::size_t i = 0; i < workers; ++i) {
+    Worker& victim = *workers_[(start + i) % workers];
+    std::uintptr_t entry = 0;
+    if (victim.inbox.Grab(&entry, 1, /*half=*/false) == 0) continue;
+    if (IsStealable(entry)) {
+      out[0] = entry;  // a Ready fiber: nothing to claim
+      return 1;
+    }
+    global_.Push(entry, /*stealable=*/false, [this] { Notify(); });
+    Notify();
+  }
+  return 0;
+}
+
 bool StrategyV2::MayHaveStealable() const {
   if (global_.UnsafeRingSize() != 0) return true;
   for (std::size_t i = 0; i < options_.workers; ++i) {
