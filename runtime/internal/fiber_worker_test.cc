@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "fiber/fiber.h"
+#include "fiber/internal/fiber_entity.h"
+#include "fiber/internal/spinlock.h"
 #include "fiber/this_fiber.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
@@ -24,6 +26,7 @@
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/internal/topology.h"
 #include "runtime/runtime.h"
+#include "sync/event.h"
 
 namespace spindle::internal {
 namespace {
@@ -199,6 +202,98 @@ TEST(BatchStealTest, OneStealFeedsTheThiefsGroup) {
   }
   release.store(true);
   ASSERT_TRUE(WaitFor([&] { return done.load() == kQueued; }));
+}
+
+// A fiber woken by a worker of another group of its node that may steal from it is
+// queued in the waker's group and runs there (SchedulingGroup::QueueReady), without a
+// steal: a fork-join parent resumed by a child that another group stole must not wait
+// in its own group's global queue. Group 0's workers are all held while group 1 wakes
+// the fiber, so group 0 cannot run it (or steal it back); without the adoption group 1
+// could still run it, but only by stealing it, which the counters would show.
+struct WakeOutcome {
+  std::size_t ran_in = 99;       // the group the woken fiber ran in
+  std::uint64_t steals_by_1 = 0;  // group 1's steals meanwhile
+};
+
+WakeOutcome WakeAFiberOfGroupZeroFromGroupOne(bool local) {
+  spindle::Event event;
+  std::atomic<FiberEntity*> parked{nullptr};
+  std::atomic<std::size_t> ran_in{99};
+  std::atomic<bool> release{false};
+  std::atomic<std::size_t> held{0};
+  StartFiberDetached(OnGroup(0, local), [&] {
+    parked.store(GetCurrentFiberEntity());
+    event.Wait();
+    ran_in.store(CurrentGroup());
+  });
+  // Parked: its state, read under its lock (it cannot end before the event is set).
+  EXPECT_TRUE(WaitFor([&] {
+    FiberEntity* fiber = parked.load();
+    if (fiber == nullptr) return false;
+    std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
+    return fiber->state() == FiberState::kWaiting;
+  }));
+  const std::size_t workers = GetSchedulingGroupStats()[0].workers;
+  for (std::size_t i = 0; i < workers; ++i) {
+    StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
+      held.fetch_add(1);
+      EXPECT_TRUE(WaitFor([&] { return release.load(); }, std::chrono::seconds(60)));
+    });
+  }
+  EXPECT_TRUE(WaitFor([&] { return held.load() == workers; }));
+  const std::uint64_t steals_before = GetSchedulingGroupStats()[1].steals_in_same_node +
+                                      GetSchedulingGroupStats()[1].steals_in_cross_node;
+  std::atomic<bool> woke{false};
+  StartFiberDetached(OnGroup(1, /*local=*/true), [&] {
+    event.Set();
+    woke.store(true);
+  });
+  EXPECT_TRUE(WaitFor([&] { return woke.load(); }));
+  // Adopted: it runs in group 1 while group 0 is held. Else it waits for group 0, or
+  // for a thief: release group 0 once it has run, or after a while without it.
+  WaitFor([&] { return ran_in.load() != 99; }, std::chrono::milliseconds(200));
+  release.store(true);
+  EXPECT_TRUE(WaitFor([&] { return ran_in.load() != 99; }));
+  WakeOutcome outcome;
+  outcome.ran_in = ran_in.load();
+  outcome.steals_by_1 = GetSchedulingGroupStats()[1].steals_in_same_node +
+                        GetSchedulingGroupStats()[1].steals_in_cross_node - steals_before;
+  return outcome;
+}
+
+TEST(AdoptOnWakeTest, AFiberWokenByAnotherGroupOfItsNodeRunsThereWithoutASteal) {
+  FlagRuntime runtime("0:0-1", 4, 2);
+  ASSERT_EQ(GetSchedulingGroupCount(), 2u);
+  const WakeOutcome outcome = WakeAFiberOfGroupZeroFromGroupOne(/*local=*/false);
+  if (testing::UnderChaos()) return;  // chaos queues wake-ups in any group (its D2)
+  EXPECT_EQ(outcome.ran_in, 1u);
+  EXPECT_EQ(outcome.steals_by_1, 0u);
+}
+
+TEST(AdoptOnWakeTest, AGroupLocalFiberStaysInItsGroup) {
+  FlagRuntime runtime("0:0-1", 4, 2);
+  ASSERT_EQ(GetSchedulingGroupCount(), 2u);
+  EXPECT_EQ(WakeAFiberOfGroupZeroFromGroupOne(/*local=*/true).ran_in, 0u);
+}
+
+// Groups on two nodes, with stealing across nodes off (the default): no adoption
+// either, the fiber's memory stays on its node.
+TEST(AdoptOnWakeTest, NotAcrossNodesWhereNoStealingIs) {
+  FlagRuntime runtime("0:0;1:1", 2, 1);
+  ASSERT_EQ(GetSchedulingGroupCount(), 2u);
+  EXPECT_EQ(WakeAFiberOfGroupZeroFromGroupOne(/*local=*/false).ran_in, 0u);
+}
+
+// Nor with stealing across nodes on: a wake-up does not move a fiber to another node;
+// only a thief with nothing else to run does (here group 1's, so it runs there, stolen).
+TEST(AdoptOnWakeTest, NotAcrossNodesEvenWhereStealingIs) {
+  FlagRuntime runtime("0:0;1:1", 2, 1, /*ratio=*/16, /*cross_ratio=*/1);
+  ASSERT_EQ(GetSchedulingGroupCount(), 2u);
+  const WakeOutcome outcome = WakeAFiberOfGroupZeroFromGroupOne(/*local=*/false);
+  if (testing::UnderChaos()) return;
+  if (outcome.ran_in == 1) {
+    EXPECT_EQ(outcome.steals_by_1, 1u) << "adopted across nodes";
+  }
 }
 
 // Two nodes of one group each. With the default cross-node ratio (0) nothing crosses,

@@ -38,6 +38,19 @@ std::unique_ptr<SchedulingStrategy> MakeStrategy(const SchedulingGroupOptions& o
   return entry->create(options);
 }
 
+// Where a fiber of `group` that the thread bound as `bound` makes Ready is queued:
+// `group`, or the waker's group where that one adopts it (SchedulingGroup::AdoptsOnWake).
+SchedulingGroup* WakeTarget(SchedulingGroup* group, const BoundWorker& bound,
+                            const FiberEntity* fiber) {
+  if (bound.group == group || bound.group == nullptr || fiber->scheduling_group_local ||
+      !group->AdoptsOnWake(bound.group)) {
+    return group;
+  }
+  // The binding names its group const (the group only compares it); queueing into it
+  // is what its own workers do.
+  return const_cast<SchedulingGroup*>(bound.group);
+}
+
 }  // namespace
 
 SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
@@ -70,7 +83,11 @@ void SchedulingGroup::BindWorkerThread(std::size_t worker) {
 
 void SchedulingGroup::SetThieves(const std::vector<SchedulingGroup*>& thieves) {
   std::vector<SchedulingStrategy*> strategies;
-  for (SchedulingGroup* thief : thieves) strategies.push_back(thief->strategy_.get());
+  adopters_.clear();
+  for (SchedulingGroup* thief : thieves) {
+    strategies.push_back(thief->strategy_.get());
+    if (thief->numa_node() == numa_node()) adopters_.push_back(thief);
+  }
   strategy_->SetThieves(std::move(strategies));
 }
 
@@ -109,10 +126,11 @@ void SchedulingGroup::StartFiberOnWorker(FiberDesc* desc, std::size_t worker) {
 }
 
 template <class T>
-void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n, bool timer_round) {
-  const BoundWorker bound = *BoundWorkerSlot();
-  ForeignProducerScope scope(bound.group == nullptr);
-  const std::size_t origin = bound.group == this ? bound.index : kNoWorker;
+void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n, bool timer_round,
+                                  const SchedulingGroup* bound_group,
+                                  std::size_t bound_index) {
+  ForeignProducerScope scope(bound_group == nullptr);
+  const std::size_t origin = bound_group == this ? bound_index : kNoWorker;
   constexpr std::size_t kChunk = 64;
   std::uintptr_t entries[kChunk];
   bool stealable[kChunk];
@@ -134,7 +152,7 @@ void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n, bool timer_rou
 void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
   const BoundWorker bound = *BoundWorkerSlot();
   stats_.CountStarted(bound.group == this ? bound.index : kNoWorker, n);
-  EnqueueMany(descs, n, /*timer_round=*/false);
+  EnqueueMany(descs, n, /*timer_round=*/false, bound.group, bound.index);
 }
 
 void StartFiberIn(SchedulingGroup* group, FiberDesc* desc) { group->StartFiber(desc); }
@@ -153,7 +171,33 @@ SchedulingGroup* ThisThreadWorkerGroup(std::size_t* worker) {
 
 void QueueReadyFibers(SchedulingGroup* group, FiberEntity* const* fibers, std::size_t n,
                       bool timer_round) {
-  group->EnqueueMany(fibers, n, timer_round);
+  const BoundWorker bound = *BoundWorkerSlot();
+  // A timer round is its group's own (the TimerWorker thread is no worker; a busy
+  // worker fires its own group's timers).
+  if (!timer_round) {
+    if (bound.group != group && bound.group != nullptr && group->AdoptsOnWake(bound.group)) {
+      // Woken by a worker of an adopting group: the stealable ones go there, in chunks,
+      // in their order.
+      constexpr std::size_t kChunk = 64;
+      FiberEntity* adopted[kChunk];
+      FiberEntity* staying[kChunk];
+      for (std::size_t done = 0; done < n; done += kChunk) {
+        const std::size_t count = std::min(kChunk, n - done);
+        std::size_t a = 0, s = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+          FiberEntity* fiber = fibers[done + i];
+          (WakeTarget(group, bound, fiber) == group ? staying[s++] : adopted[a++]) = fiber;
+        }
+        if (a != 0) {
+          const_cast<SchedulingGroup*>(bound.group)
+              ->EnqueueMany(adopted, a, false, bound.group, bound.index);
+        }
+        if (s != 0) group->EnqueueMany(staying, s, false, bound.group, bound.index);
+      }
+      return;
+    }
+  }
+  group->EnqueueMany(fibers, n, timer_round, bound.group, bound.index);
 }
 
 void ResumeFiber(FiberEntity* fiber) {
@@ -172,16 +216,20 @@ void SchedulingGroup::QueueReady(FiberEntity* fiber) {
     return;
   }
   GroupStats::StampReady(fiber);
+  const BoundWorker bound = *BoundWorkerSlot();
+  // Woken by a worker of an adopting group (AdoptsOnWake): queued there, as that
+  // worker's wake-up (v2: its runnext, so it runs next).
+  SchedulingGroup* target = WakeTarget(this, bound, fiber);
+  const std::size_t origin = bound.group == target ? bound.index : kNoWorker;
   if constexpr (kTestSeams) {
     if (ChaosDecides()) {
-      const BoundWorker bound = *BoundWorkerSlot();
-      ChaosQueue(this, EncodeEntry(fiber), fiber->scheduling_group_local,
-                 ReadyReason::kWoken, bound.group == this ? bound.index : kNoWorker,
-                 bound.group == nullptr);
+      ChaosQueue(target, EncodeEntry(fiber), fiber->scheduling_group_local,
+                 ReadyReason::kWoken, origin, bound.group == nullptr);
       return;
     }
   }
-  Enqueue(EncodeEntry(fiber), !fiber->scheduling_group_local, ReadyReason::kWoken);
+  target->EnqueueFrom(origin, bound.group == nullptr, EncodeEntry(fiber),
+                      !fiber->scheduling_group_local, ReadyReason::kWoken);
 }
 
 std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup* victim, std::size_t worker) {
