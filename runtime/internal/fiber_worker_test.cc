@@ -218,10 +218,25 @@ struct WakeOutcome {
 WakeOutcome WakeAFiberOfGroupZeroFromGroupOne(bool local) {
   spindle::Event event;
   std::atomic<FiberEntity*> parked{nullptr};
+  std::atomic<std::size_t> parked_in{99};
   std::atomic<std::size_t> ran_in{99};
-  std::atomic<bool> release{false};
-  std::atomic<std::size_t> held{0};
+  std::atomic<bool> release[2] = {false, false};
+  std::atomic<std::size_t> held[2] = {0, 0};
+  // Holds every worker of `group` until release[group].
+  auto hold = [&](std::size_t group) {
+    const std::size_t workers = GetSchedulingGroupStats()[group].workers;
+    for (std::size_t i = 0; i < workers; ++i) {
+      StartFiberDetached(OnGroup(group, /*local=*/true), [&, group] {
+        held[group].fetch_add(1);
+        EXPECT_TRUE(WaitFor([&] { return release[group].load(); }, std::chrono::seconds(60)));
+      });
+    }
+    EXPECT_TRUE(WaitFor([&] { return held[group].load() == workers; }));
+  };
+  // Group 1 held while the fiber starts and parks: it cannot be stolen before.
+  hold(1);
   StartFiberDetached(OnGroup(0, local), [&] {
+    parked_in.store(CurrentGroup());
     parked.store(GetCurrentFiberEntity());
     event.Wait();
     ran_in.store(CurrentGroup());
@@ -233,14 +248,9 @@ WakeOutcome WakeAFiberOfGroupZeroFromGroupOne(bool local) {
     std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
     return fiber->state() == FiberState::kWaiting;
   }));
-  const std::size_t workers = GetSchedulingGroupStats()[0].workers;
-  for (std::size_t i = 0; i < workers; ++i) {
-    StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
-      held.fetch_add(1);
-      EXPECT_TRUE(WaitFor([&] { return release.load(); }, std::chrono::seconds(60)));
-    });
-  }
-  EXPECT_TRUE(WaitFor([&] { return held.load() == workers; }));
+  EXPECT_EQ(parked_in.load(), 0u);
+  hold(0);
+  release[1].store(true);
   const std::uint64_t steals_before = GetSchedulingGroupStats()[1].steals_in_same_node +
                                       GetSchedulingGroupStats()[1].steals_in_cross_node;
   std::atomic<bool> woke{false};
@@ -252,7 +262,7 @@ WakeOutcome WakeAFiberOfGroupZeroFromGroupOne(bool local) {
   // Adopted: it runs in group 1 while group 0 is held. Else it waits for group 0, or
   // for a thief: release group 0 once it has run, or after a while without it.
   WaitFor([&] { return ran_in.load() != 99; }, std::chrono::milliseconds(200));
-  release.store(true);
+  release[0].store(true);
   EXPECT_TRUE(WaitFor([&] { return ran_in.load() != 99; }));
   WakeOutcome outcome;
   outcome.ran_in = ran_in.load();
@@ -268,6 +278,59 @@ TEST(AdoptOnWakeTest, AFiberWokenByAnotherGroupOfItsNodeRunsThereWithoutASteal) 
   if (testing::UnderChaos()) return;  // chaos queues wake-ups in any group (its D2)
   EXPECT_EQ(outcome.ran_in, 1u);
   EXPECT_EQ(outcome.steals_by_1, 0u);
+}
+
+// The same through join(): the child's exit wakes its joiner directly (no ReadyBatch).
+// The child runs in group 1 (group-local, so the joiner cannot claim it) and ends once
+// its joiner has parked and group 0's workers are held.
+TEST(AdoptOnWakeTest, AJoinerWokenByAChildInAnotherGroupRunsThere) {
+  FlagRuntime runtime("0:0-1", 4, 2);
+  ASSERT_EQ(GetSchedulingGroupCount(), 2u);
+  std::atomic<bool> child_running{false};
+  std::atomic<bool> child_may_end{false};
+  std::atomic<FiberEntity*> joiner{nullptr};
+  std::atomic<std::size_t> joined_in{99};
+  std::atomic<std::size_t> ran_in{99};
+  std::atomic<bool> release[2] = {false, false};
+  std::atomic<std::size_t> held[2] = {0, 0};
+  auto hold = [&](std::size_t group, std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) {
+      StartFiberDetached(OnGroup(group, /*local=*/true), [&, group] {
+        held[group].fetch_add(1);
+        EXPECT_TRUE(WaitFor([&] { return release[group].load(); }, std::chrono::seconds(60)));
+      });
+    }
+    EXPECT_TRUE(WaitFor([&] { return held[group].load() == count; }));
+  };
+  Fiber child(OnGroup(1, /*local=*/true), [&] {
+    child_running.store(true);
+    EXPECT_TRUE(WaitFor([&] { return child_may_end.load(); }, std::chrono::seconds(60)));
+  });
+  ASSERT_TRUE(WaitFor([&] { return child_running.load(); }));
+  hold(1, GetSchedulingGroupStats()[1].workers - 1);  // group 1 is full: no steal
+  StartFiberDetached(OnGroup(0), [&, child = std::move(child)]() mutable {
+    joined_in.store(CurrentGroup());
+    joiner.store(GetCurrentFiberEntity());
+    child.join();
+    ran_in.store(CurrentGroup());
+  });
+  EXPECT_TRUE(WaitFor([&] {
+    FiberEntity* fiber = joiner.load();
+    if (fiber == nullptr) return false;
+    std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
+    return fiber->state() == FiberState::kWaiting;
+  }));
+  EXPECT_EQ(joined_in.load(), 0u);
+  hold(0, GetSchedulingGroupStats()[0].workers);
+  const std::uint64_t steals_before = GetSchedulingGroupStats()[1].steals_in_same_node;
+  release[1].store(true);
+  child_may_end.store(true);
+  WaitFor([&] { return ran_in.load() != 99; }, std::chrono::milliseconds(200));
+  release[0].store(true);
+  ASSERT_TRUE(WaitFor([&] { return ran_in.load() != 99; }));
+  if (testing::UnderChaos()) return;
+  EXPECT_EQ(ran_in.load(), 1u);
+  EXPECT_EQ(GetSchedulingGroupStats()[1].steals_in_same_node - steals_before, 0u);
 }
 
 TEST(AdoptOnWakeTest, AGroupLocalFiberStaysInItsGroup) {
