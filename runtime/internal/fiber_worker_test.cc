@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -160,6 +161,43 @@ TEST_P(ImbalanceTest, GroupOneRunsFibersStartedIntoGroupZero) {
   EXPECT_EQ(stats[1].steals_in_cross_node + stats[0].steals_in_cross_node, 0u);
 }
 
+// Holds workers of a runtime's first two groups with group-local fibers (they cannot
+// be stolen) until released. Its fibers refer to it: the destructor releases them all
+// and waits for them to end.
+class GroupHolders {
+ public:
+  GroupHolders() = default;
+  GroupHolders(const GroupHolders&) = delete;
+  GroupHolders& operator=(const GroupHolders&) = delete;
+  ~GroupHolders() {
+    Release(0);
+    Release(1);
+    EXPECT_TRUE(WaitFor([&] { return ended_.load() == started_; }));
+  }
+
+  // Holds `count` workers of `group` (all of them by default); returns once they hold.
+  void Hold(std::size_t group, std::size_t count = SIZE_MAX) {
+    if (count == SIZE_MAX) count = GetSchedulingGroupStats()[group].workers;
+    const std::size_t target = held_[group].load() + count;
+    for (std::size_t i = 0; i < count; ++i) {
+      ++started_;
+      StartFiberDetached(OnGroup(group, /*local=*/true), [this, group] {
+        held_[group].fetch_add(1);
+        EXPECT_TRUE(WaitFor([&] { return release_[group].load(); }, std::chrono::seconds(60)));
+        ended_.fetch_add(1);
+      });
+    }
+    EXPECT_TRUE(WaitFor([&] { return held_[group].load() == target; }));
+  }
+  void Release(std::size_t group) { release_[group].store(true); }
+
+ private:
+  std::atomic<bool> release_[2] = {false, false};
+  std::atomic<std::size_t> held_[2] = {0, 0};
+  std::atomic<std::size_t> ended_{0};
+  std::size_t started_ = 0;  // by the test's thread only
+};
+
 // One steal between groups feeds the thief's whole group (StealBatch): group 0's two
 // workers are held by group-local fibers, 16 fibers wait in group 0, and each of them,
 // once running, holds its worker until the end. Group 1's workers are held too until
@@ -170,37 +208,31 @@ TEST_P(ImbalanceTest, GroupOneRunsFibersStartedIntoGroupZero) {
 TEST(BatchStealTest, OneStealFeedsTheThiefsGroup) {
   FlagRuntime runtime("0:0-1", 4, 2);
   ASSERT_EQ(GetSchedulingGroupCount(), 2u);
-  std::atomic<bool> queued{false};
   std::atomic<bool> release{false};
-  std::atomic<int> holders{0};
-  for (std::size_t group = 0; group < 2; ++group) {
-    for (int i = 0; i < 2; ++i) {
-      StartFiberDetached(OnGroup(group, /*local=*/true), [&, group] {
-        holders.fetch_add(1);
-        std::atomic<bool>& until = group == 0 ? release : queued;
-        EXPECT_TRUE(WaitFor([&] { return until.load(); }, std::chrono::seconds(60)));
-      });
-    }
-  }
-  ASSERT_TRUE(WaitFor([&] { return holders.load() == 4; }));
   constexpr int kQueued = 16;
   std::atomic<int> done{0};
-  for (int i = 0; i < kQueued; ++i) {
-    StartFiberDetached(OnGroup(0), [&] {
-      EXPECT_TRUE(WaitFor([&] { return release.load(); }, std::chrono::seconds(60)));
-      done.fetch_add(1);
-    });
+  {
+    GroupHolders holders;
+    holders.Hold(0);
+    holders.Hold(1);
+    for (int i = 0; i < kQueued; ++i) {
+      StartFiberDetached(OnGroup(0), [&] {
+        EXPECT_TRUE(WaitFor([&] { return release.load(); }, std::chrono::seconds(60)));
+        done.fetch_add(1);
+      });
+    }
+    holders.Release(1);  // all 16 are queued
+    // Chaos mode may queue some of them in group 1 directly (its D2): group 1's workers
+    // are then held without stealing.
+    if (!testing::UnderChaos()) {
+      // (Within the holders' 60 s, so that a failure here is the only one.)
+      EXPECT_TRUE(
+          WaitFor([] { return GetSchedulingGroupStats()[1].steals_in_same_node >= 3; },
+                  std::chrono::seconds(30)))
+          << "group 1 stole " << GetSchedulingGroupStats()[1].steals_in_same_node;
+    }
+    release.store(true);
   }
-  queued.store(true);
-  // Chaos mode may queue some of them in group 1 directly (its D2): group 1's workers
-  // are then held without stealing.
-  if (!testing::UnderChaos()) {
-    // (Within the holders' 60 s, so that a failure here is the only one.)
-    EXPECT_TRUE(WaitFor([] { return GetSchedulingGroupStats()[1].steals_in_same_node >= 3; },
-                        std::chrono::seconds(30)))
-        << "group 1 stole " << GetSchedulingGroupStats()[1].steals_in_same_node;
-  }
-  release.store(true);
   ASSERT_TRUE(WaitFor([&] { return done.load() == kQueued; }));
 }
 
@@ -220,54 +252,44 @@ WakeOutcome WakeAFiberOfGroupZeroFromGroupOne(bool local) {
   std::atomic<FiberEntity*> parked{nullptr};
   std::atomic<std::size_t> parked_in{99};
   std::atomic<std::size_t> ran_in{99};
-  std::atomic<bool> release[2] = {false, false};
-  std::atomic<std::size_t> held[2] = {0, 0};
-  // Holds every worker of `group` until release[group].
-  auto hold = [&](std::size_t group) {
-    const std::size_t workers = GetSchedulingGroupStats()[group].workers;
-    for (std::size_t i = 0; i < workers; ++i) {
-      StartFiberDetached(OnGroup(group, /*local=*/true), [&, group] {
-        held[group].fetch_add(1);
-        EXPECT_TRUE(WaitFor([&] { return release[group].load(); }, std::chrono::seconds(60)));
-      });
-    }
-    EXPECT_TRUE(WaitFor([&] { return held[group].load() == workers; }));
-  };
-  // Group 1 held while the fiber starts and parks: it cannot be stolen before.
-  hold(1);
-  StartFiberDetached(OnGroup(0, local), [&] {
-    parked_in.store(CurrentGroup());
-    parked.store(GetCurrentFiberEntity());
-    event.Wait();
-    ran_in.store(CurrentGroup());
-  });
-  // Parked: its state, read under its lock (it cannot end before the event is set).
-  EXPECT_TRUE(WaitFor([&] {
-    FiberEntity* fiber = parked.load();
-    if (fiber == nullptr) return false;
-    std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
-    return fiber->state() == FiberState::kWaiting;
-  }));
-  EXPECT_EQ(parked_in.load(), 0u);
-  hold(0);
-  release[1].store(true);
-  const std::uint64_t steals_before = GetSchedulingGroupStats()[1].steals_in_same_node +
-                                      GetSchedulingGroupStats()[1].steals_in_cross_node;
   std::atomic<bool> woke{false};
-  StartFiberDetached(OnGroup(1, /*local=*/true), [&] {
-    event.Set();
-    woke.store(true);
-  });
-  EXPECT_TRUE(WaitFor([&] { return woke.load(); }));
-  // Adopted: it runs in group 1 while group 0 is held. Else it waits for group 0, or
-  // for a thief: release group 0 once it has run, or after a while without it.
-  WaitFor([&] { return ran_in.load() != 99; }, std::chrono::milliseconds(200));
-  release[0].store(true);
-  EXPECT_TRUE(WaitFor([&] { return ran_in.load() != 99; }));
   WakeOutcome outcome;
-  outcome.ran_in = ran_in.load();
-  outcome.steals_by_1 = GetSchedulingGroupStats()[1].steals_in_same_node +
-                        GetSchedulingGroupStats()[1].steals_in_cross_node - steals_before;
+  {
+    GroupHolders holders;
+    // Group 1 held while the fiber starts and parks: it cannot be stolen before.
+    holders.Hold(1);
+    StartFiberDetached(OnGroup(0, local), [&] {
+      parked_in.store(CurrentGroup());
+      parked.store(GetCurrentFiberEntity());
+      event.Wait();
+      ran_in.store(CurrentGroup());  // the last access to this frame's locals
+    });
+    // Parked: its state, read under its lock (it cannot end before the event is set).
+    EXPECT_TRUE(WaitFor([&] {
+      FiberEntity* fiber = parked.load();
+      if (fiber == nullptr) return false;
+      std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
+      return fiber->state() == FiberState::kWaiting;
+    }));
+    EXPECT_EQ(parked_in.load(), 0u);
+    holders.Hold(0);
+    holders.Release(1);
+    const std::uint64_t steals_before = GetSchedulingGroupStats()[1].steals_in_same_node +
+                                        GetSchedulingGroupStats()[1].steals_in_cross_node;
+    StartFiberDetached(OnGroup(1, /*local=*/true), [&] {
+      event.Set();
+      woke.store(true);  // the last access to this frame's locals
+    });
+    EXPECT_TRUE(WaitFor([&] { return woke.load(); }));
+    // Adopted: it runs in group 1 while group 0 is held. Else it waits for group 0, or
+    // for a thief: release group 0 once it has run, or after a while without it.
+    WaitFor([&] { return ran_in.load() != 99; }, std::chrono::milliseconds(200));
+    holders.Release(0);
+    EXPECT_TRUE(WaitFor([&] { return ran_in.load() != 99; }));
+    outcome.ran_in = ran_in.load();
+    outcome.steals_by_1 = GetSchedulingGroupStats()[1].steals_in_same_node +
+                          GetSchedulingGroupStats()[1].steals_in_cross_node - steals_before;
+  }
   return outcome;
 }
 
@@ -291,28 +313,18 @@ TEST(AdoptOnWakeTest, AJoinerWokenByAChildInAnotherGroupRunsThere) {
   std::atomic<FiberEntity*> joiner{nullptr};
   std::atomic<std::size_t> joined_in{99};
   std::atomic<std::size_t> ran_in{99};
-  std::atomic<bool> release[2] = {false, false};
-  std::atomic<std::size_t> held[2] = {0, 0};
-  auto hold = [&](std::size_t group, std::size_t count) {
-    for (std::size_t i = 0; i < count; ++i) {
-      StartFiberDetached(OnGroup(group, /*local=*/true), [&, group] {
-        held[group].fetch_add(1);
-        EXPECT_TRUE(WaitFor([&] { return release[group].load(); }, std::chrono::seconds(60)));
-      });
-    }
-    EXPECT_TRUE(WaitFor([&] { return held[group].load() == count; }));
-  };
+  GroupHolders holders;
   Fiber child(OnGroup(1, /*local=*/true), [&] {
     child_running.store(true);
     EXPECT_TRUE(WaitFor([&] { return child_may_end.load(); }, std::chrono::seconds(60)));
   });
   ASSERT_TRUE(WaitFor([&] { return child_running.load(); }));
-  hold(1, GetSchedulingGroupStats()[1].workers - 1);  // group 1 is full: no steal
+  holders.Hold(1, GetSchedulingGroupStats()[1].workers - 1);  // group 1 is full: no steal
   StartFiberDetached(OnGroup(0), [&, child = std::move(child)]() mutable {
     joined_in.store(CurrentGroup());
     joiner.store(GetCurrentFiberEntity());
     child.join();
-    ran_in.store(CurrentGroup());
+    ran_in.store(CurrentGroup());  // the last access to the test's locals
   });
   EXPECT_TRUE(WaitFor([&] {
     FiberEntity* fiber = joiner.load();
@@ -321,12 +333,12 @@ TEST(AdoptOnWakeTest, AJoinerWokenByAChildInAnotherGroupRunsThere) {
     return fiber->state() == FiberState::kWaiting;
   }));
   EXPECT_EQ(joined_in.load(), 0u);
-  hold(0, GetSchedulingGroupStats()[0].workers);
+  holders.Hold(0);
   const std::uint64_t steals_before = GetSchedulingGroupStats()[1].steals_in_same_node;
-  release[1].store(true);
+  holders.Release(1);
   child_may_end.store(true);
   WaitFor([&] { return ran_in.load() != 99; }, std::chrono::milliseconds(200));
-  release[0].store(true);
+  holders.Release(0);
   ASSERT_TRUE(WaitFor([&] { return ran_in.load() != 99; }));
   if (testing::UnderChaos()) return;
   EXPECT_EQ(ran_in.load(), 1u);

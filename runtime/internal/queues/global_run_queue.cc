@@ -171,6 +171,21 @@ std::uintptr_t GlobalRunQueue::Steal(bool* moved_pinned) {
   }
 }
 
+std::size_t GlobalRunQueue::StealBatch(std::uintptr_t* out, std::size_t max,
+                                      bool* moved_pinned) {
+  out[0] = Steal(moved_pinned);
+  if (out[0] == 0) return 0;
+  std::size_t n = 1;
+  // A racy size: it bounds how much we take, not whether we may.
+  const std::size_t want = std::min(max, (ring_.UnsafeSize() + 1) / 2 + 1);
+  while (n < want) {
+    const std::uintptr_t entry = StealUnclaimed(moved_pinned);
+    if (entry == 0) break;
+    if (!DropIfRunInline(entry)) out[n++] = entry;
+  }
+  return n;
+}
+
 std::uintptr_t GlobalRunQueue::StealUnclaimed(bool* moved_pinned) {
   constexpr std::size_t kMaxMoved = 8;  // bounds one thief's work for its victim
   std::size_t moved = 0;

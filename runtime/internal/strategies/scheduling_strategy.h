@@ -86,11 +86,11 @@ struct StrategyStats {
 // are run-queue words (fiber_desc.h: a FiberEntity or a FiberDesc, tagged); the
 // strategy never dereferences them except through ClaimEntry() (dropping descriptors a
 // joiner already ran). Each entry that goes in comes out exactly once, from
-// TakeNext/StealInGroup/Steal/TakeBackEntry, or the strategy was destroyed with it queued
+// TakeNext/StealInGroup/StealBatch/TakeBackEntry, or the strategy was destroyed with it queued
 // (a CHECK in the group).
 //
 // Thread-safety: Enqueue* from any thread. TakeNext/StealInGroup by worker `worker`'s
-// thread only (`worker` < the group's size). Steal/WakeOneSleeper/MayHaveStealable from
+// thread only (`worker` < the group's size). StealBatch/WakeOneSleeper/MayHaveStealable from
 // workers of other groups. Stop from the runtime. Allocated on the group's memory node
 // (operator new below); owned by its SchedulingGroup.
 class SchedulingStrategy : public NotifiedQueues {
@@ -148,21 +148,17 @@ class SchedulingStrategy : public NotifiedQueues {
   virtual void NoteDeadEntries() = 0;
 
   // ---- Victim side of stealing between groups (callers: other groups' workers).
-  // A stealable entry, or 0. Never blocks; never takes a scheduling_group_local entry.
-  virtual std::uintptr_t Steal() = 0;
-  // Up to `max` (>= 1) stealable entries at once, for a thief that runs the first and
-  // queues the rest in its own group (SchedulingGroup::StealEntryFrom): one steal per
-  // entry would leave a thief's group as short of work after each steal as before it,
-  // and every further attempt costs the victim's workers the cache lines the thief reads.
-  // out[0] is claimed, as Steal()'s result; out[1..n) are not (whoever takes them from
+  // Up to `max` (>= 1) stealable entries, the oldest of one of the victim's queues (up
+  // to half of it; relaxed: of each of its lists), for a thief that runs the first and
+  // queues the rest in its own group (SchedulingGroup::StealEntryFrom): one fiber per
+  // steal left a thief's group as short of work after each steal as before it. out[0]
+  // is claimed (ClaimEntry: ready to run); out[1..n) are not (whoever takes them from
   // the thief's queues claims them, as for any queued entry: a second claim would read
-  // as "its joiner ran it" and drop the fiber). Returns n, 0 if nothing was stolen.
-  // The default steals one (Steal()); v2 and relaxed take up to half of one queue.
-  virtual std::size_t StealBatch(std::uintptr_t* out, std::size_t /*max*/) {
-    out[0] = Steal();
-    return out[0] != 0 ? 1 : 0;
-  }
-  // A racy hint: whether Steal() may find something.
+  // as "its joiner ran it" and drop the fiber), and descriptors their joiners already
+  // ran are dropped. Returns n, 0 if nothing was stolen. Never blocks; never takes a
+  // scheduling_group_local entry.
+  virtual std::size_t StealBatch(std::uintptr_t* out, std::size_t max) = 0;
+  // A racy hint: whether StealBatch() may find something.
   virtual bool MayHaveStealable() const = 0;
   // Wakes one sleeping worker of this group so that it searches (and polls its
   // victims); false if none sleeps.

@@ -39,9 +39,10 @@
 // from the moment it is chosen. Its W3 re-check is TakeNext, whose sweep sees every
 // list; the proof that no wake-up is lost is at the top of notifier.cc.
 //
-// Stealing between groups (Steal, for thieves): the oldest stealable fiber among the
-// first RelaxedQueue::kStealLookahead of a list, lists tried from a rotating start with
-// try_lock; scheduling_group_local fibers are skipped and keep their place.
+// Stealing between groups (StealBatch, for thieves): half of each list in turn, from a
+// rotating start with try_lock, up to the thief's batch: each list's oldest stealable
+// fibers among its first RelaxedQueue::kStealLookahead; scheduling_group_local fibers
+// are skipped and keep their place.
 
 #include "runtime/internal/strategies/strategy_relaxed.h"
 
@@ -176,16 +177,6 @@ std::uintptr_t StrategyRelaxed::TakeNext(std::size_t worker) {
 }
 
 // ---- Victim side of stealing between groups.
-
-std::uintptr_t StrategyRelaxed::Steal() {
-  for (;;) {
-    // relaxed: only spreads the thieves over the lists.
-    const std::size_t start =
-        next_victim_list_.fetch_add(1, std::memory_order_relaxed) % queue_.lists();
-    const std::uintptr_t entry = queue_.Steal(start);
-    if (entry == 0 || ClaimEntry(entry)) return entry;  // else a joiner ran it
-  }
-}
 
 std::size_t StrategyRelaxed::StealBatch(std::uintptr_t* out, std::size_t max) {
   for (;;) {

@@ -47,7 +47,6 @@ class StrategyRelaxed final : public SchedulingStrategy {
   void EnqueueWoken(const std::uintptr_t* entries, const bool* stealable, std::size_t n,
                     std::size_t origin) override;
   std::uintptr_t TakeNext(std::size_t worker) override;
-  std::uintptr_t Steal() override;
   std::size_t StealBatch(std::uintptr_t* out, std::size_t max) override;
   bool MayHaveStealable() const override;
   bool TakeBackEntry(std::size_t worker, std::uintptr_t entry) override;

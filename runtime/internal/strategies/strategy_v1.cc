@@ -21,9 +21,9 @@
 // P1-P3 like any other, so the no-lost-wake-up argument covers it unchanged.
 //
 // Stealing (between groups; the policy of when to try lives in idle_path.cc). A thief
-// (a worker of another group) calls RunQueue::Steal() on the victim's ring: it takes the
-// oldest entry unless that entry was pushed by a scheduling_group_local fiber (PIN bit),
-// so such fibers never leave their group. The stolen fiber's `scheduling_group` becomes
+// (a worker of another group) calls StealBatch(), RunQueue::Steal() on the victim's
+// ring, up to half of it: each takes the oldest entry unless that entry was pushed by a
+// scheduling_group_local fiber (PIN bit), so such fibers never leave their group. The stolen fiber's `scheduling_group` becomes
 // the thief's group before it runs (MakeRunning), so every later Resume()/Yield() queues
 // it there: it belongs to the thief from then on. Stealing only ever removes entries
 // from a victim, and every entry is still run exactly once (the ring hands each position
@@ -108,30 +108,9 @@ void StrategyV1::FinishStalledPushForTesting(std::uint64_t position, std::uintpt
 
 std::uintptr_t StrategyV1::TakeNext(std::size_t) { return queue_.Take(); }
 
-std::uintptr_t StrategyV1::Steal() {
-  bool moved_pinned = false;
-  const std::uintptr_t entry = queue_.Steal(&moved_pinned);
-  // A moved entry was out of the queue for a moment, as if pushed again: P1-P4.
-  if (moved_pinned) notifier_.Notify();
-  return entry;
-}
-
 std::size_t StrategyV1::StealBatch(std::uintptr_t* out, std::size_t max) {
-  // Up to half of the ring (rounded up; a racy size, which bounds how much we take, not
-  // whether we may): the first claimed (the thief runs it), the others not, less the
-  // descriptors whose joiners ran them inline.
   bool moved_pinned = false;
-  std::size_t n = 0;
-  out[0] = queue_.Steal(&moved_pinned);
-  if (out[0] != 0) {
-    n = 1;
-    const std::size_t want = std::min(max, (queue_.UnsafeRingSize() + 1) / 2 + 1);
-    while (n < want) {
-      const std::uintptr_t entry = queue_.StealUnclaimed(&moved_pinned);
-      if (entry == 0) break;
-      if (!DropIfRunInline(entry)) out[n++] = entry;
-    }
-  }
+  const std::size_t n = queue_.StealBatch(out, max, &moved_pinned);
   // A moved entry was out of the queue for a moment, as if pushed again: P1-P4.
   if (moved_pinned) notifier_.Notify();
   return n;

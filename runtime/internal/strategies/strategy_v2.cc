@@ -83,11 +83,11 @@
 // Pushing to one's own local queue costs the fence and two loads while anyone searches
 // or nobody sleeps: "notifies nobody unless idle workers exist and no one is looking".
 //
-// Stealing between groups (Steal, for thieves): the global queue's oldest stealable
-// entry, else one entry grabbed from a sibling's local queue. Local entries carry no
-// stealable bit, so a thief that grabs a scheduling_group_local fiber gives it back
-// through the victim's global queue (with a Notify) and tries the next queue: such a
-// fiber never leaves its group and never hides what is behind it.
+// Stealing between groups (StealBatch, for thieves): up to half of the global queue's
+// ring (its oldest stealable entries), else up to half of one worker's local queue.
+// Local entries carry no stealable bit, so a thief that grabs a scheduling_group_local
+// fiber gives it back through the victim's global queue (with a Notify) and keeps the
+// rest: such a fiber never leaves its group and never hides what is behind it.
 //
 // Rejected: Taskflow <= 3.4's "a thief stays awake while any worker is active" rule
 // (burns a core per blocked fiber; removed upstream); a lock around the global queue
@@ -516,59 +516,14 @@ bool StrategyV2::AnyQueued() const {
 
 // ---- Victim side of stealing between groups.
 
-std::uintptr_t StrategyV2::Steal() {
-  bool moved_pinned = false;
-  const std::uintptr_t stolen = global_.Steal(&moved_pinned);
-  // A moved entry was out of the queue for a moment, as if pushed again: N1-N5.
-  if (moved_pinned) Notify();
-  if (stolen != 0) return stolen;
-  const std::size_t n = options_.workers;
-  // relaxed: only spreads the thieves over our workers.
-  const std::size_t start = next_victim_.fetch_add(1, std::memory_order_relaxed);
-  for (std::size_t i = 0; i < n; ++i) {
-    Worker& victim = *workers_[(start + i) % n];
-    std::uintptr_t entry = 0;
-    while (victim.local.Grab(&entry, 1, /*half=*/false) == 1) {
-      if (!IsStealable(entry)) {
-        // scheduling_group_local: it stays ours. Back to our global queue unclaimed
-        // (whoever takes it there claims it), and our workers are told, as for any push.
-        global_.Push(entry, /*stealable=*/false, [this] { Notify(); });
-        Notify();
-        break;
-      }
-      if (ClaimEntry(entry)) return entry;  // else a joiner ran it; try the next one
-    }
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    Worker& victim = *workers_[(start + i) % n];
-    std::uintptr_t entry = 0;
-    if (victim.inbox.Grab(&entry, 1, /*half=*/false) == 0) continue;
-    if (IsStealable(entry)) return entry;  // a Ready fiber: nothing to claim
-    // As above: a scheduling_group_local fiber stays ours.
-    global_.Push(entry, /*stealable=*/false, [this] { Notify(); });
-    Notify();
-  }
-  return 0;
-}
-
 std::size_t StrategyV2::StealBatch(std::uintptr_t* out, std::size_t max) {
-  // Where Steal() looks, in its order, but up to half of the first queue that gives
-  // anything (Go's runqsteal takes half of a P's queue). The first entry is claimed
+  // The global queue, then our workers' local queues from a rotating start, then their
+  // inboxes; up to half of the first queue that gives anything (Go's runqsteal takes
+  // half of a P's queue). The first entry is claimed
   // (the thief runs it); the others stay unclaimed, and descriptors whose joiners ran
   // them inline are dropped here rather than carried to the thief's group.
   bool moved_pinned = false;
-  std::size_t n = 0;
-  out[0] = global_.Steal(&moved_pinned);
-  if (out[0] != 0) {
-    n = 1;
-    // A racy size: it bounds how much we take, not whether we may.
-    const std::size_t want = std::min(max, (global_.UnsafeRingSize() + 1) / 2 + 1);
-    while (n < want) {
-      const std::uintptr_t entry = global_.StealUnclaimed(&moved_pinned);
-      if (entry == 0) break;
-      if (!DropIfRunInline(entry)) out[n++] = entry;
-    }
-  }
+  std::size_t n = global_.StealBatch(out, max, &moved_pinned);
   // A moved entry was out of the queue for a moment, as if pushed again: N1-N5.
   if (moved_pinned) Notify();
   if (n != 0) return n;
@@ -583,7 +538,8 @@ std::size_t StrategyV2::StealBatch(std::uintptr_t* out, std::size_t max) {
     for (std::size_t k = 0; k < got; ++k) {  // compacts out[] in place: n <= k
       const std::uintptr_t entry = out[k];
       if (!IsStealable(entry)) {
-        // scheduling_group_local: it stays ours, as in Steal().
+        // scheduling_group_local: it stays ours. Back to our global queue unclaimed
+        // (whoever takes it there claims it), and our workers are told, as for any push.
         global_.Push(entry, /*stealable=*/false, [this] { Notify(); });
         returned = true;
         continue;
@@ -594,7 +550,7 @@ std::size_t StrategyV2::StealBatch(std::uintptr_t* out, std::size_t max) {
     if (returned) Notify();  // as for any push
     if (n != 0) return n;
   }
-  // The inboxes last, one entry, as Steal() (timer wake-ups; rarely anything here).
+  // The inboxes last, one entry (timer wake-ups; rarely anything here).
   for (std::size_t i = 0; i < workers; ++i) {
     Worker& victim = *workers_[(start + i) % workers];
     std::uintptr_t entry = 0;

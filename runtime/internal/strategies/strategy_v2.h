@@ -57,7 +57,6 @@ class StrategyV2 final : public SchedulingStrategy {
   std::uintptr_t TakeNext(std::size_t worker) override;
   // Siblings: half an inbox, half a local queue (or one entry), else a runnext.
   std::uintptr_t StealInGroup(std::size_t worker) override;
-  std::uintptr_t Steal() override;
   std::size_t StealBatch(std::uintptr_t* out, std::size_t max) override;
   bool MayHaveStealable() const override;
   bool TakeBackEntry(std::size_t worker, std::uintptr_t entry) override;
