@@ -64,7 +64,10 @@ class Fiber {
     // Which scheduling group runs the fiber; by default the caller's (on a worker) or
     // the groups in turn (elsewhere). Otherwise a group index < GetSchedulingGroupCount().
     std::size_t scheduling_group = kNearestSchedulingGroup;
-    // If true, the fiber never runs outside its scheduling group (never stolen).
+    // If true, the fiber never runs outside its scheduling group (never stolen, and
+    // never queued in another group that wakes it). Otherwise it may move to another
+    // group of its node: stolen by an idle one, or queued where a worker of such a
+    // group wakes it (it then belongs to that group).
     bool scheduling_group_local = false;
     // Bytes of stack for the fiber; 0: --fiber_stack_size. Other sizes are rounded up
     // to a power of two of at least 16 KiB (the stack size classes); at most 1 GiB

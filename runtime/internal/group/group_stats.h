@@ -60,7 +60,7 @@ class GroupStats {
                       : 0);
     }
   }
-  // A worker of this group stole an entry from a group on its node (or not).
+  // A worker of this group stole `n` entries from a group on its node (or not).
   void CountStealIn(bool same_node, std::uint64_t n = 1) {
     (same_node ? steals_in_same_node_ : steals_in_cross_node_).Add(n);
   }

@@ -3,8 +3,9 @@
 // Entries. A strategy queues words (fiber_desc.h): a new fiber's FiberDesc (no stack
 // yet; Instantiate() takes one on the worker that runs it, so stacks are taken and
 // returned on the same thread) or a Ready FiberEntity. MakeRunning() turns a taken
-// entry into a Running fiber of its group; a fiber stolen from another group becomes
-// the thief's there, so every later ResumeFiber()/YieldFiber() queues it there.
+// entry into a Running fiber of its group; a fiber stolen from another group (or
+// adopted on a wake-up, SchedulingGroup::AdoptsOnWake) becomes that group's there, so
+// every later YieldFiber(), and ResumeFiber() but for another adoption, queues it there.
 //
 // Parking. A fiber parks (ParkFiber) while holding its own scheduler lock; the context
 // it switches to releases the lock in its landing hook (FiberEntity::SwitchTo).

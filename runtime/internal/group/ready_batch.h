@@ -16,8 +16,10 @@ class SchedulingGroup;  // scheduling_group.h
 struct FiberDesc;       // fiber_desc.h
 
 // What the layers above the scheduler (sync/, timer/, fiber/) need to block and wake
-// fibers, and the timer thread to start them, without the scheduler's headers. Each call goes to the fiber's own scheduling
-// group (FiberEntity::scheduling_group), whatever strategy it runs.
+// fibers, and the timer thread to start them, without the scheduler's headers. Each call
+// goes to the fiber's own scheduling group (FiberEntity::scheduling_group), whatever
+// strategy it runs, or, for a wake-up by a worker of another group of its node that may
+// steal from it, to that worker's group (SchedulingGroup::AdoptsOnWake).
 //
 // The functions below are declared here and defined in scheduling_group.cc: a direct
 // call resolved at link time, no function pointer on the paths every wake-up and park
@@ -50,7 +52,8 @@ std::size_t GroupWorkerCount(const SchedulingGroup* group);
 // The group whose worker this thread is, with its number in `*worker`; null on a
 // thread that is no worker. Read afresh after any switch (a fiber may move).
 SchedulingGroup* ThisThreadWorkerGroup(std::size_t* worker);
-// Queues `n` Ready fibers of `group` at once and wakes up to `n` workers; with
+// Queues `n` Ready fibers of `group` at once and wakes up to `n` workers (those that
+// the calling worker's group adopts, AdoptsOnWake, are queued there instead); with
 // `timer_round`, as the fibers woken by one firing round of the group's timers
 // (SchedulingStrategy::EnqueueWoken: v2 runs them ahead of its local queues). What
 // ReadyBatch's destructor calls for each group's share. Any thread.

@@ -40,7 +40,8 @@
 //       already cleared our bit (P3) spent its Wake() on us, and its fiber may be among
 //       them (the banked count makes our next Wait() return early: harmless).
 //       Otherwise, if the group is stopping or our worker has a victim with fibers to
-//       steal (T2 below), clear our bit and return without sleeping.
+//       steal that it may poll (T2 of strategy_v1.cc), clear our bit and return without
+//       sleeping (with such a victim and no leave to poll: sleep for at most 1 ms).
 //   W4. Otherwise Wait() on our slot. Woken by a producer (our bit was cleared for us),
 //       we look once more (the poll its wake-up paid for), and if we got a fiber and
 //       the queue still holds fibers, wake another worker ("more work"); if the look

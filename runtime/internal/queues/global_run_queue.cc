@@ -165,35 +165,39 @@ std::uintptr_t GlobalRunQueue::Take() {
 }
 
 std::uintptr_t GlobalRunQueue::Steal(bool* moved_pinned) {
+  std::size_t moved = 0;
   for (;;) {
-    const std::uintptr_t entry = StealUnclaimed(moved_pinned);
+    const std::uintptr_t entry = StealUnclaimed(moved_pinned, &moved);
     if (entry == 0 || ClaimEntry(entry)) return entry;
   }
 }
 
 std::size_t GlobalRunQueue::StealBatch(std::uintptr_t* out, std::size_t max,
                                       bool* moved_pinned) {
-  out[0] = Steal(moved_pinned);
-  if (out[0] == 0) return 0;
-  std::size_t n = 1;
+  std::size_t moved = 0;  // one bound for the whole batch
+  std::size_t n = 0;
+  while (n == 0) {  // the first, claimed
+    const std::uintptr_t entry = StealUnclaimed(moved_pinned, &moved);
+    if (entry == 0) return 0;
+    if (ClaimEntry(entry)) out[n++] = entry;
+  }
   // A racy size: it bounds how much we take, not whether we may.
   const std::size_t want = std::min(max, (ring_.UnsafeSize() + 1) / 2 + 1);
   while (n < want) {
-    const std::uintptr_t entry = StealUnclaimed(moved_pinned);
+    const std::uintptr_t entry = StealUnclaimed(moved_pinned, &moved);
     if (entry == 0) break;
     if (!DropIfRunInline(entry)) out[n++] = entry;
   }
   return n;
 }
 
-std::uintptr_t GlobalRunQueue::StealUnclaimed(bool* moved_pinned) {
+std::uintptr_t GlobalRunQueue::StealUnclaimed(bool* moved_pinned, std::size_t* moved) {
   constexpr std::size_t kMaxMoved = 8;  // bounds one thief's work for its victim
-  std::size_t moved = 0;
   for (;;) {
     // The cheap refusal first: most heads are stealable, or the ring is empty.
     std::uintptr_t entry = ring_.Steal();  // thieves leave the overflow list alone
     if (entry != 0) return entry;
-    if (moved == kMaxMoved || ring_.UnsafeEmpty()) return 0;
+    if (*moved == kMaxMoved || ring_.UnsafeEmpty()) return 0;
     bool pinned = false;
     entry = ring_.PopReportingPin(&pinned);
     if (entry == 0) return 0;
@@ -202,7 +206,7 @@ std::uintptr_t GlobalRunQueue::StealUnclaimed(bool* moved_pinned) {
     overflow_.push_back(entry);
     overflow_size_.fetch_add(1, std::memory_order_relaxed);  // relaxed: see Spill()
     *moved_pinned = true;
-    ++moved;
+    ++*moved;
   }
 }
 

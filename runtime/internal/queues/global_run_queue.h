@@ -57,7 +57,8 @@ class GlobalRunQueue {
   std::uintptr_t Steal(bool* moved_pinned);
   // Steal(), then up to `max` - 1 more (at most half the ring, rounded up, and 1) for
   // SchedulingStrategy::StealBatch: out[0] claimed, the others not (descriptors their
-  // joiners already ran are dropped). How many; `*moved_pinned` as for Steal().
+  // joiners already ran are dropped). How many; `*moved_pinned` as for Steal(), with
+  // at most a few moved in all.
   std::size_t StealBatch(std::uintptr_t* out, std::size_t max, bool* moved_pinned);
   // Up to `max` of the oldest entries, into `out`, NOT claimed (ClaimEntry): the caller
   // claims the one it runs and queues the rest elsewhere, to be claimed by whoever takes
@@ -106,8 +107,9 @@ class GlobalRunQueue {
 
  private:
   // Steal() without the claim: the entry as it was queued (a descriptor whose joiner
-  // already ran it inline may be returned).
-  std::uintptr_t StealUnclaimed(bool* moved_pinned);
+  // already ran it inline may be returned). `*moved` counts the pinned entries moved by
+  // the caller's calls so far (at most a few per Steal() or StealBatch()).
+  std::uintptr_t StealUnclaimed(bool* moved_pinned, std::size_t* moved);
   void PushSlow(std::uintptr_t entry, bool stealable, absl::FunctionRef<void()> make_room);
   // A runtime thread's entries that found the ring full: to the overflow list, in
   // order, under one lock; counted in spills().

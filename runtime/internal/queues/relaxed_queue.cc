@@ -63,7 +63,8 @@
 //   - Steal() and TakeBack() are ours. Stealing between groups must leave
 //     scheduling_group_local fibers in their group without letting them hide the
 //     stealable ones behind them: a thief looks up to kStealLookahead items deep into
-//     lists whose count of stealable items is not 0, and takes one out of the middle.
+//     lists whose count of stealable items is not 0, and takes them out of the middle
+//     (StealMany: up to half of each list).
 //     A joiner takes back the children it ran inline: each cursor remembers its last
 //     kRecentPushes pushes and their lists, and TakeBack() looks for the value near
 //     both ends of its list (without it, a fiber that starts and joins children in a

@@ -23,9 +23,9 @@
 // Stealing (between groups; the policy of when to try lives in idle_path.cc). A thief
 // (a worker of another group) calls StealBatch(), RunQueue::Steal() on the victim's
 // ring, up to half of it: each takes the oldest entry unless that entry was pushed by a
-// scheduling_group_local fiber (PIN bit), so such fibers never leave their group. The stolen fiber's `scheduling_group` becomes
-// the thief's group before it runs (MakeRunning), so every later Resume()/Yield() queues
-// it there: it belongs to the thief from then on. Stealing only ever removes entries
+// scheduling_group_local fiber (PIN bit), so such fibers never leave their group. The
+// stolen fiber's `scheduling_group` becomes the thief's group before it runs
+// (MakeRunning): it belongs to the thief from then on. Stealing only ever removes entries
 // from a victim, and every entry is still run exactly once (the ring hands each position
 // to one taker), so the no-lost-wake-up argument above is unchanged: a claimed spinner
 // or a woken sleeper whose fiber was stolen finds the queue empty and goes idle, which
@@ -41,13 +41,14 @@
 //       workers are busy and a thief sleeps (an awake thief is not woken again).
 //   T2. No lost steal. A thief about to sleep runs W1 and W2, then, in W3, after its
 //       own queue, asks its worker whether a victim's queue holds fibers; if so it
-//       does not sleep and polls its victims instead (or, when its recent attempts all
-//       failed, sleeps for at most 1 ms and looks again). Against the producer's push, P1
+//       does not sleep and polls its victims instead if it searched (or sleeps for at
+//       most 1 ms and looks again: a worker the notifier did not let search, or one
+//       whose recent attempts all failed; idle_path.cc, L4 and L5). Against the producer's push, P1
 //       and its read of the thief's sleeping mask in T1, that is the same Dekker pair as
 //       above: either the producer sees the thief's bit and wakes it, or the thief sees
 //       the fiber. So a stealable fiber queued behind busy workers is always seen by
-//       some awake thief (unless a non-stealable entry is ahead of it: Steal() looks at
-//       the oldest entry only). Missing a thief never strands a fiber: our own workers
+//       some awake thief within 1 ms (unless a non-stealable entry is ahead of it:
+//       RunQueue::Steal() looks at the oldest entry only). Missing a thief never strands a fiber: our own workers
 //       still run everything queued here. A fiber re-queued by Yield() or Dispatch()
 //       (RequeueBeforeSwitch) is pushed with P1-P4 like any other, so T1 covers it too.
 

@@ -532,22 +532,25 @@ std::size_t StrategyV2::StealBatch(std::uintptr_t* out, std::size_t max) {
   const std::size_t start = next_victim_.fetch_add(1, std::memory_order_relaxed);
   for (std::size_t i = 0; i < workers; ++i) {
     Worker& victim = *workers_[(start + i) % workers];
-    const std::size_t got = victim.local.Grab(out, max, /*half=*/true);
-    if (got == 0) continue;
-    bool returned = false;
-    for (std::size_t k = 0; k < got; ++k) {  // compacts out[] in place: n <= k
-      const std::uintptr_t entry = out[k];
+    // One entry per Grab, so that a scheduling_group_local one ends the batch where it
+    // stands: it alone leaves its queue (for our global queue), as with one fiber per
+    // steal, and the ones behind it keep their place and order. A racy size: it bounds
+    // how much we take, not whether we may.
+    const std::size_t want = std::min(max, (victim.local.UnsafeSize() + 1) / 2);
+    while (n < want) {
+      std::uintptr_t entry = 0;
+      if (victim.local.Grab(&entry, 1, /*half=*/false) == 0) break;
+      if (DropIfRunInline(entry)) continue;  // a joiner ran it: the queue's reference goes
       if (!IsStealable(entry)) {
-        // scheduling_group_local: it stays ours. Back to our global queue unclaimed
-        // (whoever takes it there claims it), and our workers are told, as for any push.
+        // It stays ours. Back to our global queue unclaimed (whoever takes it there
+        // claims it), and our workers are told, as for any push.
         global_.Push(entry, /*stealable=*/false, [this] { Notify(); });
-        returned = true;
-        continue;
+        Notify();
+        break;
       }
-      if (n == 0 ? !ClaimEntry(entry) : DropIfRunInline(entry)) continue;  // a joiner ran it
+      if (n == 0 && !ClaimEntry(entry)) continue;  // a joiner claimed it just now
       out[n++] = entry;
     }
-    if (returned) Notify();  // as for any push
     if (n != 0) return n;
   }
   // The inboxes last, one entry (timer wake-ups; rarely anything here).

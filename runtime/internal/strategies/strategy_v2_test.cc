@@ -134,11 +134,11 @@ TEST(StrategyV2Test, StealOneTakesOneFiber) {
   EXPECT_EQ(StolenFromASiblingOfEight(/*steal_half=*/false), 1u);
 }
 
-// A thief of another group (StealBatch) takes half of one worker's local queue, oldest
-// first: the first claimed for it to run, the others left unclaimed for whoever takes
-// them from the thief's queues. A scheduling_group_local fiber among them stays in the
-// victim's group (its global queue), and a descriptor that its joiner already ran
-// inline is dropped, not carried over.
+// A thief of another group (StealBatch) takes up to half of one worker's local queue,
+// oldest first: the first claimed for it to run, the others left unclaimed for whoever
+// takes them from the thief's queues. A descriptor that its joiner already ran inline
+// is dropped, not carried over; a scheduling_group_local fiber stays in the victim's
+// group (its global queue) and ends the batch, the ones behind it keeping their place.
 TEST(StrategyV2Test, StealBatchTakesHalfOfAWorkersQueueAndLeavesLocalFibers) {
   StrategyPtr v2 = MakeV2(2, /*spawn_lifo=*/false, /*steal_half=*/true);
   std::atomic<bool> ran_inline{true};
@@ -149,22 +149,22 @@ TEST(StrategyV2Test, StealBatchTakesHalfOfAWorkersQueueAndLeavesLocalFibers) {
       run_by_its_joiner = DecodeDesc(entry);
       run_by_its_joiner->claim = &ran_inline;  // its joiner claimed it and ran it
     }
-    DecodeDesc(entry)->scheduling_group_local = id == 4;
-    v2->Enqueue(entry, /*stealable=*/id != 4, ReadyReason::kStartedBack, /*origin=*/0);
+    DecodeDesc(entry)->scheduling_group_local = id == 6;
+    v2->Enqueue(entry, /*stealable=*/id != 6, ReadyReason::kStartedBack, /*origin=*/0);
   }
   std::uintptr_t out[32];
   const std::size_t n = v2->StealBatch(out, 32);
-  // Half of 10 is 1..5: 3 dropped, 4 kept by the victim.
+  // Half of 10 is 5: 1, 2, 4 and 5 (3 dropped), then 6 ends the batch.
   std::vector<std::uint64_t> ids;
   for (std::size_t i = 0; i < n; ++i) ids.push_back(TakeId(out[i]));
-  EXPECT_EQ(ids, (Order{1, 2, 5}));
-  // The victim keeps 6..10 in its worker's queue and 4 in its global queue (the
+  EXPECT_EQ(ids, (Order{1, 2, 4, 5}));
+  // The victim keeps 7..10 in its worker's queue and 6 in its global queue (the
   // global queue is looked at every 61st take; a worker whose queues are empty looks).
   std::vector<std::uint64_t> left;
   while (std::uintptr_t entry = v2->TakeNext(0)) left.push_back(TakeId(entry));
   while (std::uintptr_t entry = v2->TakeNext(1)) left.push_back(TakeId(entry));
   std::sort(left.begin(), left.end());
-  EXPECT_EQ(left, (Order{4, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(left, (Order{6, 7, 8, 9, 10}));
   // The queue's reference was dropped by the steal; the joiner's is the last.
   EXPECT_EQ(run_by_its_joiner->run_inline_refs.load(), 1);
   ReleaseRunInlineDesc(run_by_its_joiner);
