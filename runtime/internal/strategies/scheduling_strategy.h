@@ -148,8 +148,8 @@ class SchedulingStrategy : public NotifiedQueues {
   virtual void NoteDeadEntries() = 0;
 
   // ---- Victim side of stealing between groups (callers: other groups' workers).
-  // Up to `max` (>= 1) stealable entries, the oldest of one of the victim's queues (up
-  // to half of it; relaxed: of each of its lists), for a thief that runs the first and
+  // Up to `max` (>= 1) stealable entries, the oldest of one of the victim's queues (v2:
+  // up to half of it; relaxed: of each of its lists; v1: one), for a thief that runs the first and
   // queues the rest in its own group (SchedulingGroup::StealEntryFrom): one fiber per
   // steal left a thief's group as short of work after each steal as before it. out[0]
   // is claimed (ClaimEntry: ready to run); out[1..n) are not (whoever takes them from

@@ -22,8 +22,9 @@
 //
 // Stealing (between groups; the policy of when to try lives in idle_path.cc). A thief
 // (a worker of another group) calls StealBatch(), RunQueue::Steal() on the victim's
-// ring, up to half of it: each takes the oldest entry unless that entry was pushed by a
-// scheduling_group_local fiber (PIN bit), so such fibers never leave their group. The
+// ring (one entry per steal under v1): it takes the oldest entry unless that entry was
+// pushed by a scheduling_group_local fiber (PIN bit), so such fibers never leave their
+// group. The
 // stolen fiber's `scheduling_group` becomes the thief's group before it runs
 // (MakeRunning): it belongs to the thief from then on. Stealing only ever removes entries
 // from a victim, and every entry is still run exactly once (the ring hands each position
@@ -109,9 +110,13 @@ void StrategyV1::FinishStalledPushForTesting(std::uint64_t position, std::uintpt
 
 std::uintptr_t StrategyV1::TakeNext(std::size_t) { return queue_.Take(); }
 
-std::size_t StrategyV1::StealBatch(std::uintptr_t* out, std::size_t max) {
+std::size_t StrategyV1::StealBatch(std::uintptr_t* out, std::size_t /*max*/) {
+  // One fiber per steal, as before batches: the thief would queue the rest with
+  // EnqueueBatch, which under v1 wakes a worker per fiber (NotifyMany). With batches
+  // (and searcher-only polling, measured together) 16 workers in two groups ran fib
+  // 1.4-1.5x slower under v1 (a 16-core machine, two runs each); v2 and relaxed did not.
   bool moved_pinned = false;
-  const std::size_t n = queue_.StealBatch(out, max, &moved_pinned);
+  const std::size_t n = queue_.StealBatch(out, 1, &moved_pinned);
   // A moved entry was out of the queue for a moment, as if pushed again: P1-P4.
   if (moved_pinned) notifier_.Notify();
   return n;
