@@ -243,6 +243,17 @@ TEST(BatchStealTest, OneStealFeedsTheThiefsGroup) {
 // in its own group's global queue. Group 0's workers are all held while group 1 wakes
 // the fiber, so group 0 cannot run it (or steal it back); without the adoption group 1
 // could still run it, but only by stealing it, which the counters would show.
+// Waits until the fiber published in `fiber` has parked: its state, read under its
+// lock. The fiber must not be able to end meanwhile.
+bool WaitUntilParked(const std::atomic<FiberEntity*>& fiber) {
+  return WaitFor([&] {
+    FiberEntity* entity = fiber.load();
+    if (entity == nullptr) return false;
+    std::lock_guard<Spinlock> lock(entity->scheduler_lock);
+    return entity->state() == FiberState::kWaiting;
+  });
+}
+
 struct WakeOutcome {
   std::size_t ran_in = 99;       // the group the woken fiber ran in
   std::uint64_t steals_by_1 = 0;  // group 1's steals meanwhile
@@ -265,13 +276,8 @@ WakeOutcome WakeAFiberOfGroupZeroFromGroupOne(bool local) {
       event.Wait();
       ran_in.store(CurrentGroup());  // the last access to this frame's locals
     });
-    // Parked: its state, read under its lock (it cannot end before the event is set).
-    EXPECT_TRUE(WaitFor([&] {
-      FiberEntity* fiber = parked.load();
-      if (fiber == nullptr) return false;
-      std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
-      return fiber->state() == FiberState::kWaiting;
-    }));
+    // (It cannot end before the event is set.)
+    EXPECT_TRUE(WaitUntilParked(parked));
     EXPECT_EQ(parked_in.load(), 0u);
     holders.Hold(0);
     holders.Release(1);
@@ -327,12 +333,7 @@ TEST(AdoptOnWakeTest, AJoinerWokenByAChildInAnotherGroupRunsThere) {
     child.join();
     ran_in.store(CurrentGroup());  // the last access to the test's locals
   });
-  EXPECT_TRUE(WaitFor([&] {
-    FiberEntity* fiber = joiner.load();
-    if (fiber == nullptr) return false;
-    std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
-    return fiber->state() == FiberState::kWaiting;
-  }));
+  EXPECT_TRUE(WaitUntilParked(joiner));  // (it cannot end before the child does)
   EXPECT_EQ(joined_in.load(), 0u);
   holders.Hold(0);
   const std::uint64_t steals_before = GetSchedulingGroupStats()[1].steals_in_same_node;

@@ -40,9 +40,11 @@ std::unique_ptr<SchedulingStrategy> MakeStrategy(const SchedulingGroupOptions& o
 
 // Where a fiber of `group` that the thread bound as `bound` makes Ready is queued:
 // `group`, or the waker's group where that one adopts it (SchedulingGroup::AdoptsOnWake).
+// `fiber` null: where such a fiber goes unless it is scheduling_group_local.
 SchedulingGroup* WakeTarget(SchedulingGroup* group, const BoundWorker& bound,
                             const FiberEntity* fiber) {
-  if (bound.group == group || bound.group == nullptr || fiber->scheduling_group_local ||
+  if (bound.group == group || bound.group == nullptr ||
+      (fiber != nullptr && fiber->scheduling_group_local) ||
       !group->AdoptsOnWake(bound.group)) {
     return group;
   }
@@ -175,9 +177,9 @@ void QueueReadyFibers(SchedulingGroup* group, FiberEntity* const* fibers, std::s
   // A timer round is its group's own (the TimerWorker thread is no worker; a busy
   // worker fires its own group's timers).
   if (!timer_round) {
-    if (bound.group != group && bound.group != nullptr && group->AdoptsOnWake(bound.group)) {
-      // Woken by a worker of an adopting group: the stealable ones go there, in chunks,
-      // in their order.
+    if (WakeTarget(group, bound, nullptr) != group) {
+      // Woken by a worker of an adopting group: all but the scheduling_group_local ones
+      // go there, in chunks, in their order.
       constexpr std::size_t kChunk = 64;
       FiberEntity* adopted[kChunk];
       FiberEntity* staying[kChunk];
@@ -186,7 +188,7 @@ void QueueReadyFibers(SchedulingGroup* group, FiberEntity* const* fibers, std::s
         std::size_t a = 0, s = 0;
         for (std::size_t i = 0; i < count; ++i) {
           FiberEntity* fiber = fibers[done + i];
-          (WakeTarget(group, bound, fiber) == group ? staying[s++] : adopted[a++]) = fiber;
+          (fiber->scheduling_group_local ? staying[s++] : adopted[a++]) = fiber;
         }
         if (a != 0) {
           const_cast<SchedulingGroup*>(bound.group)

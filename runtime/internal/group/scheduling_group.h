@@ -86,10 +86,10 @@ class SchedulingGroup {
   // node, and the fiber is not scheduling_group_local. It becomes that group's when made
   // Running, as a stolen fiber does (Go's ready() puts a goroutine on the waker's P).
   // Queued here it would be a push from outside the group: our global queue, which busy
-  // workers look at once in 61 takes. A fork-join parent whose child another group
-  // stole waited there for the results of its children, on the whole tree's critical
-  // path: 16 workers in two groups of 8 ran fib 3x slower than 8 workers in one, with a
-  // ready-to-run p99 of 92 ms (a 16-core machine).
+  // workers look at once in 61 takes, where a fork-join parent whose child another group
+  // stole would wait for its children on the tree's critical path (16 workers in two
+  // groups of 8 ran fib 3x slower than 8 in one with a ready-to-run p99 of 92 ms, on a
+  // 16-core machine; this is the suspected cause, not yet measured there).
   bool AdoptsOnWake(const SchedulingGroup* group) const {
     for (const SchedulingGroup* adopter : adopters_) {
       if (adopter == group) return true;
@@ -134,6 +134,7 @@ class SchedulingGroup {
                    const SchedulingGroup* bound_group, std::size_t bound_index);
   // QueueReadyFiber(): `fiber` is Ready (the caller made it so under its lock).
   void QueueReady(FiberEntity* fiber);
+
   const SchedulingGroupOptions options_;
   std::unique_ptr<SchedulingStrategy> strategy_;
   BusyPoll busy_poll_;

@@ -42,11 +42,10 @@
 // where flare and tRPC returned early and so never registered same-node victims:
 // anchors_design.md §3.4).
 //   L3. An attempt takes a batch (SchedulingStrategy::StealBatch: up to half of one of
-//       the victim's queues, at most SchedulingGroup::kMaxStealBatch): we run the first
-//       and queue the rest as our own pushes, whose wake-up sends our idle siblings to
-//       them. One fiber per attempt left a thief group as short of work after each
-//       steal as before it: 16 workers in two groups of 8 ran fork-join 2.4x slower
-//       than 8 workers in one (skynet, a 16-core machine).
+//       the victim's queues, at most SchedulingGroup::kMaxStealBatch; v1: one fiber):
+//       we run the first and queue the rest as our own pushes, whose wake-up sends our
+//       idle siblings to them. One fiber per attempt left a thief group as short of
+//       work after each steal as before it.
 //   L4. Poll: while some victim looked non-empty at our last attempt on it and fewer
 //       than kMaxFruitlessSteals attempts in a row failed, a searcher searches again;
 //       a worker the notifier did not let search (it bounds searchers to half the
@@ -65,9 +64,9 @@
 //       last push, would wait for them.
 // Idle CPU: L4 polls, and L5 and the workers not let search sleep with a time limit,
 // only while a victim's queue is non-empty, so an idle runtime sleeps until woken,
-// exactly as without stealing. The
-// worst case is a victim whose queue stays non-empty with unstealable fibers at its
-// head: each thief then makes kMaxFruitlessSteals attempts per kStuckVictimRecheck.
+// exactly as without stealing. The worst case is a victim whose queue stays non-empty
+// with unstealable fibers at its head: each thief then makes kMaxFruitlessSteals
+// attempts per kStuckVictimRecheck.
 // A victim whose workers are all busy wakes a sleeping thief itself (T1 in
 // strategy_v1.cc, SchedulingStrategy::WakeUpThief).
 //

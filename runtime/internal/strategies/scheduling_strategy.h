@@ -86,12 +86,12 @@ struct StrategyStats {
 // are run-queue words (fiber_desc.h: a FiberEntity or a FiberDesc, tagged); the
 // strategy never dereferences them except through ClaimEntry() (dropping descriptors a
 // joiner already ran). Each entry that goes in comes out exactly once, from
-// TakeNext/StealInGroup/StealBatch/TakeBackEntry, or the strategy was destroyed with it queued
-// (a CHECK in the group).
+// TakeNext/StealInGroup/StealBatch/TakeBackEntry, or the strategy was destroyed with it
+// queued (a CHECK in the group).
 //
 // Thread-safety: Enqueue* from any thread. TakeNext/StealInGroup by worker `worker`'s
-// thread only (`worker` < the group's size). StealBatch/WakeOneSleeper/MayHaveStealable from
-// workers of other groups. Stop from the runtime. Allocated on the group's memory node
+// thread only (`worker` < the group's size). StealBatch/WakeOneSleeper/MayHaveStealable
+// from workers of other groups. Stop from the runtime. Allocated on the group's memory node
 // (operator new below); owned by its SchedulingGroup.
 class SchedulingStrategy : public NotifiedQueues {
  public:
@@ -149,9 +149,9 @@ class SchedulingStrategy : public NotifiedQueues {
 
   // ---- Victim side of stealing between groups (callers: other groups' workers).
   // Up to `max` (>= 1) stealable entries, the oldest of one of the victim's queues (v2:
-  // up to half of it; relaxed: of each of its lists; v1: one), for a thief that runs the first and
-  // queues the rest in its own group (SchedulingGroup::StealEntryFrom): one fiber per
-  // steal left a thief's group as short of work after each steal as before it. out[0]
+  // up to half of it; relaxed: of each of its lists; v1: one), for a thief that runs the
+  // first and queues the rest in its own group (SchedulingGroup::StealEntryFrom): one
+  // fiber per steal left a thief's group as short of work after each steal as before it. out[0]
   // is claimed (ClaimEntry: ready to run); out[1..n) are not (whoever takes them from
   // the thief's queues claims them, as for any queued entry: a second claim would read
   // as "its joiner ran it" and drop the fiber), and descriptors their joiners already

@@ -116,10 +116,10 @@ std::size_t StrategyV1::StealBatch(std::uintptr_t* out, std::size_t /*max*/) {
   // (and searcher-only polling, measured together) 16 workers in two groups ran fib
   // 1.4-1.5x slower under v1 (a 16-core machine, two runs each); v2 and relaxed did not.
   bool moved_pinned = false;
-  const std::size_t n = queue_.StealBatch(out, 1, &moved_pinned);
+  out[0] = queue_.Steal(&moved_pinned);
   // A moved entry was out of the queue for a moment, as if pushed again: P1-P4.
   if (moved_pinned) notifier_.Notify();
-  return n;
+  return out[0] != 0 ? 1 : 0;
 }
 
 bool StrategyV1::MayHaveStealable() const { return queue_.UnsafeRingSize() != 0; }

@@ -519,14 +519,14 @@ bool StrategyV2::AnyQueued() const {
 std::size_t StrategyV2::StealBatch(std::uintptr_t* out, std::size_t max) {
   // The global queue, then our workers' local queues from a rotating start, then their
   // inboxes; up to half of the first queue that gives anything (Go's runqsteal takes
-  // half of a P's queue). The first entry is claimed
-  // (the thief runs it); the others stay unclaimed, and descriptors whose joiners ran
-  // them inline are dropped here rather than carried to the thief's group.
+  // half of a P's queue). The first entry is claimed (the thief runs it); the others
+  // stay unclaimed, and descriptors whose joiners ran them inline are dropped here
+  // rather than carried to the thief's group.
   bool moved_pinned = false;
-  std::size_t n = global_.StealBatch(out, max, &moved_pinned);
+  const std::size_t from_global = global_.StealBatch(out, max, &moved_pinned);
   // A moved entry was out of the queue for a moment, as if pushed again: N1-N5.
   if (moved_pinned) Notify();
-  if (n != 0) return n;
+  if (from_global != 0) return from_global;
   const std::size_t workers = options_.workers;
   // relaxed: only spreads the thieves over our workers.
   const std::size_t start = next_victim_.fetch_add(1, std::memory_order_relaxed);
@@ -537,6 +537,7 @@ std::size_t StrategyV2::StealBatch(std::uintptr_t* out, std::size_t max) {
     // steal, and the ones behind it keep their place and order. A racy size: it bounds
     // how much we take, not whether we may.
     const std::size_t want = std::min(max, (victim.local.UnsafeSize() + 1) / 2);
+    std::size_t n = 0;
     while (n < want) {
       std::uintptr_t entry = 0;
       if (victim.local.Grab(&entry, 1, /*half=*/false) == 0) break;
