@@ -30,6 +30,15 @@
 // (tests/scheduler_stress_test.cc, PartnerThatYieldsAlwaysGetsAWorkerBack, failed in 2
 // runs of 2 that way). A runnable fiber must never wait while a worker of its group is
 // idle; the price is P1's fence per yield.
+//
+// The swap (SwapToNext, v2 only). Where v2 would take the next fiber from the worker's
+// local queue, the yielder is made Ready under its lock first, pushed to that queue's
+// tail, and the oldest entry popped after: the queue never looks emptier than before,
+// so no sibling can look in between and sleep, and the swap needs no Notify(), no
+// fence (StrategyV2::SwapOnYield, S1-S2; strategy_v2_model_test). Its price: the
+// yielder holds its lock while it waits for the next fiber's, which SwapToNext shows
+// cannot close a cycle. Elsewhere (runnext, an inbox, T1's round, v1, relaxed) a yield
+// takes the general path above.
 
 #include "runtime/internal/group/parking.h"
 
@@ -46,6 +55,7 @@
 #include "runtime/internal/observability/os_lock_check.h"
 #include "runtime/internal/seams/chaos.h"
 #include "runtime/internal/seams/test_seams.h"
+#include "runtime/internal/strategies/strategy_v2.h"
 
 namespace spindle::internal {
 namespace {
@@ -165,13 +175,60 @@ __attribute__((always_inline)) inline void SwitchToNext(FiberEntity* self)
   self->SwitchTo(next, LandingHook{&UnlockFiber, self});
 }
 
+// Yield's swap, where the strategy has one (v2) and it applies now
+// (SchedulingStrategy::SwapOnYield): self
+// is made Ready under its lock first, then queued and the next entry taken in one step
+// with no wake-up, then that entry is made Running while self's lock is still held.
+// Returns false, having changed nothing, where the swap does not apply. Not analysed:
+// takes self's scheduler lock for the landing hook to release, as SwitchToNext.
+//
+// Waiting for next's lock while holding self's cannot deadlock. A lock held across a
+// wait for another is a swapping yielder's; it waits for the entry it popped from its
+// own worker's local queue, put there by its own thread before this swap began (the
+// swap's own push is self). For X to wait for Y, Y's entry was pushed (by Y's swap, at
+// p(Y)) before X's thread took it (by a steal, into its own queue) before X's swap
+// began, before p(X): p(Y) < p(X). Around a cycle, p(X) < p(X). Every other holder
+// waits for no lock while it holds one (a waker, the dump, a general-path yielder
+// between its push and its switch), or is a parker, whose lock only wakers wait for.
+__attribute__((always_inline)) inline bool SwapToNext(FiberEntity* self)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  SchedulingGroup* group = self->scheduling_group;
+  StrategyV2* strategy = group->strategy_v2();  // the one strategy with a swap
+  if (strategy == nullptr) return false;
+  const std::size_t worker = self->scheduling_worker;
+  self->scheduler_lock.lock();
+  self->Transition<FiberState::kRunning, FiberState::kReady>();
+  // Written before the push, which orders it for the taker.
+  group->stats().StampReadyOn(worker, self);
+  const std::uintptr_t me = EncodeEntry(self);
+  const SchedulingStrategy::YieldSwap swap = strategy->SwapOnYield(worker, me);
+  if (__builtin_expect(!swap.queued || swap.next == me, 0)) {
+    // Not queued, or queued and taken back (the rest was stolen meanwhile): Running
+    // again, as if nothing had happened; the general path looks further if not queued.
+    self->ready_stamp = 0;
+    self->Transition<FiberState::kReady, FiberState::kRunning>();
+    self->scheduler_lock.unlock();
+    return swap.queued;
+  }
+  // 0: a sibling took self too, and waits for our lock: leave for the worker's own
+  // loop, which holds no lock (so no cycle of lock waits either way).
+  FiberEntity* next = swap.next != 0 ? MakeRunningOnSwitch(group, swap.next, worker)
+                                     : GetMasterFiberEntity();
+  self->SwitchTo(next, LandingHook{&UnlockFiber, self});
+  return true;
+}
+
 }  // namespace
 
 // Yield under chaos mode's decisions: out of line and cold, off the plain path.
 // Declared always, defined only in builds with the test seams (as group_chaos.h's).
 __attribute__((noinline, cold)) void ChaosYield(FiberEntity* self);
 #if SPINDLE_HAS_TEST_SEAMS
-void ChaosYield(FiberEntity* self) { SwitchToNext<true>(self); }
+void ChaosYield(FiberEntity* self) {
+  // Half the time the swap, so that chaos runs cover both paths.
+  if (ChaosOneIn(2) && SwapToNext(self)) return;
+  SwitchToNext<true>(self);
+}
 #endif
 
 FiberEntity* MakeRunning(SchedulingGroup* group, std::uintptr_t entry, std::size_t worker) {
@@ -202,6 +259,7 @@ void YieldFiber(FiberEntity* self) {
   if constexpr (kTestSeams) {
     if (__builtin_expect(ChaosDecides(), 0)) return ChaosYield(self);
   }
+  if (SwapToNext(self)) return;
   SwitchToNext<false>(self);
 }
 

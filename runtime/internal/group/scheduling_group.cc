@@ -17,6 +17,7 @@
 #include "runtime/internal/seams/chaos.h"
 #include "runtime/internal/seams/test_seams.h"
 #include "runtime/internal/strategies/strategy_registry.h"
+#include "runtime/internal/strategies/strategy_v2.h"
 
 namespace spindle::internal {
 namespace {
@@ -58,6 +59,7 @@ SchedulingGroup* WakeTarget(SchedulingGroup* group, const BoundWorker& bound,
 SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
     : options_(options),
       strategy_(MakeStrategy(options)),  // checks the worker count (IdleNotifier)
+      strategy_v2_(dynamic_cast<StrategyV2*>(strategy_.get())),
       busy_poll_(*strategy_, options.workers),
       stats_(options.workers) {}
 

@@ -22,6 +22,8 @@
 
 namespace spindle::internal {
 
+class StrategyV2;  // runtime/internal/strategies/strategy_v2.h
+
 // One scheduling group: a set of workers that share ready fibers, whatever the strategy.
 // This is the strategy-neutral face: starting fibers and making them ready (the
 // producer side of ready_batch.h), on the strategy chosen once from
@@ -106,6 +108,9 @@ class SchedulingGroup {
   // The strategy behind this face: its poller (SetPoller), Stop(), its statistics, and
   // for tests its protocol step by step.
   SchedulingStrategy* strategy() const { return strategy_.get(); }
+  // The same, when it is v2 (null otherwise): the yield path calls its swap
+  // (StrategyV2::SwapOnYield) directly, inlined, not through the vtable.
+  StrategyV2* strategy_v2() const { return strategy_v2_; }
   // The busy workers' share of the group's poller and timers (SetTimers,
   // EnsurePollerAwake, what Yield and Park check on every switch).
   BusyPoll& busy_poll() { return busy_poll_; }
@@ -137,6 +142,7 @@ class SchedulingGroup {
 
   const SchedulingGroupOptions options_;
   std::unique_ptr<SchedulingStrategy> strategy_;
+  StrategyV2* const strategy_v2_;  // strategy_, if v2
   BusyPoll busy_poll_;
   mutable GroupStats stats_;
   // The thieves on our node (SetThieves, before any worker starts; read-only after).

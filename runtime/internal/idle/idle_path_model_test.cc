@@ -50,6 +50,7 @@ std::unique_ptr<SchedulingStrategy> MakeModelStrategy(const SchedulingGroupOptio
 SchedulingGroup::SchedulingGroup(const SchedulingGroupOptions& options)
     : options_(options),
       strategy_(MakeModelStrategy(options)),
+      strategy_v2_(dynamic_cast<StrategyV2*>(strategy_.get())),
       busy_poll_(*strategy_, options.workers),
       stats_(options.workers) {}
 

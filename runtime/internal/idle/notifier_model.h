@@ -141,10 +141,15 @@ class NotifierGroup {
   // StealInGroup): the entry worker w took, or 0. One queue here: both take from it.
   std::uintptr_t TakeOwn(std::size_t) { return queues_.TryTake() ? 1 : 0; }
   std::uintptr_t LookInGroup(std::size_t) { return queues_.TryTake() ? 1 : 0; }
-  // Worker w's running entry yields: queued again, with the wake-up of any push.
-  void Yield(std::size_t, std::uintptr_t) {
+  // Worker w's running entry yields (parking.cc's SwitchToNext): the next entry of its
+  // own queues first (none: the yielder keeps running, returned), then the yielder
+  // queued again, with the wake-up of any push. Returns the entry w runs next.
+  std::uintptr_t YieldTo(std::size_t w, std::uintptr_t entry) {
+    const std::uintptr_t next = TakeOwn(w);
+    if (next == 0) return entry;
     queues_.Push();
     notifier_.Notify();
+    return next;
   }
   // The last entry's worker stops the group: the flag, then every worker woken.
   void Stop() {
@@ -209,19 +214,21 @@ struct GroupIdleModel
   // entries still queued must reach a worker through a wake-up (a worker that takes one
   // entry and just looks again would hide a lost wake-up). The worker that takes the
   // last entry releases them and stops the group, as TerminateRuntime() does. An
-  // entry that yields does so as parking.cc's SwitchToNext: the worker takes the next
-  // entry from its own queues first (none: the yielder keeps running) and queues the
-  // yielder again only once it switched away from it, so a sibling that looked while
-  // both were held found nothing and may sleep through the re-queue unless it wakes
-  // somebody.
+  // entry that yields does so as parking.cc's YieldFiber (Group::YieldTo): by the
+  // general path, the worker takes the next entry from its own queues first (none: the
+  // yielder keeps running) and queues the yielder again only once it switched away from
+  // it, so a sibling that looked while both were held found nothing and may sleep
+  // through the re-queue unless it wakes somebody; by a strategy's swap, the yielder is
+  // queued first and the next entry taken after, with no wake-up.
   // Up to kYields yields in all are tried; one that finds nothing else ready is used
-  // up all the same (counted before TakeOwn, which may switch threads).
+  // up all the same (counted before YieldTo, which may switch threads). A yielder that
+  // a sibling took during a swap (YieldTo's 0) is counted by the sibling that runs it.
   void Ran(std::size_t w, std::uintptr_t entry) {
     while (yields_left > 0) {
       --yields_left;
-      const std::uintptr_t next = group.TakeOwn(w);
-      if (next == 0) break;
-      group.Yield(w, entry);
+      const std::uintptr_t next = group.YieldTo(w, entry);
+      if (next == 0) return;
+      if (next == entry) break;
       entry = next;
     }
     if (taken.fetch_add(1, std::memory_order_acq_rel) + 1 == kEntries) {

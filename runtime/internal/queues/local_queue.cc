@@ -182,10 +182,12 @@ std::size_t LocalQueue::Grab(std::uintptr_t* out, std::size_t max, bool half) {
 }
 
 std::size_t LocalQueue::UnsafeSize() const {
-  // relaxed (both): a statistic. head_ is read first, so tail_ read afterwards is
-  // usually not behind it; the clamps cover the snapshots that are inconsistent (tail_
-  // behind head_ for a relaxed reader, or more than a lap ahead of a stale head_).
-  const std::uint64_t head = head_.load(std::memory_order_relaxed);
+  // head_ first, acquire: pairs with the release CAS of head_ in Pop() and Grab(), so a
+  // head_ moved by a take brings the pushes before it, and tail_ read afterwards is not
+  // behind it (StrategyV2::SwapOnYield's push-then-pop relies on that: a reader never
+  // sees its ring empty). relaxed tail_: a snapshot; the clamps cover one more than a
+  // lap ahead of a stale head_.
+  const std::uint64_t head = head_.load(std::memory_order_acquire);
   const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
   if (tail <= head) return 0;
   return static_cast<std::size_t>(std::min<std::uint64_t>(tail - head, capacity_));

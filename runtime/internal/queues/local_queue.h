@@ -73,6 +73,20 @@ class LocalQueue {
     return true;
   }
 
+  // Owner thread only. Push(), but only behind at least one entry: false, pushing
+  // nothing, when the queue looks empty (exact but for Grab()s under way, which only
+  // take entries: "not empty" may be stale, "empty" is not) or is full.
+  bool PushBehind(std::uintptr_t entry) {
+    DCHECK_NE(entry, 0u) << "LocalQueue entries must be non-zero";
+    const std::uint64_t tail = tail_.load(std::memory_order_relaxed);  // ours
+    // acquire: as in Push().
+    const std::uint64_t head = head_.load(std::memory_order_acquire);
+    if (tail == head || tail - head >= capacity_) return false;
+    SlotAt(tail).store(entry, std::memory_order_relaxed);  // published by the store below
+    tail_.store(tail + 1, std::memory_order_release);     // as in Push()
+    return true;
+  }
+
   // Owner thread only. Removes and returns the oldest entry, or 0 if the queue is empty.
   // One CAS of head_; it is retried only when a Grab() took the head meanwhile.
   std::uintptr_t Pop() {

@@ -3,7 +3,8 @@
 // A strategy as the idle-path models (runtime/internal/idle/notifier_model.h's
 // GroupIdleModel) drive it, over its model build (strategies_for_models): plain threads
 // start fibers (Enqueue from no worker, then its Notify), a worker's fiber that yields
-// is queued again through Enqueue(kYielded) (parking.cc's RequeueBeforeSwitch), and the
+// goes through the strategy's swap or is queued again through Enqueue(kYielded)
+// (parking.cc's YieldFiber), and the
 // worker that takes the last entry stops the strategy (Stop(): its flag and WakeAll),
 // as TerminateRuntime() does. Entries are even words, which the strategies treat as
 // fibers whose control block they never read on these paths (descriptors are odd; a
@@ -35,11 +36,21 @@ class StrategyModelGroup {
     strategy_->Enqueue(next_entry_, /*stealable=*/true, ReadyReason::kStarted,
                        SchedulingStrategy::kNoWorker);
   }
-  // A yield's switch: the next entry of worker w's own queues (parking.cc's
-  // TakeNextForSwitch), and the yielder queued again (RequeueBeforeSwitch).
   std::uintptr_t TakeOwn(std::size_t w) { return strategy_->TakeNext(w); }
-  void Yield(std::size_t w, std::uintptr_t entry) {
+  // A yield (parking.cc's YieldFiber): the strategy's swap where it has one (the
+  // yielder queued, then the next entry taken: SwapToNext), else the next entry of
+  // worker w's own queues (TakeNextForSwitch) and the yielder queued again
+  // (RequeueBeforeSwitch). Returns the entry w runs next: `entry` itself if nothing
+  // else was ready, 0 if a sibling took the yielder during the swap.
+  std::uintptr_t YieldTo(std::size_t w, std::uintptr_t entry) {
+    if (swaps_) {
+      const SchedulingStrategy::YieldSwap swap = strategy_->SwapOnYield(w, entry);
+      if (swap.queued) return swap.next;
+    }
+    const std::uintptr_t next = strategy_->TakeNext(w);
+    if (next == 0) return entry;
     strategy_->Enqueue(entry, /*stealable=*/true, ReadyReason::kYielded, w);
+    return next;
   }
   void Stop() { strategy_->Stop(); }
   bool Stopping() const { return strategy_->stopping(); }
@@ -49,10 +60,16 @@ class StrategyModelGroup {
  protected:
   StrategyModelGroup() = default;
   ~StrategyModelGroup() = default;
-  void Drive(SchedulingStrategy* strategy) { strategy_ = strategy; }
+  // `swaps`: whether yields try the strategy's swap first (as YieldFiber does where
+  // the strategy has one); false models the general path alone.
+  void Drive(SchedulingStrategy* strategy, bool swaps = true) {
+    strategy_ = strategy;
+    swaps_ = swaps;
+  }
 
  private:
   SchedulingStrategy* strategy_ = nullptr;
+  bool swaps_ = false;
   std::uintptr_t next_entry_ = 0;
 };
 

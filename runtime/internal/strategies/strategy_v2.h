@@ -12,6 +12,7 @@
 #include "fiber/internal/atomic.h"
 #include "fiber/internal/spinlock.h"
 #include "gflags/gflags_declare.h"
+#include "runtime/internal/group/fiber_desc.h"
 #include "runtime/internal/idle/notifier.h"
 #include "runtime/internal/queues/global_run_queue.h"
 #include "runtime/internal/queues/local_queue.h"
@@ -55,6 +56,10 @@ class StrategyV2 final : public SchedulingStrategy {
   void EnqueueWoken(const std::uintptr_t* entries, const bool* stealable, std::size_t n,
                     std::size_t origin) override;
   std::uintptr_t TakeNext(std::size_t worker) override;
+  // A yield's swap (see SchedulingStrategy::SwapOnYield): where TakeNext() would take
+  // the oldest entry of the worker's local queue, self goes to its tail and that entry
+  // is taken, with no Notify(): the proof is S1-S2 in strategy_v2.cc.
+  YieldSwap SwapOnYield(std::size_t worker, std::uintptr_t self) override;
   // Siblings: half an inbox, half a local queue (or one entry), else a runnext.
   std::uintptr_t StealInGroup(std::size_t worker) override;
   std::size_t StealBatch(std::uintptr_t* out, std::size_t max) override;
@@ -124,6 +129,53 @@ class StrategyV2 final : public SchedulingStrategy {
   ThreadCounter steals_in_group_;
   Atomic<std::size_t> next_victim_{0};  // spreads cross-group steals
 };
+
+// Inline, for the yield path (parking.cc), which calls it through a StrategyV2*: a
+// call through the base's vtable, with its prologue, cost the yield 28 instructions
+// (callgrind).
+__attribute__((always_inline)) inline StrategyV2::YieldSwap StrategyV2::SwapOnYield(
+    std::size_t worker, std::uintptr_t self) {
+  Worker& me = *workers_[worker];
+  // S1. Only where TakeNext() would take from the local queue (T3): not T1's round, and
+  // T0 and T2 find nothing. runnext is exact here (only we store to it; siblings only
+  // take it away); an inbox post that lands after our look is taken at the next switch,
+  // as if it had come a moment later.
+  if (me.rounds_to_global_check == 1 ||
+      me.runnext.load(std::memory_order_relaxed) != 0 ||  // relaxed: ours (see above)
+      me.inbox.MaybeNonEmpty()) {
+    return {};
+  }
+  if (options_.workers > 1) {
+    // T0's look at one sibling's inbox (TakeFromSiblingInbox), the same one it would
+    // look at: something there, and the general path takes it.
+    std::size_t v = me.inbox_peek;
+    if (v >= options_.workers) v = 0;
+    if (v == me.index) v = v + 1 == options_.workers ? 0 : v + 1;
+    if (workers_[v]->inbox.MaybeNonEmpty()) return {};
+    me.inbox_peek = v + 1;
+  }
+  // Nothing to swap with, or no room for self.
+  if (!me.local.PushBehind(self)) return {};
+  me.inbox_streak = 0;
+  me.runnext_streak = 0;
+  // S2. Push, then pop, from the one ring: its count never drops below what it was, so
+  // every reader that would have seen the entry we take (a searcher's W3 re-check, the
+  // last searcher's AnyQueued, a thief's Grab) sees an entry still, self or that one:
+  // each reads head_ (acquire) before tail_, and a head_ that our pop's release CAS
+  // moved brings our push's tail_ with it. So the swap queues no work that was not
+  // queued before, and needs no Notify(): whatever wake-up accounted for the entry we
+  // take (its own push's N1-N5) now accounts for self. (A pop first, then the push,
+  // would open the window that bug 3 of issue 30 fell into: a sibling looks between the
+  // two, finds nothing, sleeps; the general path pays a Notify() for it.)
+  for (;;) {
+    const std::uintptr_t entry = me.local.Pop();
+    // 0: thieves took everything, self included. self: everything before it.
+    if (entry == 0 || entry == self || ClaimEntry(entry)) {
+      if (entry != 0) --me.rounds_to_global_check;  // >= 2 before (S1): never 0 after
+      return {entry, true};
+    }
+  }
+}
 
 }  // namespace spindle::internal
 

@@ -23,12 +23,13 @@ using testing::ExpectIdleModelHolds;
 using testing::GroupIdleModel;
 
 // A v2 group of kWorkers workers, as the idle-path model drives it (a yielder goes to
-// the tail of its worker's local queue), over notifier_model.h's copy of the idle
-// path's order: LookInGroup is IdlePath's.
-template <std::size_t kWorkers>
+// the tail of its worker's local queue: by the swap, StrategyV2::SwapOnYield, where it
+// applies and kSwap; else by the general path), over notifier_model.h's copy of the
+// idle path's order: LookInGroup is IdlePath's.
+template <std::size_t kWorkers, bool kSwap = true>
 class V2Group : public testing::StrategyModelGroup {
  public:
-  V2Group() : strategy_(Options(), Settings()) { Drive(&strategy_); }
+  V2Group() : strategy_(Options(), Settings()) { Drive(&strategy_, kSwap); }
 
   std::uintptr_t LookInGroup(std::size_t w) {
     if (const std::uintptr_t entry = strategy_.TakeNext(w)) return entry;
@@ -63,13 +64,29 @@ TEST(StrategyV2ModelTest, TwoWorkersTwoProducers) {
   ExpectIdleModelHolds<GroupIdleModel<V2Group<2>, 2, 2, 1>>(200000);
 }
 
-// Two starts, and a fiber yields once: its worker takes the next entry of its own
-// queues (the rest of a global batch in its local queue) before the yielder goes to
-// the tail of that queue, so the sibling may have looked while both were held, found
-// nothing and slept. The re-queue's Notify() (StrategyV2::Enqueue, kYielded) wakes it;
-// without it this model deadlocks (bug 3 of issue 30, at iteration 385).
+// Two starts, and a fiber yields once by the general path: its worker takes the next
+// entry of its own queues (the rest of a global batch in its local queue) before the
+// yielder goes to the tail of that queue, so the sibling may have looked while both
+// were held, found nothing and slept. The re-queue's Notify() (StrategyV2::Enqueue,
+// kYielded) wakes it; without it this model deadlocks (bug 3 of issue 30, at
+// iteration 385).
 TEST(StrategyV2ModelTest, TwoWorkersTwoStartsOneYield) {
+  ExpectIdleModelHolds<GroupIdleModel<V2Group<2, /*kSwap=*/false>, 2, 1, 2, /*kYields=*/1>>(
+      200000);
+}
+
+// The same by the swap (StrategyV2::SwapOnYield): the yielder is pushed before the
+// next entry is popped from the same local queue, with no Notify(); the sibling's
+// re-check can never find that queue empty (S2). Taken back, pop before push with no
+// Notify(), this model deadlocks.
+TEST(StrategyV2ModelTest, TwoWorkersTwoStartsOneSwap) {
   ExpectIdleModelHolds<GroupIdleModel<V2Group<2>, 2, 1, 2, /*kYields=*/1>>(200000);
+}
+
+// Two swaps: the second may find the first's yielder at the head, or a sibling that
+// took either entry meanwhile.
+TEST(StrategyV2ModelTest, TwoWorkersTwoStartsTwoSwaps) {
+  ExpectIdleModelHolds<GroupIdleModel<V2Group<2>, 2, 1, 2, /*kYields=*/2>>(200000);
 }
 
 }  // namespace
