@@ -125,6 +125,16 @@ class FiberEntity {
     }
     state_ = kTo;
   }
+  // Transition() where the caller took scheduler_lock itself, in the same function,
+  // just before: the state is checked, the lock check (which could not fail there) is
+  // left out (two per yield, 6 instructions).
+  template <FiberState kFrom, FiberState kTo>
+  __attribute__((always_inline)) void TransitionJustLocked() {
+    static_assert(IsLegalTransition(kFrom, kTo), "not an edge of the state diagram");
+    static_assert(kTo != FiberState::kWaiting, "a park is timed: use SetState()");
+    if (__builtin_expect(state_ != kFrom, 0)) FailTransition(kFrom, kTo);
+    state_ = kTo;
+  }
   // Whether `from` -> `to` is an edge of the diagram above: bit 4 * from + to.
   static constexpr bool IsLegalTransition(FiberState from, FiberState to) {
     constexpr std::uint32_t kLegal =

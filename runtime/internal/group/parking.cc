@@ -100,7 +100,7 @@ __attribute__((always_inline)) inline FiberEntity* TakeOver(SchedulingGroup* gro
   // them next is ordered after us through this lock or the switch to it.
   fiber->scheduling_group = group;
   fiber->scheduling_worker = static_cast<std::uint32_t>(worker);
-  fiber->Transition<FiberState::kReady, FiberState::kRunning>();
+  fiber->TransitionJustLocked<FiberState::kReady, FiberState::kRunning>();
   return fiber;
 }
 
@@ -170,7 +170,7 @@ __attribute__((always_inline)) inline void SwitchToNext(FiberEntity* self)
   FiberEntity* next = TakeNextForSwitch<kChaos>(self);
   if (next == nullptr) return;  // nothing else is ready: keep running
   self->scheduler_lock.lock();
-  self->Transition<FiberState::kRunning, FiberState::kReady>();
+  self->TransitionJustLocked<FiberState::kRunning, FiberState::kReady>();
   RequeueBeforeSwitch<kChaos>(self);
   self->SwitchTo(next, LandingHook{&UnlockFiber, self});
 }
@@ -197,7 +197,7 @@ __attribute__((always_inline)) inline bool SwapToNext(FiberEntity* self)
   if (strategy == nullptr) return false;
   const std::size_t worker = self->scheduling_worker;
   self->scheduler_lock.lock();
-  self->Transition<FiberState::kRunning, FiberState::kReady>();
+  self->TransitionJustLocked<FiberState::kRunning, FiberState::kReady>();
   // Written before the push, which orders it for the taker.
   group->stats().StampReadyOn(worker, self);
   const std::uintptr_t me = EncodeEntry(self);
@@ -206,7 +206,7 @@ __attribute__((always_inline)) inline bool SwapToNext(FiberEntity* self)
     // Not queued, or queued and taken back (the rest was stolen meanwhile): Running
     // again, as if nothing had happened; the general path looks further if not queued.
     self->ready_stamp = 0;
-    self->Transition<FiberState::kReady, FiberState::kRunning>();
+    self->TransitionJustLocked<FiberState::kReady, FiberState::kRunning>();
     self->scheduler_lock.unlock();
     return swap.queued;
   }
@@ -314,7 +314,7 @@ void DispatchFiber(FiberEntity* self, FiberDesc* desc) ABSL_NO_THREAD_SAFETY_ANA
   }
   // next was made Running before self's lock is taken (see "Yielding" at the top).
   self->scheduler_lock.lock();
-  self->Transition<FiberState::kRunning, FiberState::kReady>();
+  self->TransitionJustLocked<FiberState::kRunning, FiberState::kReady>();
   bool chaos = false;
   if constexpr (kTestSeams) chaos = ChaosDecides();
   if (chaos) {

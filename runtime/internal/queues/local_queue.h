@@ -73,18 +73,35 @@ class LocalQueue {
     return true;
   }
 
-  // Owner thread only. Push(), but only behind at least one entry: false, pushing
-  // nothing, when the queue looks empty (exact but for Grab()s under way, which only
-  // take entries: "not empty" may be stale, "empty" is not) or is full.
-  bool PushBehind(std::uintptr_t entry) {
+  // Owner thread only. Push() then Pop() in one, but only behind at least one entry:
+  // false, changing nothing, when the queue looks empty (exact but for Grab()s under
+  // way, which only take entries: "not empty" may be stale, "empty" is not) or is
+  // full. Else pushes `entry` and sets *taken to the oldest entry, taken (`entry` if
+  // Grab()s took all before it, 0 if they took it too). Between the push and the take
+  // the queue holds one more entry than before, never fewer: a reader that loads head_
+  // (acquire) before tail_ never sees it emptier than it was before the call.
+  bool PushBehindAndPop(std::uintptr_t entry, std::uintptr_t* taken) {
     DCHECK_NE(entry, 0u) << "LocalQueue entries must be non-zero";
     const std::uint64_t tail = tail_.load(std::memory_order_relaxed);  // ours
     // acquire: as in Push().
-    const std::uint64_t head = head_.load(std::memory_order_acquire);
+    std::uint64_t head = head_.load(std::memory_order_acquire);
     if (tail == head || tail - head >= capacity_) return false;
     SlotAt(tail).store(entry, std::memory_order_relaxed);  // published by the store below
     tail_.store(tail + 1, std::memory_order_release);     // as in Push()
-    return true;
+    // As Pop(), from the head we loaded; tail + 1 is ours.
+    for (;;) {
+      if (head == tail + 1) {
+        *taken = 0;
+        return true;
+      }
+      const std::uintptr_t oldest = SlotAt(head).load(std::memory_order_relaxed);
+      // release on success, relaxed on failure: as in Pop().
+      if (head_.compare_exchange_weak(head, head + 1, std::memory_order_release,
+                                      std::memory_order_relaxed)) {
+        *taken = oldest;
+        return true;
+      }
+    }
   }
 
   // Owner thread only. Removes and returns the oldest entry, or 0 if the queue is empty.

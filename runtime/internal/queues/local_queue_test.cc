@@ -107,6 +107,27 @@ TEST(LocalQueueTest, FullQueueRefusesPushesUntilATake) {
   EXPECT_EQ(Drain(queue), (Entries{3, 4, 6, 8}));
 }
 
+// A yield's swap (StrategyV2::SwapOnYield): only behind an entry and with room; the
+// oldest is taken and the new one is last.
+TEST(LocalQueueTest, PushBehindAndPopNeedsAnEntryAndRoom) {
+  LocalQueue queue(4);
+  std::uintptr_t taken = 99;
+  EXPECT_FALSE(queue.PushBehindAndPop(1, &taken));  // empty: nothing to swap with
+  EXPECT_EQ(taken, 99u);
+  EXPECT_EQ(queue.UnsafeSize(), 0u);
+  PushRange(queue, 1, 2);
+  ASSERT_TRUE(queue.PushBehindAndPop(3, &taken));
+  EXPECT_EQ(taken, 1u);
+  PushRange(queue, 4, 5);
+  EXPECT_FALSE(queue.PushBehindAndPop(6, &taken));  // full
+  EXPECT_EQ(Drain(queue), (Entries{2, 3, 4, 5}));
+  // Behind a single entry: that one is taken, the new one stays.
+  PushRange(queue, 7, 7);
+  ASSERT_TRUE(queue.PushBehindAndPop(8, &taken));
+  EXPECT_EQ(taken, 7u);
+  EXPECT_EQ(Drain(queue), (Entries{8}));
+}
+
 TEST(LocalQueueTest, GrabHalfRoundsUp) {
   LocalQueue queue(8);
   PushRange(queue, 1, 1);

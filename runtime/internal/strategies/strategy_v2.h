@@ -155,7 +155,8 @@ __attribute__((always_inline)) inline StrategyV2::YieldSwap StrategyV2::SwapOnYi
     me.inbox_peek = v + 1;
   }
   // Nothing to swap with, or no room for self.
-  if (!me.local.PushBehind(self)) return {};
+  std::uintptr_t entry;
+  if (!me.local.PushBehindAndPop(self, &entry)) return {};
   me.inbox_streak = 0;
   me.runnext_streak = 0;
   // S2. Push, then pop, from the one ring: its count never drops below what it was, so
@@ -167,14 +168,11 @@ __attribute__((always_inline)) inline StrategyV2::YieldSwap StrategyV2::SwapOnYi
   // take (its own push's N1-N5) now accounts for self. (A pop first, then the push,
   // would open the window that bug 3 of issue 30 fell into: a sibling looks between the
   // two, finds nothing, sleeps; the general path pays a Notify() for it.)
-  for (;;) {
-    const std::uintptr_t entry = me.local.Pop();
-    // 0: thieves took everything, self included. self: everything before it.
-    if (entry == 0 || entry == self || ClaimEntry(entry)) {
-      if (entry != 0) --me.rounds_to_global_check;  // >= 2 before (S1): never 0 after
-      return {entry, true};
-    }
-  }
+  // 0: thieves took everything, self included. self: everything before it. A
+  // descriptor that its joiner ran is dropped, and the next one taken.
+  while (entry != 0 && entry != self && !ClaimEntry(entry)) entry = me.local.Pop();
+  if (entry != 0) --me.rounds_to_global_check;  // >= 2 before (S1): never 0 after
+  return {entry, true};
 }
 
 }  // namespace spindle::internal
