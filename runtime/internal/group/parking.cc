@@ -16,12 +16,9 @@
 // holding its scheduler lock, which the landing hook releases, as a park does. Whoever
 // takes the entry meanwhile (a sibling, a thief) waits for that lock in MakeRunning
 // (TakeOver takes it before it touches the fiber), so it cannot run the fiber before its
-// registers are saved. The wait cannot deadlock: a thread waits for a fiber's lock while
-// holding another only in ParkFiber (its own, while it makes its next fiber Running),
-// and the lock it waits for is held by a yielder or dispatcher between its push and its
-// switch, which waits for no fiber's lock (it made its next fiber Running before it took
-// its own), or briefly by a waker or the fiber dump, which wait for none either. (The push used to be made by the
-// landing hook itself: a second indirect call and a detour per yield.) The push is a
+// registers are saved. The wait cannot deadlock: see "Lock waits" below. (The push
+// used to be made by the landing hook itself: a second indirect call and a detour per
+// yield.) The push is a
 // producer's like any other, with the strategy's wake-up decision (P1-P4 under v1). It
 // used to wake nobody, on the argument that the yielding worker is busy and comes back
 // to the queue: true only once the fiber it switched to stops running. A partner fiber
@@ -39,6 +36,15 @@
 // yielder holds its lock while it waits for the next fiber's, which SwapToNext shows
 // cannot close a cycle. Elsewhere (runnext, an inbox, T1's round, v1, relaxed) a yield
 // takes the general path above.
+//
+// Lock waits. A thread waits for a fiber's scheduler lock while it holds another in two
+// places only: ParkFiber (its own, while it makes its next fiber Running) and the swap
+// (likewise). A parker's lock is waited for only by wakers and the fiber dump, which
+// hold no other fiber's lock meanwhile (a parker is in no queue, so no taker waits for
+// it). A general-path yielder or a dispatcher holds its own lock between its push and
+// its switch and waits for nothing then (it made its next fiber Running before it took
+// its own). What is left is swappers waiting for swappers, which cannot close a cycle
+// (SwapToNext).
 
 #include "runtime/internal/group/parking.h"
 
@@ -182,33 +188,36 @@ __attribute__((always_inline)) inline void SwitchToNext(FiberEntity* self)
 // Returns false, having changed nothing, where the swap does not apply. Not analysed:
 // takes self's scheduler lock for the landing hook to release, as SwitchToNext.
 //
-// Waiting for next's lock while holding self's cannot deadlock. A lock held across a
-// wait for another is a swapping yielder's; it waits for the entry it popped from its
-// own worker's local queue, put there by its own thread before this swap began (the
-// swap's own push is self). For X to wait for Y, Y's entry was pushed (by Y's swap, at
-// p(Y)) before X's thread took it (by a steal, into its own queue) before X's swap
-// began, before p(X): p(Y) < p(X). Around a cycle, p(X) < p(X). Every other holder
-// waits for no lock while it holds one (a waker, the dump, a general-path yielder
-// between its push and its switch), or is a parker, whose lock only wakers wait for.
+// Waiting for next's lock while holding self's cannot deadlock ("Lock waits" above
+// leaves only swappers waiting for swappers). A swapper waits for the entry it popped
+// from its own worker's local queue, put there by its own thread before this swap
+// began (the swap's own push is self). For X to wait for Y, Y's entry was pushed (by
+// Y's swap, at p(Y)) before X's thread took it (by a steal, into its own queue) before
+// X's swap began, before p(X): p(Y) < p(X). Around a cycle, p(X) < p(X).
 __attribute__((always_inline)) inline bool SwapToNext(FiberEntity* self)
     ABSL_NO_THREAD_SAFETY_ANALYSIS {
   SchedulingGroup* group = self->scheduling_group;
   StrategyV2* strategy = group->strategy_v2();  // the one strategy with a swap
   if (strategy == nullptr) return false;
   const std::size_t worker = self->scheduling_worker;
+  // Checked before the lock: a yield the swap does not apply to (runnext, an inbox,
+  // T1's round, nothing else queued) pays nothing for it.
+  if (!strategy->SwapApplies(worker)) return false;
   self->scheduler_lock.lock();
   self->TransitionJustLocked<FiberState::kRunning, FiberState::kReady>();
   // Written before the push, which orders it for the taker.
   group->stats().StampReadyOn(worker, self);
   const std::uintptr_t me = EncodeEntry(self);
-  const SchedulingStrategy::YieldSwap swap = strategy->SwapOnYield(worker, me);
-  if (__builtin_expect(!swap.queued || swap.next == me, 0)) {
-    // Not queued, or queued and taken back (the rest was stolen meanwhile): Running
-    // again, as if nothing had happened; the general path looks further if not queued.
+  const SchedulingStrategy::YieldSwap swap = strategy->SwapChecked(worker, me);
+  // Queued but not switched out: a taker spins on our lock meanwhile.
+  ChaosPause();
+  if (__builtin_expect(swap.next == me, 0)) {
+    // Taken back (thieves took the rest meanwhile): Running again, as if nothing had
+    // happened.
     self->ready_stamp = 0;
     self->TransitionJustLocked<FiberState::kReady, FiberState::kRunning>();
     self->scheduler_lock.unlock();
-    return swap.queued;
+    return true;
   }
   // 0: a sibling took self too, and waits for our lock: leave for the worker's own
   // loop, which holds no lock (so no cycle of lock waits either way).

@@ -73,33 +73,37 @@ class LocalQueue {
     return true;
   }
 
-  // Owner thread only. Push() then Pop() in one, but only behind at least one entry:
-  // false, changing nothing, when the queue looks empty (exact but for Grab()s under
-  // way, which only take entries: "not empty" may be stale, "empty" is not) or is
-  // full. Else pushes `entry` and sets *taken to the oldest entry, taken (`entry` if
-  // Grab()s took all before it, 0 if they took it too). Between the push and the take
-  // the queue holds one more entry than before, never fewer: a reader that loads head_
-  // (acquire) before tail_ never sees it emptier than it was before the call.
-  bool PushBehindAndPop(std::uintptr_t entry, std::uintptr_t* taken) {
+  // Owner thread only. Whether the queue holds an entry and has room for one more, as
+  // PushAndPop() needs (exact but for Grab()s under way, which only take entries: "room"
+  // stays true, "an entry" may not).
+  bool OwnerHasEntryAndRoom() const {
+    const std::uint64_t tail = tail_.load(std::memory_order_relaxed);  // ours
+    const std::uint64_t head = head_.load(std::memory_order_relaxed);  // a look only
+    return tail != head && tail - head < capacity_;
+  }
+
+  // Owner thread only, with room for one more (OwnerHasEntryAndRoom() said so, and
+  // nothing was pushed since). Push(entry) then Pop() in one: returns the oldest entry,
+  // taken (`entry` itself if Grab()s took all before it, 0 if they took it too). Between
+  // the push and the take the queue holds one more entry than before, never fewer: a
+  // reader that loads head_ (acquire) before tail_ never sees it emptier than it was
+  // before the call.
+  std::uintptr_t PushAndPop(std::uintptr_t entry) {
     DCHECK_NE(entry, 0u) << "LocalQueue entries must be non-zero";
     const std::uint64_t tail = tail_.load(std::memory_order_relaxed);  // ours
-    // acquire: as in Push().
+    // acquire: as in Push() (a consumer's read of a slot happens-before our overwrite).
     std::uint64_t head = head_.load(std::memory_order_acquire);
-    if (tail == head || tail - head >= capacity_) return false;
+    DCHECK_LT(tail - head, capacity_) << "PushAndPop() on a full queue";
     SlotAt(tail).store(entry, std::memory_order_relaxed);  // published by the store below
     tail_.store(tail + 1, std::memory_order_release);     // as in Push()
     // As Pop(), from the head we loaded; tail + 1 is ours.
     for (;;) {
-      if (head == tail + 1) {
-        *taken = 0;
-        return true;
-      }
+      if (head == tail + 1) return 0;
       const std::uintptr_t oldest = SlotAt(head).load(std::memory_order_relaxed);
       // release on success, relaxed on failure: as in Pop().
       if (head_.compare_exchange_weak(head, head + 1, std::memory_order_release,
                                       std::memory_order_relaxed)) {
-        *taken = oldest;
-        return true;
+        return oldest;
       }
     }
   }
@@ -158,9 +162,11 @@ class LocalQueue {
   // were pushed before it returned (see Ordering in the class comment).
   std::size_t Grab(std::uintptr_t* out, std::size_t max, bool half);
 
-  // Entries pushed and not yet taken, from two relaxed loads: a racy snapshot clamped to
-  // [0, capacity()], for hints and statistics only. Exact on the owner thread while no
-  // Grab() runs.
+  // Entries pushed and not yet taken: a racy snapshot clamped to [0, capacity()], exact
+  // on the owner thread while no Grab() runs. head_ is loaded first, with acquire, then
+  // tail_: a reader never sees the queue emptier than it was at any moment between the
+  // two loads, even across an owner's PushAndPop() (which the idle workers' last
+  // look, StrategyV2::AnyQueued(), relies on).
   std::size_t UnsafeSize() const;
   bool UnsafeEmpty() const { return UnsafeSize() == 0; }
 

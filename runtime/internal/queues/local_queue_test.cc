@@ -107,25 +107,24 @@ TEST(LocalQueueTest, FullQueueRefusesPushesUntilATake) {
   EXPECT_EQ(Drain(queue), (Entries{3, 4, 6, 8}));
 }
 
-// A yield's swap (StrategyV2::SwapOnYield): only behind an entry and with room; the
-// oldest is taken and the new one is last.
-TEST(LocalQueueTest, PushBehindAndPopNeedsAnEntryAndRoom) {
+// A yield's swap (StrategyV2::SwapOnYield): the check, then the push and the take of
+// the oldest.
+TEST(LocalQueueTest, PushAndPopTakesTheOldestAndQueuesTheNewLast) {
   LocalQueue queue(4);
-  std::uintptr_t taken = 99;
-  EXPECT_FALSE(queue.PushBehindAndPop(1, &taken));  // empty: nothing to swap with
-  EXPECT_EQ(taken, 99u);
-  EXPECT_EQ(queue.UnsafeSize(), 0u);
+  EXPECT_FALSE(queue.OwnerHasEntryAndRoom());  // empty: nothing to swap with
   PushRange(queue, 1, 2);
-  ASSERT_TRUE(queue.PushBehindAndPop(3, &taken));
-  EXPECT_EQ(taken, 1u);
+  ASSERT_TRUE(queue.OwnerHasEntryAndRoom());
+  EXPECT_EQ(queue.PushAndPop(3), 1u);
   PushRange(queue, 4, 5);
-  EXPECT_FALSE(queue.PushBehindAndPop(6, &taken));  // full
+  EXPECT_FALSE(queue.OwnerHasEntryAndRoom());  // full
   EXPECT_EQ(Drain(queue), (Entries{2, 3, 4, 5}));
   // Behind a single entry: that one is taken, the new one stays.
   PushRange(queue, 7, 7);
-  ASSERT_TRUE(queue.PushBehindAndPop(8, &taken));
-  EXPECT_EQ(taken, 7u);
-  EXPECT_EQ(Drain(queue), (Entries{8}));
+  EXPECT_EQ(queue.PushAndPop(8), 7u);
+  // Alone (thieves took the rest since the check): the new entry is its own take.
+  EXPECT_EQ(GrabInto(queue, 4, /*half=*/false), Entries{8});
+  EXPECT_EQ(queue.PushAndPop(9), 9u);
+  EXPECT_EQ(queue.Pop(), 0u);
 }
 
 TEST(LocalQueueTest, GrabHalfRoundsUp) {
@@ -262,8 +261,9 @@ TEST(LocalQueueTest, ReferentsWrittenBeforePushAreVisibleAfterGrab) {
 }
 
 // Torture: one owner pushes kTotal distinct entries (entry = id + 1), popping now and
-// then, and taking entries itself when the queue is full (a Pop() or a Grab() of half,
-// as a spill to elsewhere would); thieves alternate Grab(half) and Grab(one). Every id
+// then, one in three behind the others while taking the oldest (PushAndPop), and
+// taking entries itself when the queue is full (a Pop() or a Grab() of half, as a spill
+// to elsewhere would); thieves alternate Grab(half) and Grab(one). Every id
 // must be taken exactly once, each taker must see ids in increasing order (positions
 // are taken in order), and the payload written before the push must be visible.
 struct TortureCounts {
@@ -290,6 +290,13 @@ class LocalQueueTortureTest
     std::uint64_t last = 0;  // the last id this thread took, plus one
     for (std::size_t id = 0; id < total_; ++id) {
       payload_[id] = static_cast<std::uint32_t>(id * 7 + 1);
+      // One push in three is a yield's swap (PushAndPop, where the owner saw an entry
+      // and room): the entry goes behind the others and the oldest is taken, itself if
+      // thieves took the rest, none if they took it too.
+      if (rng() % 3 == 0 && queue_.OwnerHasEntryAndRoom()) {
+        if (std::uintptr_t swapped = queue_.PushAndPop(id + 1)) Take(swapped, &last, counts);
+        continue;
+      }
       while (!queue_.Push(id + 1)) {
         if (rng() % 2 == 0) {
           // 0 when thieves emptied the queue since the failed push: just retry it.

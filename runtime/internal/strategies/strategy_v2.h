@@ -58,8 +58,18 @@ class StrategyV2 final : public SchedulingStrategy {
   std::uintptr_t TakeNext(std::size_t worker) override;
   // A yield's swap (see SchedulingStrategy::SwapOnYield): where TakeNext() would take
   // the oldest entry of the worker's local queue, self goes to its tail and that entry
-  // is taken, with no Notify(): the proof is S1-S2 in strategy_v2.cc.
-  YieldSwap SwapOnYield(std::size_t worker, std::uintptr_t self) override;
+  // is taken, with no Notify(): the proof is S1-S2 below. SwapApplies() then
+  // SwapChecked(), for the yield path, which takes self's lock between the two.
+  YieldSwap SwapOnYield(std::size_t worker, std::uintptr_t self) override {
+    if (!SwapApplies(worker)) return {};
+    return SwapChecked(worker, self);
+  }
+  // S1: whether TakeNext() would take from the local queue now, which holds an entry and
+  // has room (owner's view: thieves may still empty it, see SwapChecked).
+  bool SwapApplies(std::size_t worker);
+  // S2, after SwapApplies() said yes on this thread with nothing queued meanwhile by it:
+  // always queues.
+  YieldSwap SwapChecked(std::size_t worker, std::uintptr_t self);
   // Siblings: half an inbox, half a local queue (or one entry), else a runnext.
   std::uintptr_t StealInGroup(std::size_t worker) override;
   std::size_t StealBatch(std::uintptr_t* out, std::size_t max) override;
@@ -130,11 +140,10 @@ class StrategyV2 final : public SchedulingStrategy {
   Atomic<std::size_t> next_victim_{0};  // spreads cross-group steals
 };
 
-// Inline, for the yield path (parking.cc), which calls it through a StrategyV2*: a
+// Inline, for the yield path (parking.cc), which calls them through a StrategyV2*: a
 // call through the base's vtable, with its prologue, cost the yield 28 instructions
 // (callgrind).
-__attribute__((always_inline)) inline StrategyV2::YieldSwap StrategyV2::SwapOnYield(
-    std::size_t worker, std::uintptr_t self) {
+__attribute__((always_inline)) inline bool StrategyV2::SwapApplies(std::size_t worker) {
   Worker& me = *workers_[worker];
   // S1. Only where TakeNext() would take from the local queue (T3): not T1's round, and
   // T0 and T2 find nothing. runnext is exact here (only we store to it; siblings only
@@ -143,7 +152,7 @@ __attribute__((always_inline)) inline StrategyV2::YieldSwap StrategyV2::SwapOnYi
   if (me.rounds_to_global_check == 1 ||
       me.runnext.load(std::memory_order_relaxed) != 0 ||  // relaxed: ours (see above)
       me.inbox.MaybeNonEmpty()) {
-    return {};
+    return false;
   }
   if (options_.workers > 1) {
     // T0's look at one sibling's inbox (TakeFromSiblingInbox), the same one it would
@@ -151,12 +160,19 @@ __attribute__((always_inline)) inline StrategyV2::YieldSwap StrategyV2::SwapOnYi
     std::size_t v = me.inbox_peek;
     if (v >= options_.workers) v = 0;
     if (v == me.index) v = v + 1 == options_.workers ? 0 : v + 1;
-    if (workers_[v]->inbox.MaybeNonEmpty()) return {};
+    if (workers_[v]->inbox.MaybeNonEmpty()) return false;
     me.inbox_peek = v + 1;
   }
-  // Nothing to swap with, or no room for self.
-  std::uintptr_t entry;
-  if (!me.local.PushBehindAndPop(self, &entry)) return {};
+  // Something to swap with, and room for self.
+  return me.local.OwnerHasEntryAndRoom();
+}
+
+__attribute__((always_inline)) inline StrategyV2::YieldSwap StrategyV2::SwapChecked(
+    std::size_t worker, std::uintptr_t self) {
+  Worker& me = *workers_[worker];
+  // SwapApplies() saw room, which only our pushes take. If thieves emptied the queue
+  // since, we take self back.
+  std::uintptr_t entry = me.local.PushAndPop(self);
   me.inbox_streak = 0;
   me.runnext_streak = 0;
   // S2. Push, then pop, from the one ring: its count never drops below what it was, so
@@ -171,7 +187,7 @@ __attribute__((always_inline)) inline StrategyV2::YieldSwap StrategyV2::SwapOnYi
   // 0: thieves took everything, self included. self: everything before it. A
   // descriptor that its joiner ran is dropped, and the next one taken.
   while (entry != 0 && entry != self && !ClaimEntry(entry)) entry = me.local.Pop();
-  if (entry != 0) --me.rounds_to_global_check;  // >= 2 before (S1): never 0 after
+  if (entry != 0 && entry != self) --me.rounds_to_global_check;  // >= 2 before: never 0
   return {entry, true};
 }
 
