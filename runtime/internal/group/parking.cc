@@ -182,9 +182,9 @@ __attribute__((always_inline)) inline void SwitchToNext(FiberEntity* self)
 }
 
 // Yield's swap, where the strategy has one (v2) and it applies now
-// (SchedulingStrategy::SwapOnYield): self
-// is made Ready under its lock first, then queued and the next entry taken in one step
-// with no wake-up, then that entry is made Running while self's lock is still held.
+// (StrategyV2::SwapApplies, SwapOnYield): self is made Ready under its lock first, then
+// queued and the next entry taken in one step with no wake-up, then that entry is made
+// Running while self's lock is still held.
 // Returns false, having changed nothing, where the swap does not apply. Not analysed:
 // takes self's scheduler lock for the landing hook to release, as SwitchToNext.
 //
@@ -208,10 +208,10 @@ __attribute__((always_inline)) inline bool SwapToNext(FiberEntity* self)
   // Written before the push, which orders it for the taker.
   group->stats().StampReadyOn(worker, self);
   const std::uintptr_t me = EncodeEntry(self);
-  const SchedulingStrategy::YieldSwap swap = strategy->SwapChecked(worker, me);
+  const std::uintptr_t entry = strategy->SwapOnYield(worker, me);
   // Queued but not switched out: a taker spins on our lock meanwhile.
   ChaosPause();
-  if (__builtin_expect(swap.next == me, 0)) {
+  if (__builtin_expect(entry == me, 0)) {
     // Taken back (thieves took the rest meanwhile): Running again, as if nothing had
     // happened.
     self->ready_stamp = 0;
@@ -221,8 +221,8 @@ __attribute__((always_inline)) inline bool SwapToNext(FiberEntity* self)
   }
   // 0: a sibling took self too, and waits for our lock: leave for the worker's own
   // loop, which holds no lock (so no cycle of lock waits either way).
-  FiberEntity* next = swap.next != 0 ? MakeRunningOnSwitch(group, swap.next, worker)
-                                     : GetMasterFiberEntity();
+  FiberEntity* next =
+      entry != 0 ? MakeRunningOnSwitch(group, entry, worker) : GetMasterFiberEntity();
   self->SwitchTo(next, LandingHook{&UnlockFiber, self});
   return true;
 }

@@ -96,39 +96,16 @@ class LocalQueue {
     DCHECK_LT(tail - head, capacity_) << "PushAndPop() on a full queue";
     SlotAt(tail).store(entry, std::memory_order_relaxed);  // published by the store below
     tail_.store(tail + 1, std::memory_order_release);     // as in Push()
-    // As Pop(), from the head we loaded; tail + 1 is ours.
-    for (;;) {
-      if (head == tail + 1) return 0;
-      const std::uintptr_t oldest = SlotAt(head).load(std::memory_order_relaxed);
-      // release on success, relaxed on failure: as in Pop().
-      if (head_.compare_exchange_weak(head, head + 1, std::memory_order_release,
-                                      std::memory_order_relaxed)) {
-        return oldest;
-      }
-    }
+    return PopFrom(head, tail + 1);  // the head we loaded; tail + 1 is ours
   }
 
   // Owner thread only. Removes and returns the oldest entry, or 0 if the queue is empty.
   // One CAS of head_; it is retried only when a Grab() took the head meanwhile.
   std::uintptr_t Pop() {
-    // relaxed: a guess decided by the CAS. The slot we read holds the entry we pushed
-    // at `head` as long as head_ has not passed it (see "Pop" in local_queue.cc).
-    std::uint64_t head = head_.load(std::memory_order_relaxed);
+    // relaxed: a guess decided by the CAS (see PopFrom).
+    const std::uint64_t head = head_.load(std::memory_order_relaxed);
     // relaxed: only this thread writes tail_.
-    const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
-    for (;;) {
-      DCHECK_LE(head, tail) << "head_ passed tail_";
-      if (head == tail) return 0;
-      // relaxed: this thread wrote the slot (program order); see above.
-      const std::uintptr_t entry = SlotAt(head).load(std::memory_order_relaxed);
-      // release on success: pairs with the acquire loads of head_ in Push() (a no-op
-      // here: same thread) and in Grab(), whose tail_ load then sees at least our tail.
-      // relaxed on failure: the reloaded head is a fresh guess.
-      if (head_.compare_exchange_weak(head, head + 1, std::memory_order_release,
-                                      std::memory_order_relaxed)) {
-        return entry;
-      }
-    }
+    return PopFrom(head, tail_.load(std::memory_order_relaxed));
   }
 
   // Owner thread only. Removes and returns the oldest entry if `wanted(entry)` says so;
@@ -183,6 +160,25 @@ class LocalQueue {
   static_assert(std::atomic<std::uint64_t>::is_always_lock_free, "lock-free positions");
 
   Slot& SlotAt(std::uint64_t pos) const { return slots_[pos & mask_]; }
+
+  // Pop() and PushAndPop() from a guess of head_ and the owner's tail_.
+  std::uintptr_t PopFrom(std::uint64_t head, std::uint64_t tail) {
+    for (;;) {
+      DCHECK_LE(head, tail) << "head_ passed tail_";
+      if (head == tail) return 0;
+      // relaxed: this thread wrote the slot (program order). The slot holds the entry we
+      // pushed at `head` as long as head_ has not passed it (see "Pop" in
+      // local_queue.cc); if it has, the CAS fails.
+      const std::uintptr_t entry = SlotAt(head).load(std::memory_order_relaxed);
+      // release on success: pairs with the acquire loads of head_ in Push() (a no-op
+      // here: same thread) and in Grab(), whose tail_ load then sees at least our tail.
+      // relaxed on failure: the reloaded head is a fresh guess.
+      if (head_.compare_exchange_weak(head, head + 1, std::memory_order_release,
+                                      std::memory_order_relaxed)) {
+        return entry;
+      }
+    }
+  }
 
   // Read-only after construction; shared by every thread, so kept off the lines the
   // threads write.

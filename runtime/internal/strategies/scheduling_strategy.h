@@ -129,20 +129,6 @@ class SchedulingStrategy : public NotifiedQueues {
   // The next entry of the worker's own sources (between two fibers, Yield, park, and
   // the idle path's first look); 0 if they are empty.
   std::uintptr_t TakeNext(std::size_t worker) override = 0;
-  // A yield's swap, for strategies that have one (v2): worker `worker`'s
-  // running fiber `self` (an entry word: Ready, its scheduler lock held until it has
-  // switched out) goes where a yielder goes, and the entry TakeNext() would take is
-  // taken, in one step that needs no wake-up (v2: StrategyV2::SwapOnYield says when and
-  // why). `queued` false: the swap does not apply now and nothing was queued (take the
-  // general path, TakeNext() then Enqueue(kYielded)). Else `next` is the entry taken,
-  // claimed: `self` itself when everything else was taken meanwhile (keep running), 0
-  // when `self` too was taken (a sibling runs it once it switched out: leave).
-  struct YieldSwap {
-    std::uintptr_t next = 0;
-    bool queued = false;
-  };
-  virtual YieldSwap SwapOnYield(std::size_t /*worker*/, std::uintptr_t /*self*/) { return {}; }
-
   // An entry taken from the worker's siblings in this group (v2: their inboxes, local
   // queues and runnext slots), or 0. The idle path asks after TakeNext; strategies whose
   // TakeNext already sees the whole group (v1, relaxed) keep the default.

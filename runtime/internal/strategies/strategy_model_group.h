@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "runtime/internal/strategies/scheduling_strategy.h"
+#include "runtime/internal/strategies/strategy_v2.h"
 
 namespace spindle::internal::testing {
 
@@ -37,16 +38,13 @@ class StrategyModelGroup {
                        SchedulingStrategy::kNoWorker);
   }
   std::uintptr_t TakeOwn(std::size_t w) { return strategy_->TakeNext(w); }
-  // A yield (parking.cc's YieldFiber): the strategy's swap where it has one (the
-  // yielder queued, then the next entry taken: SwapToNext), else the next entry of
-  // worker w's own queues (TakeNextForSwitch) and the yielder queued again
-  // (RequeueBeforeSwitch). Returns the entry w runs next: `entry` itself if nothing
-  // else was ready, 0 if a sibling took the yielder during the swap.
+  // A yield (parking.cc's YieldFiber): v2's swap where it applies (the yielder queued,
+  // then the next entry taken: SwapToNext), else the next entry of worker w's own
+  // queues (TakeNextForSwitch) and the yielder queued again (RequeueBeforeSwitch).
+  // Returns the entry w runs next: `entry` itself if nothing else was ready, 0 if a
+  // sibling took the yielder during the swap.
   std::uintptr_t YieldTo(std::size_t w, std::uintptr_t entry) {
-    if (swaps_) {
-      const SchedulingStrategy::YieldSwap swap = strategy_->SwapOnYield(w, entry);
-      if (swap.queued) return swap.next;
-    }
+    if (swapper_ != nullptr && swapper_->SwapApplies(w)) return swapper_->SwapOnYield(w, entry);
     const std::uintptr_t next = strategy_->TakeNext(w);
     if (next == 0) return entry;
     strategy_->Enqueue(entry, /*stealable=*/true, ReadyReason::kYielded, w);
@@ -60,16 +58,16 @@ class StrategyModelGroup {
  protected:
   StrategyModelGroup() = default;
   ~StrategyModelGroup() = default;
-  // `swaps`: whether yields try the strategy's swap first (as YieldFiber does where
-  // the strategy has one); false models the general path alone.
-  void Drive(SchedulingStrategy* strategy, bool swaps = true) {
+  // `swapper`: the strategy itself where it is v2 and yields try its swap first, as
+  // YieldFiber does; null models the general path alone.
+  void Drive(SchedulingStrategy* strategy, StrategyV2* swapper = nullptr) {
     strategy_ = strategy;
-    swaps_ = swaps;
+    swapper_ = swapper;
   }
 
  private:
   SchedulingStrategy* strategy_ = nullptr;
-  bool swaps_ = false;
+  StrategyV2* swapper_ = nullptr;
   std::uintptr_t next_entry_ = 0;
 };
 

@@ -56,20 +56,18 @@ class StrategyV2 final : public SchedulingStrategy {
   void EnqueueWoken(const std::uintptr_t* entries, const bool* stealable, std::size_t n,
                     std::size_t origin) override;
   std::uintptr_t TakeNext(std::size_t worker) override;
-  // A yield's swap (see SchedulingStrategy::SwapOnYield): where TakeNext() would take
-  // the oldest entry of the worker's local queue, self goes to its tail and that entry
-  // is taken, with no Notify(): the proof is S1-S2 below. SwapApplies() then
-  // SwapChecked(), for the yield path, which takes self's lock between the two.
-  YieldSwap SwapOnYield(std::size_t worker, std::uintptr_t self) override {
-    if (!SwapApplies(worker)) return {};
-    return SwapChecked(worker, self);
-  }
+  // A yield's swap, for worker `worker`'s thread (parking.cc's SwapToNext, which takes
+  // self's lock between the two calls): where TakeNext() would take the oldest entry of
+  // the worker's local queue, the yielder goes to its tail and that entry is taken, with
+  // no Notify(): the proof is S1-S2 below.
   // S1: whether TakeNext() would take from the local queue now, which holds an entry and
-  // has room (owner's view: thieves may still empty it, see SwapChecked).
+  // has room (the owner's view: thieves may still empty it).
   bool SwapApplies(std::size_t worker);
-  // S2, after SwapApplies() said yes on this thread with nothing queued meanwhile by it:
-  // always queues.
-  YieldSwap SwapChecked(std::size_t worker, std::uintptr_t self);
+  // S2, right after SwapApplies() said yes: queues `self` (an entry word: Ready, its
+  // scheduler lock held until it has switched out) and returns the entry taken,
+  // claimed: `self` itself when thieves took everything else meanwhile (keep running),
+  // 0 when they took `self` too (a sibling runs it once it switched out: leave).
+  std::uintptr_t SwapOnYield(std::size_t worker, std::uintptr_t self);
   // Siblings: half an inbox, half a local queue (or one entry), else a runnext.
   std::uintptr_t StealInGroup(std::size_t worker) override;
   std::size_t StealBatch(std::uintptr_t* out, std::size_t max) override;
@@ -167,7 +165,7 @@ __attribute__((always_inline)) inline bool StrategyV2::SwapApplies(std::size_t w
   return me.local.OwnerHasEntryAndRoom();
 }
 
-__attribute__((always_inline)) inline StrategyV2::YieldSwap StrategyV2::SwapChecked(
+__attribute__((always_inline)) inline std::uintptr_t StrategyV2::SwapOnYield(
     std::size_t worker, std::uintptr_t self) {
   Worker& me = *workers_[worker];
   // SwapApplies() saw room, which only our pushes take. If thieves emptied the queue
@@ -188,7 +186,7 @@ __attribute__((always_inline)) inline StrategyV2::YieldSwap StrategyV2::SwapChec
   // descriptor that its joiner ran is dropped, and the next one taken.
   while (entry != 0 && entry != self && !ClaimEntry(entry)) entry = me.local.Pop();
   if (entry != 0 && entry != self) --me.rounds_to_global_check;  // >= 2 before: never 0
-  return {entry, true};
+  return entry;
 }
 
 }  // namespace spindle::internal

@@ -29,7 +29,9 @@ using testing::GroupIdleModel;
 template <std::size_t kWorkers, bool kSwap = true>
 class V2Group : public testing::StrategyModelGroup {
  public:
-  V2Group() : strategy_(Options(), Settings()) { Drive(&strategy_, kSwap); }
+  V2Group() : strategy_(Options(), Settings()) {
+    Drive(&strategy_, kSwap ? &strategy_ : nullptr);
+  }
 
   std::uintptr_t LookInGroup(std::size_t w) {
     if (const std::uintptr_t entry = strategy_.TakeNext(w)) return entry;

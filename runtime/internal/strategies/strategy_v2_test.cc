@@ -188,8 +188,9 @@ TEST(StrategyV2Test, StealBatchTakesAtMostMaxAndNothingFromAnEmptyGroup) {
   EXPECT_EQ(left, 16u);
 }
 
-// A yield's swap (StrategyV2::SwapOnYield): the yielder goes behind the local queue and
-// the oldest entry there is taken, as TakeNext() then Enqueue(kYielded) would do.
+// A yield's swap (StrategyV2::SwapApplies, SwapOnYield): the yielder goes behind the
+// local queue and the oldest entry there is taken, as TakeNext() then Enqueue(kYielded)
+// would do.
 TEST(StrategyV2Test, SwapOnYieldTakesTheOldestLocalEntryAndQueuesTheYielderLast) {
   StrategyPtr v2 = MakeV2(1, /*spawn_lifo=*/false, /*steal_half=*/true);
   for (std::uint64_t id = 1; id <= 3; ++id) {
@@ -197,32 +198,32 @@ TEST(StrategyV2Test, SwapOnYieldTakesTheOldestLocalEntryAndQueuesTheYielderLast)
   }
   EXPECT_EQ(TakeId(v2->TakeNext(0)), 1u);  // T1's first round: the general path
   const std::uintptr_t self = Desc(100);
-  const SchedulingStrategy::YieldSwap swap = v2->SwapOnYield(0, self);
-  ASSERT_TRUE(swap.queued);
-  EXPECT_EQ(TakeId(swap.next), 2u);
+  ASSERT_TRUE(v2->SwapApplies(0));
+  EXPECT_EQ(TakeId(v2->SwapOnYield(0, self)), 2u);
   EXPECT_EQ(TakeId(v2->TakeNext(0)), 3u);
   EXPECT_EQ(TakeId(v2->TakeNext(0)), 100u);
   EXPECT_EQ(v2->TakeNext(0), 0u);
 }
 
 // Where TakeNext() would take from elsewhere than the local queue, the swap does not
-// apply and queues nothing: an empty local queue, T1's round, runnext, the inbox.
-TEST(StrategyV2Test, SwapOnYieldAppliesOnlyWhereTakeNextWouldTakeTheLocalQueue) {
+// apply (and the yield path queues nothing): an empty local queue, T1's round, runnext,
+// the inbox.
+TEST(StrategyV2Test, SwapAppliesOnlyWhereTakeNextWouldTakeTheLocalQueue) {
   const std::uintptr_t self = Desc(100);
   {
     StrategyPtr v2 = MakeV2(1, /*spawn_lifo=*/true, /*steal_half=*/true);
-    EXPECT_FALSE(v2->SwapOnYield(0, self).queued);  // T1's round
+    EXPECT_FALSE(v2->SwapApplies(0));  // T1's round
     v2->Enqueue(Desc(1), true, ReadyReason::kStartedBack, /*origin=*/0);
     EXPECT_EQ(TakeId(v2->TakeNext(0)), 1u);
-    EXPECT_FALSE(v2->SwapOnYield(0, self).queued);  // nothing to swap with
+    EXPECT_FALSE(v2->SwapApplies(0));  // nothing to swap with
     v2->Enqueue(Desc(2), true, ReadyReason::kStartedBack, /*origin=*/0);
     v2->Enqueue(Desc(3), true, ReadyReason::kStarted, /*origin=*/0);  // runnext
-    EXPECT_FALSE(v2->SwapOnYield(0, self).queued);
+    EXPECT_FALSE(v2->SwapApplies(0));
     EXPECT_EQ(TakeId(v2->TakeNext(0)), 3u);
     const std::uintptr_t woken = Desc(4);
     const bool stealable = true;
     v2->EnqueueWoken(&woken, &stealable, 1, /*origin=*/0);  // worker 0's inbox
-    EXPECT_FALSE(v2->SwapOnYield(0, self).queued);
+    EXPECT_FALSE(v2->SwapApplies(0));
     EXPECT_EQ(TakeId(v2->TakeNext(0)), 4u);
     EXPECT_EQ(TakeId(v2->TakeNext(0)), 2u);  // self was never queued
     EXPECT_EQ(v2->TakeNext(0), 0u);
@@ -236,11 +237,10 @@ TEST(StrategyV2Test, SwapOnYieldAppliesOnlyWhereTakeNextWouldTakeTheLocalQueue) 
     const std::uintptr_t woken = Desc(3);
     const bool stealable = true;
     v2->EnqueueWoken(&woken, &stealable, 1, /*origin=*/1);
-    EXPECT_FALSE(v2->SwapOnYield(0, self).queued);
+    EXPECT_FALSE(v2->SwapApplies(0));
     EXPECT_EQ(TakeId(v2->TakeNext(0)), 3u);
-    const SchedulingStrategy::YieldSwap swap = v2->SwapOnYield(0, self);
-    ASSERT_TRUE(swap.queued);
-    EXPECT_EQ(TakeId(swap.next), 2u);
+    ASSERT_TRUE(v2->SwapApplies(0));
+    EXPECT_EQ(TakeId(v2->SwapOnYield(0, self)), 2u);
     EXPECT_EQ(TakeId(v2->TakeNext(0)), 100u);
   }
 }
