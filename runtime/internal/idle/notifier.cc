@@ -107,7 +107,10 @@ SearchNotifier::SearchNotifier(NotifiedQueues& queues, std::size_t workers)
       queues_(queues),
       max_searching_(std::max<std::size_t>(1, (workers + 1) / 2)) {}
 
-bool SearchNotifier::WakeSleeperAsSearcher(bool only_if_none_search) {
+bool SearchNotifier::WakeSleeperAsSearcher(Waker waker) {
+  // A poller's request comes whatever our searchers do (they do not take the poller
+  // over); the others only from 0, like N4.
+  const bool only_if_none_search = waker != Waker::kPoller;
   for (;;) {
     if (only_if_none_search) {
       std::size_t none = 0;
@@ -140,23 +143,31 @@ bool SearchNotifier::WakeSleeperAsSearcher(bool only_if_none_search) {
     // relaxed: ordered by the fence above.
     if (sleeping_.load(std::memory_order_relaxed) == 0) {
       // Every worker of ours is busy after all: as N3 (a producer's call only; a
-      // thief's wake-up of us is not passed on).
-      if (only_if_none_search && queues_.has_thieves()) queues_.WakeUpThief();
+      // victim's request is not passed on to our own thieves).
+      if (waker == Waker::kProducer && queues_.has_thieves()) queues_.WakeUpThief();
       return false;
     }
-    if (queues_.UnsafeEmpty()) return false;
+    // Nothing queued here: done (a victim's backlog is not in our queues; its request
+    // goes round again while someone sleeps and nobody searches).
+    if (waker != Waker::kVictim && queues_.UnsafeEmpty()) return false;
     if (only_if_none_search && searching_.load(std::memory_order_relaxed) != 0) return false;
   }
 }
 
 bool SearchNotifier::WakeOneSleeper() {
-  // A victim group's producer wants one of our sleepers to look for work, or a vacant
-  // poller wants a sleeper to take it: the woken worker searches, so it holds a count
-  // like any wakee. Not only from 0: our other searchers do not poll what the caller
-  // has. Nobody asleep: nothing to do, and no write to our shared lines (a busy victim
-  // asks on every push). relaxed: a best-effort wake-up; the claim decides.
+  // A vacant poller wants a sleeper to take it: the woken worker searches, so it holds a
+  // count like any wakee. Not only from 0: our searchers do not take the poller over.
+  // relaxed: a best-effort wake-up; the claim decides.
   if (sleeping_.load(std::memory_order_relaxed) == 0) return false;
-  return WakeSleeperAsSearcher(/*only_if_none_search=*/false);
+  return WakeSleeperAsSearcher(Waker::kPoller);
+}
+
+bool SearchNotifier::WakeThief() {
+  // T1: a victim's backlog, and nobody of ours searching a moment ago. Only from 0, as
+  // a producer of ours wakes: a searcher of ours tries the victim within its rounds and
+  // sees it in its give-back (I4) or its re-check (W3) otherwise. relaxed: as above.
+  if (sleeping_.load(std::memory_order_relaxed) == 0) return false;
+  return WakeSleeperAsSearcher(Waker::kVictim);
 }
 
 bool SearchNotifier::StartSearching(std::size_t) {
@@ -170,10 +181,19 @@ std::uintptr_t SearchNotifier::StopSearching(std::size_t, bool searching,
 }
 
 void SearchNotifier::GiveBackCount(bool found) {
-  // seq_cst RMW, then a fence: pairs with N1 (a producer that saw our count).
+  // seq_cst RMW, then a fence: pairs with N1 (a producer that saw our count), ours or a
+  // victim's (T1).
   const std::size_t before = searching_.fetch_sub(1, std::memory_order_seq_cst);
   StoreLoadFence();
-  if (found && before == 1) WakeAnotherIfQueued();
+  if (!found || before != 1) return;
+  // The last searcher out, with work: producers skipped their wake-ups while we
+  // searched, ours (N2) and our victims' (T1), and we will not look at their queues
+  // now. Relaxed snapshots, read after the fence.
+  if (!queues_.UnsafeEmpty()) {
+    Notify();
+  } else if (queues_.VictimsMayHaveStealable()) {
+    WakeSleeperAsSearcher(Waker::kVictim);
+  }
 }
 
 void SearchNotifier::WakeAnotherIfQueued() {

@@ -49,6 +49,10 @@ class NotifiedQueues {
   // Fixed before any worker starts, so a plain read: a producer of a group that has no
   // thieves (one group, or stealing off) skips the call on every push.
   bool has_thieves() const { return has_thieves_; }
+  // Whether a group this one may steal from may have something to steal: a relaxed
+  // snapshot, read after the caller's fence (the last searcher out, I4 in notifier.cc).
+  // Default: no victims (one group, or stealing off).
+  virtual bool VictimsMayHaveStealable() const { return false; }
 
  protected:
   ~NotifiedQueues() = default;
@@ -83,9 +87,23 @@ class IdleNotifier {
   // ---- Producer side (any thread), after a push of one entry, or of `n` at once.
   virtual void Notify() = 0;
   virtual void NotifyMany(std::size_t n) = 0;
-  // Wakes one sleeping worker so that it searches (a thief's victim with a backlog, a
-  // vacant poller); false if none sleeps.
+  // Wakes one sleeping worker so that it searches (a vacant poller); false if none
+  // sleeps.
   virtual bool WakeOneSleeper() = 0;
+
+  // ---- Thief side (any thread): a victim group whose workers are all busy looks for a
+  // thief here (T1 at the top of strategy_v1.cc), after its push and fence. A busy victim
+  // asks on every push, so StateForVictim() only reads (relaxed: a hint; what a wrong hint
+  // costs is at T1), and WakeThief() writes only when it may wake someone.
+  enum class ThiefState {
+    kBusy,       // nobody of ours sleeps or searches: ask the next thief group
+    kSearching,  // one of ours searches, and will look at the victim (T1): done
+    kSleeping,   // one of ours sleeps: WakeThief() may wake it
+  };
+  virtual ThiefState StateForVictim() const = 0;
+  // Wakes one sleeping worker to search (and so to poll its victims), as a producer's
+  // wake-up would (v2/relaxed: not while one of ours searches); false if it woke nobody.
+  virtual bool WakeThief() = 0;
 
   // ---- Idle side (worker `w`'s thread), in the order above.
   virtual bool StartSearching(std::size_t w) = 0;
@@ -149,10 +167,17 @@ class SearchNotifier final : public IdleNotifier {
       if (queues_.has_thieves()) queues_.WakeUpThief();
       return;
     }
-    WakeSleeperAsSearcher(/*only_if_none_search=*/true);  // N4, N5
+    WakeSleeperAsSearcher(Waker::kProducer);  // N4, N5
   }
   void NotifyMany(std::size_t) override { Notify(); }
   bool WakeOneSleeper() override;
+  ThiefState StateForVictim() const override {
+    // relaxed: hints (T1); the searching count first, as N2 reads it.
+    if (searching_.load(std::memory_order_relaxed) != 0) return ThiefState::kSearching;
+    if (sleeping_.load(std::memory_order_relaxed) != 0) return ThiefState::kSleeping;
+    return ThiefState::kBusy;
+  }
+  bool WakeThief() override;
 
   bool StartSearching(std::size_t w) override;
   bool KeepSearching(std::size_t) override { return true; }
@@ -166,9 +191,12 @@ class SearchNotifier final : public IdleNotifier {
   std::uint64_t sleeping_hint() const { return sleeping_.load(std::memory_order_relaxed); }
 
  private:
-  // N4/N5: takes a searcher count (from 0 only when `only_if_none_search`), gives it to
-  // the lowest sleeper and wakes it; false if there was none (the count given back).
-  bool WakeSleeperAsSearcher(bool only_if_none_search);
+  // Who asks WakeSleeperAsSearcher() for a wake-up: a producer of ours (N4-N5), a
+  // victim group's producer (WakeThief), or a vacant poller (WakeOneSleeper).
+  enum class Waker { kProducer, kVictim, kPoller };
+  // N4/N5: takes a searcher count (from 0 only, except for kPoller), gives it to the
+  // lowest sleeper and wakes it; false if there was none (the count given back).
+  bool WakeSleeperAsSearcher(Waker waker);
   // I4's give-back of a count (seq_cst RMW, fence); the last one out that found work
   // wakes another worker while anything is queued.
   void GiveBackCount(bool found);

@@ -26,6 +26,14 @@ class SpinnerNotifier final : public IdleNotifier {
   void Notify() override;                 // P1-P4
   void NotifyMany(std::size_t n) override;  // P1, then a batch's claims and wake-ups
   bool WakeOneSleeper() override;          // P3 alone
+  // T1 (strategy_v1.cc): v1 wakes a sleeper for a victim whether or not ours spin (its
+  // spinners leave without a last look at the victims), so "searching" is not an answer.
+  ThiefState StateForVictim() const override {
+    // relaxed: a hint; the fetch_and in P3 decides.
+    return sleeping_workers_.load(std::memory_order_relaxed) != 0 ? ThiefState::kSleeping
+                                                                    : ThiefState::kBusy;
+  }
+  bool WakeThief() override { return WakeUpOneSleepingWorker(); }  // P3 alone
 
   bool StartSearching(std::size_t w) override;  // S1
   // S2; false once a producer claimed w. A woken worker whose look found nothing joins

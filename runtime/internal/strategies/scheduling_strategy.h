@@ -165,13 +165,24 @@ class SchedulingStrategy : public NotifiedQueues {
   bool WakeOneSleeper() { return notifier_.WakeOneSleeper(); }
   // Groups whose workers may steal from this one, woken when every worker of this group
   // is busy and fibers wait (WakeUpThief). Set before any worker starts.
+  // Each thief gets us as one of its victims (VictimsMayHaveStealable).
   void SetThieves(std::vector<SchedulingStrategy*> thieves) {
     thieves_ = std::move(thieves);
     has_thieves_ = !thieves_.empty();
+    for (SchedulingStrategy* thief : thieves_) thief->victims_.push_back(this);
   }
-  // T1 (strategy_v1.cc): if a stealable backlog waits, wakes one sleeping worker of a
-  // thief group, tried in turn until one has a sleeper. Called by the notifier after its
-  // fence, when every worker of ours is busy.
+  // Whether a group we may steal from may have something to steal (racy hints).
+  bool VictimsMayHaveStealable() const override {
+    for (const SchedulingStrategy* victim : victims_) {
+      if (victim->MayHaveStealable()) return true;
+    }
+    return false;
+  }
+  // T1 (strategy_v1.cc): unless a worker of a thief group already searches, wakes one
+  // sleeping worker of a thief group (tried in turn until one has a sleeper) if a
+  // stealable backlog waits. Called by the notifier after its fence, when every worker
+  // of ours is busy: on every push then, so it reads the thieves' lines before it
+  // writes anything or reads our queues.
   void WakeUpThief() final;
 
   // ---- The idle side (idle_path.cc): the notifier, and the group's poller.
@@ -202,10 +213,11 @@ class SchedulingStrategy : public NotifiedQueues {
   IdleNotifier& notifier_;
   Atomic<bool> stopping_{false};
   Atomic<GroupPoller*> poller_{nullptr};
-  // Its own line: the notifier bumps the cursor whenever every worker is busy, which
-  // must not bounce the lines producers read (pingpong's round trip cost 10% more when
-  // a steal cursor shared one with v2's wake flag).
+  // Its own line: read by every producer while our workers are all busy; the cursor
+  // is written only when a thief is woken (pingpong's round trip cost 10% more when a
+  // steal cursor shared a line with v2's wake flag).
   alignas(64) std::vector<SchedulingStrategy*> thieves_;  // immutable once workers run
+  std::vector<const SchedulingStrategy*> victims_;          // the same
   Atomic<std::size_t> next_thief_{0};
 };
 

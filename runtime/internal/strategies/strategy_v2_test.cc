@@ -188,6 +188,45 @@ TEST(StrategyV2Test, StealBatchTakesAtMostMaxAndNothingFromAnEmptyGroup) {
   EXPECT_EQ(left, 16u);
 }
 
+// T1 (strategy_v1.cc), v2's notifier: a group whose workers are all busy wakes a
+// sleeping worker of a thief group for its backlog only while none of the thief's
+// workers searches (a searcher looks at the victim by itself); the thief's last
+// searcher out, leaving with work of its own, wakes that sleeper instead (I4 in
+// notifier.cc), since it will not look at the victim now. The workers are driven
+// here as the idle path drives them.
+TEST(StrategyV2Test, ABusyGroupWakesAThiefOnlyWhereNoneOfItsWorkersSearches) {
+  StrategyPtr victim = MakeV2(1, /*spawn_lifo=*/false, /*steal_half=*/true);
+  StrategyPtr thief = MakeV2(2, /*spawn_lifo=*/false, /*steal_half=*/true);
+  victim->SetThieves({thief.get()});
+  IdleNotifier& thieves = thief->notifier();
+  thieves.Announce(0);                     // thief worker 0 sleeps
+  ASSERT_TRUE(thieves.StartSearching(1));  // thief worker 1 searches
+  // The victim's only worker is busy (it never announced): every push asks a thief.
+  victim->Enqueue(Desc(1), /*stealable=*/true, ReadyReason::kStartedBack, /*origin=*/0);
+  victim->Enqueue(Desc(2), /*stealable=*/true, ReadyReason::kStartedBack, /*origin=*/0);
+  EXPECT_EQ(thieves.wakeups(), 0u) << "woke a thief while one of its workers searched";
+  // The searcher found work of its own group and leaves; the victim's backlog is left:
+  // worker 0 is woken for it, holding the searcher count.
+  thieves.StopSearching(1, /*searching=*/true, /*entry=*/1);
+  EXPECT_EQ(thieves.wakeups(), 1u) << "the last searcher out left the victim's backlog";
+  EXPECT_TRUE(thieves.EndSleep(0)) << "woken without the count (not as a searcher)";
+  // Worker 0 searched, found nothing and sleeps again; nobody searches now, so the
+  // next push wakes it.
+  thieves.StopSearching(0, /*searching=*/true, /*entry=*/0);
+  thieves.Announce(0);
+  victim->Enqueue(Desc(3), /*stealable=*/true, ReadyReason::kStartedBack, /*origin=*/0);
+  EXPECT_EQ(thieves.wakeups(), 2u);
+  EXPECT_TRUE(thieves.EndSleep(0));
+  thieves.StopSearching(0, /*searching=*/true, /*entry=*/0);
+  // A thief group whose workers are all busy is not woken, and not written to.
+  victim->Enqueue(Desc(4), /*stealable=*/true, ReadyReason::kStartedBack, /*origin=*/0);
+  EXPECT_EQ(thieves.wakeups(), 2u);
+  std::vector<std::uint64_t> left;
+  while (std::uintptr_t entry = victim->TakeNext(0)) left.push_back(TakeId(entry));
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (Order{1, 2, 3, 4}));
+}
+
 // A yield's swap (StrategyV2::SwapApplies, SwapOnYield): the yielder goes behind the
 // local queue and the oldest entry there is taken, as TakeNext() then Enqueue(kYielded)
 // would do.
