@@ -33,13 +33,32 @@
 //       for up to the spin time.
 //   I4. StopSearching: give the count back (seq_cst fetch_sub, then a fence). The last
 //       searcher out that found work wakes another worker if anything is still queued
-//       (Go's resetspinning): producers skipped their wake-ups while it searched.
+//       (Go's resetspinning): producers skipped their wake-ups while it searched; with
+//       nothing queued here, if a victim group may have something to steal (T1 below).
 //   W1. Announce: set our bit in sleeping_ (seq_cst RMW).  W2. seq_cst fence.
 //   W3. (idle_path.cc) Re-check the group's queues, the stop flag, other groups.
 //       Cancel(found): clear our bit; if a waker had cleared it first we hold its
 //       count: give it back as in I4 (a poll plan, not a fiber: also wake another if
 //       anything is queued, since we go to other sources first). Found, and nobody's
-//       count: "more work", wake another if anything is still queued.
+//       count: "more work", wake another if anything is still queued, or, as in I4, if
+//       a victim may have something to steal (we skip our look at the victims).
+//
+// Victims' producers (T1 of strategy_v1.cc; WakeOneThief in notifier.h). A producer of
+// another group whose workers are all busy (its N3) reads our searching_ and sleeping_
+// (StateForVictim, relaxed, after its own N1) and nothing else of ours: a searcher of
+// ours: done; a sleeper and no searcher: N4-N5 on our side (WakeThief, from 0 only);
+// neither: the next thief group. Why skipping for a searcher strands nothing: the
+// victim's (push; fence; read searching_ != 0) against the decrement that brings it to
+// 0 (RMW; fence; look) is the pattern of N2 below, and every path after such a
+// decrement looks at the victims before its worker commits to other work or sleeps: a
+// searcher out with work (I4's second look), a worker that re-checks at W3 and finds
+// work of ours (Cancel's "more work") or none (the victims in W3's plan: a poll, or a
+// sleep of at most 1 ms), a producer whose count found no sleeper (N5: nobody of ours
+// sleeps, so every worker is busy and goes through W3 before it sleeps). A busy victim
+// asks on every push: the reads stay in its caches while our workers are all busy, and
+// nothing is written to a shared line unless someone is woken (the 16-core figures of
+// issue 31: skynet at 16 workers in two groups of 8 went from 79 ms to 22 ms when the
+// old T1's per-push fetch_add on a shared cursor and its reads of our queues went).
 //   W4. (idle_path.cc) Sleep on our slot. EndSleep: clear our bit; if a waker had
 //       cleared it we hold its count and search (I3).
 //
@@ -52,7 +71,8 @@
 //     last one out wakes another while anything is queued), a searcher that found none
 //     (it then runs W1-W3, whose re-check sees F), a producer giving back a count it
 //     could not hand over (N5 goes round and wakes any sleeper), or a claimed worker
-//     that cancelled at W3 (I4 again).
+//     that cancelled at W3 (I4 again). (For a victim's push, "sees F" means "looks
+//     at the victim": the paragraph on victims' producers above.)
 //   - If P read sleeping_ == 0 (N3), X's W1 is after P's read in the fences' total
 //     order, so X's W3 re-check, after its W2, sees F.
 //   - If P claimed a sleeper Y, Y wakes (or cancels at W3 with a fiber) holding P's
@@ -185,20 +205,26 @@ void SearchNotifier::GiveBackCount(bool found) {
   // victim's (T1).
   const std::size_t before = searching_.fetch_sub(1, std::memory_order_seq_cst);
   StoreLoadFence();
-  if (!found || before != 1) return;
   // The last searcher out, with work: producers skipped their wake-ups while we
   // searched, ours (N2) and our victims' (T1), and we will not look at their queues
-  // now. Relaxed snapshots, read after the fence.
-  if (!queues_.UnsafeEmpty()) {
-    Notify();
-  } else if (queues_.VictimsMayHaveStealable()) {
-    WakeSleeperAsSearcher(Waker::kVictim);
-  }
+  // now.
+  if (found && before == 1) WakeAnotherIfWorkWaits();
 }
 
 void SearchNotifier::WakeAnotherIfQueued() {
   // A relaxed snapshot, read after the caller's fence (I4, W2).
   if (!queues_.UnsafeEmpty()) Notify();
+}
+
+void SearchNotifier::WakeAnotherIfWorkWaits() {
+  // Relaxed snapshots, read after the caller's fence (I4, W2). Our queues first, then
+  // the victims': a worker of ours that sleeps while a victim's backlog waits for a
+  // thief is woken to search (only if nobody of ours searches, as T1 itself).
+  if (!queues_.UnsafeEmpty()) {
+    Notify();
+  } else if (queues_.VictimsMayHaveStealable()) {
+    WakeSleeperAsSearcher(Waker::kVictim);
+  }
 }
 
 void SearchNotifier::Announce(std::size_t w) {
@@ -219,7 +245,9 @@ void SearchNotifier::Cancel(std::size_t w, bool found) {
     // A poll plan: we look at other sources first, so pass the waker's fiber on.
     if (!found) WakeAnotherIfQueued();
   } else if (found) {
-    WakeAnotherIfQueued();  // "more work"
+    // "More work"; and we were the one to look at the victims after our fence (W3),
+    // which we now skip for our own group's work.
+    WakeAnotherIfWorkWaits();
   }
 }
 

@@ -147,6 +147,37 @@ class IdleNotifier {
   ThreadCounter wakeups_;
 };
 
+// T1 (strategy_v1.cc): a victim group whose workers are all busy, after its push and
+// fence, looks for a thief among the notifiers of its thief groups, `n` of them, from
+// `start` on. A thief group with a searcher ends the look (the searcher tries the
+// victim within its rounds; one that found other work looks at the victim as the last
+// one out, I4 in notifier.cc, one that found none in its re-check before it sleeps,
+// W3: the victim's push came before its fence and their looks after theirs, so one of
+// them sees it). A thief group whose workers are all busy is passed over. The first
+// with a sleeper is woken if `has_backlog()` (asked at most once, and only then: it
+// reads the victim's own queues). Returns the index of the thief group woken, or `n`.
+// Nothing is written unless a sleeper is woken: a busy victim calls this on every push.
+template <class HasBacklog>
+std::size_t WakeOneThief(IdleNotifier* const* thieves, std::size_t n, std::size_t start,
+                         HasBacklog has_backlog) {
+  bool backlog_seen = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t t = (start + i) % n;
+    switch (thieves[t]->StateForVictim()) {
+      case IdleNotifier::ThiefState::kSearching:
+        return n;
+      case IdleNotifier::ThiefState::kBusy:
+        continue;
+      case IdleNotifier::ThiefState::kSleeping:
+        break;
+    }
+    if (!backlog_seen && !has_backlog()) return n;  // a worker of ours took it already
+    backlog_seen = true;
+    if (thieves[t]->WakeThief()) return t;
+  }
+  return n;
+}
+
 // The searcher/sleeper protocol of strategies v2 and relaxed (Go's nmspinning and
 // wakep(), with the searcher count handed to the worker it wakes): producers wake
 // nobody while any worker searches, and at most one sleeper at a time otherwise. The
@@ -203,6 +234,9 @@ class SearchNotifier final : public IdleNotifier {
   // Clears w's sleeping bit; true if a waker had cleared it (w then holds its count).
   bool ClearSleepingBit(std::size_t w);
   void WakeAnotherIfQueued();
+  // As WakeAnotherIfQueued(), and with nothing queued here, a sleeper woken to search
+  // if a victim may have something to steal (T1's hand-over: notifier.cc, I4 and W3).
+  void WakeAnotherIfWorkWaits();
 
   NotifiedQueues& queues_;
   const std::size_t max_searching_;  // half the group, at least one

@@ -19,34 +19,14 @@ void SchedulingStrategy::operator delete(void* pointer, int) {
 }
 
 void SchedulingStrategy::WakeUpThief() {
-  // A busy group's producers come here on every push, so the thieves' lines are read
-  // first, and nothing is written unless a thief may be woken. relaxed: the cursor only
-  // spreads the wake-ups over the thieves.
-  const std::size_t turn = next_thief_.load(std::memory_order_relaxed);
+  // relaxed: the cursor only spreads the wake-ups over the thieves; written only when
+  // one is woken, so its line stays shared while every push reads it.
   const std::size_t n = thieves_.size();
-  bool backlog_seen = false;
-  for (std::size_t i = 0; i < n; ++i) {
-    IdleNotifier& thief = thieves_[(turn + i) % n]->notifier_;
-    switch (thief.StateForVictim()) {
-      case IdleNotifier::ThiefState::kSearching:
-        // Its searcher tries us within its rounds; one that found other work looks at us
-        // as the last one out (I4 in notifier.cc), one that found none in its re-check
-        // before it sleeps (W3; T2 in strategy_v1.cc). Our push came before our fence,
-        // and theirs before their look, so one of them sees it.
-        return;
-      case IdleNotifier::ThiefState::kBusy:
-        continue;
-      case IdleNotifier::ThiefState::kSleeping:
-        break;
-    }
-    // Nothing to do if a worker of ours already took the backlog.
-    if (!backlog_seen && !MayHaveStealable()) return;
-    backlog_seen = true;
-    if (thief.WakeThief()) {
-      next_thief_.store(turn + i + 1, std::memory_order_relaxed);
-      return;
-    }
-  }
+  if (n == 0) return;  // no thieves (a batch's P4 in v1 asks without has_thieves())
+  const std::size_t turn = next_thief_.load(std::memory_order_relaxed);
+  const std::size_t woken = WakeOneThief(thieves_.data(), n, turn % n,
+                                         [this] { return MayHaveStealable(); });
+  if (woken != n) next_thief_.store(woken + 1, std::memory_order_relaxed);
 }
 
 }  // namespace spindle::internal

@@ -166,10 +166,13 @@ class SchedulingStrategy : public NotifiedQueues {
   // Groups whose workers may steal from this one, woken when every worker of this group
   // is busy and fibers wait (WakeUpThief). Set before any worker starts.
   // Each thief gets us as one of its victims (VictimsMayHaveStealable).
-  void SetThieves(std::vector<SchedulingStrategy*> thieves) {
-    thieves_ = std::move(thieves);
+  void SetThieves(const std::vector<SchedulingStrategy*>& thieves) {
+    thieves_.clear();
+    for (SchedulingStrategy* thief : thieves) {
+      thieves_.push_back(&thief->notifier_);
+      thief->victims_.push_back(this);
+    }
     has_thieves_ = !thieves_.empty();
-    for (SchedulingStrategy* thief : thieves_) thief->victims_.push_back(this);
   }
   // Whether a group we may steal from may have something to steal (racy hints).
   bool VictimsMayHaveStealable() const override {
@@ -180,9 +183,8 @@ class SchedulingStrategy : public NotifiedQueues {
   }
   // T1 (strategy_v1.cc): unless a worker of a thief group already searches, wakes one
   // sleeping worker of a thief group (tried in turn until one has a sleeper) if a
-  // stealable backlog waits. Called by the notifier after its fence, when every worker
-  // of ours is busy: on every push then, so it reads the thieves' lines before it
-  // writes anything or reads our queues.
+  // stealable backlog waits (WakeOneThief in notifier.h). Called by the notifier after
+  // its fence, when every worker of ours is busy.
   void WakeUpThief() final;
 
   // ---- The idle side (idle_path.cc): the notifier, and the group's poller.
@@ -216,8 +218,8 @@ class SchedulingStrategy : public NotifiedQueues {
   // Its own line: read by every producer while our workers are all busy; the cursor
   // is written only when a thief is woken (pingpong's round trip cost 10% more when a
   // steal cursor shared a line with v2's wake flag).
-  alignas(64) std::vector<SchedulingStrategy*> thieves_;  // immutable once workers run
-  std::vector<const SchedulingStrategy*> victims_;          // the same
+  alignas(64) std::vector<IdleNotifier*> thieves_;  // immutable once workers run
+  std::vector<const SchedulingStrategy*> victims_;    // the same
   Atomic<std::size_t> next_thief_{0};
 };
 

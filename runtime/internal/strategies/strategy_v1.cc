@@ -32,25 +32,35 @@
 // or a woken sleeper whose fiber was stolen finds the queue empty and goes idle, which
 // is right, since a thief is running that fiber. The overflow list is never stolen from.
 //   T1. Sleeping thieves. A whole group may sleep while another is overloaded. P4 above
-//       ("every worker is busy") is where that shows: then, if the queue is still not
-//       empty, the producer wakes one sleeping worker of a group that may steal from us
-//       (`thieves_`, tried in turn until one has a sleeper), which then polls its
-//       victims and steals (see idle_path.cc); one that finds nothing sleeps again.
-//       The woken thief is running from the v1 point of view of its own group, and it
-//       polls its own queue on every round. Cost: nothing while the runtime is idle or
-//       our workers keep up (P2/P3 succeed first); a futex wake only while all our
-//       workers are busy and a thief sleeps (an awake thief is not woken again).
+//       ("every worker is busy") is where that shows: then the producer looks at the
+//       groups that may steal from us, in turn (WakeOneThief in notifier.h): a group
+//       with a searcher ends the look (v2 and relaxed: the searcher will look at us;
+//       notifier.cc says why it cannot miss us), a group whose workers are all busy is
+//       passed over, and the first with a sleeper gets one woken, if our queue is still
+//       not empty, which then polls its victims and steals (see idle_path.cc); one that
+//       finds nothing sleeps again. v1's notifier always answers "a sleeper" or "all
+//       busy" (its spinners leave without a last look at the victims), so a v1 thief
+//       group is woken whether or not it spins. The woken thief is running from the v1
+//       point of view of its own group, and it polls its own queue on every round.
+//       Cost: nothing while the runtime is idle or our workers keep up (P2/P3 succeed
+//       first); while all our workers are busy, two relaxed loads per thief group, of
+//       lines that change only when its workers start or stop searching or sleeping,
+//       and a futex wake only where a thief sleeps and none searches. (It was a shared
+//       fetch_add and reads of our own queues on every push: at 16 workers in two
+//       groups, that made skynet 2.4x slower than at 8 in one.)
 //   T2. No lost steal. A thief about to sleep runs W1 and W2, then, in W3, after its
 //       own queue, asks its worker whether a victim's queue holds fibers; if so it
 //       does not sleep and polls its victims instead if it searched (or sleeps for at
 //       most 1 ms and looks again: a worker the notifier did not let search, or one
-//       whose recent attempts all failed; idle_path.cc, L4 and L5). Against the producer's push, P1
-//       and its read of the thief's sleeping mask in T1, that is the same Dekker pair as
-//       above: either the producer sees the thief's bit and wakes it, or the thief sees
-//       the fiber. So a stealable fiber queued behind busy workers is always seen by
-//       some awake thief within 1 ms (unless a non-stealable entry is ahead of it:
-//       RunQueue::Steal() looks at the oldest entry only). Missing a thief never strands a fiber: our own workers
-//       still run everything queued here. A fiber re-queued by Yield() or Dispatch()
+//       whose recent attempts all failed; idle_path.cc, L4 and L5). Against the
+//       producer's push, P1 and its read of the thief's sleeping mask in T1, that is
+//       the same Dekker pair as above: either the producer sees the thief's bit and
+//       wakes it, or the thief sees the fiber (v2 and relaxed: or the producer sees a
+//       searcher, whose give-back is the other half of the pair; notifier.cc). So a
+//       stealable fiber queued behind busy workers is always seen by some awake thief
+//       within 1 ms, where any thief worker is free (unless a non-stealable entry is
+//       ahead of it: RunQueue::Steal() looks at the oldest entry only). Missing a thief
+//       never strands a fiber: our own workers still run everything queued here. A fiber re-queued by Yield() or Dispatch()
 //       (RequeueBeforeSwitch) is pushed with P1-P4 like any other, so T1 covers it too.
 
 #include "runtime/internal/strategies/strategy_v1.h"
