@@ -2,12 +2,15 @@
 
 #include "runtime/runtime.h"
 
+#include <dirent.h>
 #include <sched.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -270,15 +273,48 @@ TEST(RuntimeLayoutTest, FibersStartedOnEveryGroupRun) {
   EXPECT_EQ(ran.load(), 4);
 }
 
-double ProcessCpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+// CPU time used so far by the runtime's worker threads (named spindle-gGwW), from
+// /proc/self/task: not the process's, which sanitizer and test threads add to.
+double WorkerCpuSeconds() {
+  const double ticks_per_second = static_cast<double>(sysconf(_SC_CLK_TCK));
+  double seconds = 0;
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return -1;
+  while (dirent* task = readdir(tasks)) {
+    if (task->d_name[0] == '.') continue;
+    std::ifstream stat(std::string("/proc/self/task/") + task->d_name + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;  // the thread has just exited
+    const std::size_t open = line.find('(');
+    const std::size_t close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    if (line.compare(open + 1, 9, "spindle-g") != 0) continue;
+    // After the name: state (field 3) ... utime (14), stime (15).
+    std::istringstream fields(line.substr(close + 2));
+    std::string field;
+    double ticks = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+      if (i >= 14) ticks += std::stod(field);
+    }
+    seconds += ticks / ticks_per_second;
+  }
+  closedir(tasks);
+  return seconds;
 }
 
-// Idle workers must sleep, not spin: over one idle second the process uses almost no
-// CPU. (A measurement window, not a wait for something to happen.) With one group, and
-// with four groups of one worker that steal from each other at every idle round.
+std::vector<std::uint64_t> SleepsPerWorker() {
+  std::vector<std::uint64_t> sleeps;
+  for (const GroupMetrics& group : GetRuntimeMetrics().groups) {
+    for (const WorkerMetrics& worker : group.per_worker) sleeps.push_back(worker.sleeps);
+  }
+  return sleeps;
+}
+
+// Idle workers must sleep, not spin: once each has gone to sleep after some work, the
+// workers use almost no CPU over one idle second (a sleeping thread uses none however
+// slow or loaded the machine is; a spinning one would use most of the second). With one
+// group, and with four groups of one worker that steal from each other at every idle
+// round. Only the workers' own threads are counted.
 class RuntimeIdleTest : public ::testing::TestWithParam<std::size_t> {};
 
 INSTANTIATE_TEST_SUITE_P(GroupSizes, RuntimeIdleTest, ::testing::Values(0, 1),
@@ -291,18 +327,35 @@ TEST_P(RuntimeIdleTest, IdleWorkersUseNoCpu) {
   gflags::FlagSaver saver;
   gflags::SetCommandLineOption("fiber_work_stealing_ratio", "1");
   ScopedRuntime runtime(4, GetParam());
-  // Some work first, so every worker has been awake.
+  // Some work first, so that workers have been awake; then they go to sleep again
+  // (proof that the idle path ran to its end): the window starts once one has.
+  const std::vector<std::uint64_t> before_work = SleepsPerWorker();
+  ASSERT_EQ(before_work.size(), 4u);
   std::vector<Fiber> fibers;
   for (int i = 0; i < 100; ++i) fibers.emplace_back([] {});
   for (auto& f : fibers) f.join();
-  const double before = ProcessCpuSeconds();
+  ASSERT_TRUE(spindle::testing::WaitFor([&] {
+    const std::vector<std::uint64_t> now = SleepsPerWorker();
+    std::uint64_t slept = 0;
+    for (std::size_t w = 0; w < now.size(); ++w) slept += now[w] - before_work[w];
+    return slept != 0;
+  })) << "no worker went to sleep after the work";
+  const double before = WorkerCpuSeconds();
+  ASSERT_GE(before, 0) << "no /proc/self/task";
+  const std::vector<std::uint64_t> sleeps_before = SleepsPerWorker();
   struct timespec second = {1, 0};
   nanosleep(&second, nullptr);
-  const double used = ProcessCpuSeconds() - before;
+  const double used = WorkerCpuSeconds() - before;
+  const std::vector<std::uint64_t> sleeps_after = SleepsPerWorker();
   // The figure, for the record (the lanes run v1 and v2: see bazel/testing.bzl).
   std::printf("idle runtime (4 workers, strategy %s): %.4f CPU-seconds in 1 s\n",
               spindle::testing::TestStrategy().c_str(), used);
   EXPECT_LT(used, 0.05) << "idle workers used " << used << " s of CPU in 1 s";
+  // No worker woke up and slept again on a timer of its own (a poll every few ms
+  // would show here, however little CPU each costs).
+  for (std::size_t w = 0; w < sleeps_after.size(); ++w) {
+    EXPECT_LE(sleeps_after[w] - sleeps_before[w], 2u) << "worker " << w;
+  }
 }
 
 }  // namespace

@@ -13,19 +13,48 @@ std::uint64_t CycleClockFallbackNow() {
           .count());
 }
 
+#if defined(__x86_64__)
+namespace {
+
+// One reading of both clocks: the cycle counter between two steady-clock reads, taken
+// again while those two are far apart (a preemption between them), so that the pair
+// is good to within kMaxGap. Over the 2 ms between two such readings the ratio is then
+// off by at most 2 * kMaxGap / 2 ms (2%), wherever the thread is preempted.
+struct ClockPair {
+  double steady_ns;
+  std::uint64_t ticks;
+};
+
+ClockPair ReadClockPair() {
+  constexpr auto kMaxGap = std::chrono::microseconds(20);
+  ClockPair pair{};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const auto before = std::chrono::steady_clock::now();
+    const std::uint64_t ticks = CycleClockNow();
+    const auto after = std::chrono::steady_clock::now();
+    pair.steady_ns =
+        std::chrono::duration<double, std::nano>((before + (after - before) / 2).time_since_epoch())
+            .count();
+    pair.ticks = ticks;
+    if (after - before <= kMaxGap) break;
+  }
+  return pair;
+}
+
+}  // namespace
+#endif
+
 double CycleClockNanosPerTick() {
 #if defined(__x86_64__)
   static const double nanos_per_tick = [] {
-    const auto w0 = std::chrono::steady_clock::now();
-    const std::uint64_t t0 = CycleClockNow();
-    std::chrono::steady_clock::time_point w1;
+    const ClockPair start = ReadClockPair();
+    ClockPair end = start;
     do {
-      w1 = std::chrono::steady_clock::now();
-    } while (w1 - w0 < std::chrono::milliseconds(2));
-    const std::uint64_t t1 = CycleClockNow();
-    const double ns = static_cast<double>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(w1 - w0).count());
-    return t1 > t0 ? ns / static_cast<double>(t1 - t0) : 1.0;
+      end = ReadClockPair();
+    } while (end.steady_ns - start.steady_ns < 2e6);
+    return end.ticks > start.ticks
+               ? (end.steady_ns - start.steady_ns) / static_cast<double>(end.ticks - start.ticks)
+               : 1.0;
   }();
   return nanos_per_tick;
 #elif defined(__aarch64__)
