@@ -284,9 +284,20 @@ TEST_P(FiberTest, IdsAndContext) {
 TEST_P(FiberTest, RunAsFiberReturnsTheValue) {
   ScopedRuntime runtime(workers());
   EXPECT_EQ(RunAsFiber([] { return IsFiberContextPresent() ? 42 : -1; }), 42);
-  // From inside a fiber it runs inline.
-  EXPECT_EQ(RunAsFiber([] { return RunAsFiber([] { return this_fiber::GetId(); }); }) != 0,
-            true);
+  // From inside a fiber it runs inline: on the calling fiber (the same id), and
+  // before it returns (a fiber started for it would have another id, or would not
+  // have run yet when a detached start returned).
+  RunAsFiber([] {
+    const std::uint64_t caller = this_fiber::GetId();
+    ASSERT_NE(caller, 0u);
+    bool ran = false;
+    const std::uint64_t inner = RunAsFiber([&ran] {
+      ran = true;
+      return this_fiber::GetId();
+    });
+    EXPECT_TRUE(ran);
+    EXPECT_EQ(inner, caller) << "RunAsFiber from a fiber ran on another fiber";
+  });
 }
 
 TEST_P(FiberTest, TerminateRuntimeDrainsEveryStartedFiber) {

@@ -588,8 +588,10 @@ TEST_F(IoTest, AcceptBacksOffOnEmfileWithoutSpinningAndRecovers) {
     });
     EXPECT_EQ(exhausted.code(), absl::StatusCode::kResourceExhausted) << exhausted;
     EXPECT_NE(exhausted.message().find("Too many open files"), absl::string_view::npos);
-    // 5 ms doubling: about 6 tries in 200 ms; a busy loop would make thousands.
-    EXPECT_GE(backoffs, 2u);
+    // The back-off path ran (about 6 times in 200 ms at 5 ms doubling; once if the
+    // fiber first ran after its deadline). A busy loop would make thousands; waits can
+    // only stretch on a slow machine, so fewer, never more, than the doubling allows.
+    EXPECT_GE(backoffs, 1u);
     EXPECT_LE(backoffs, 12u);
     EXPECT_EQ(listener.refused(), 0u);
     // Descriptors come back (as the helper returns) while this Accept backs off: it
@@ -764,7 +766,9 @@ TEST_F(IoTest, IdleConnectionsCostNoPolling) {
   Event window;
   (void)window.WaitFor(milliseconds(300));
   const internal::ReactorStats after = reactor->stats();
-  EXPECT_EQ(after.polls, before.polls) << "polls while idle";
+  // A reactor re-run every few ms would make dozens here; a wake-up of the earlier
+  // activity that a loaded machine delays past the quiet stretch, one or two.
+  EXPECT_LE(after.polls - before.polls, 2u) << "polls while idle";
   // The server sides (the clients are plain threads' streams: never registered).
   EXPECT_GE(after.registered, kIdle);
   // A fiber made ready by a plain thread while a worker blocks in epoll_wait runs at
@@ -805,9 +809,12 @@ TEST_F(IoTest, RunBlockingSaturatesItsPoolWithoutBlockingWorkers) {
       done.count_down();
     });
   }
-  // The pool fills up while the workers stay free: a fiber still runs.
+  // The pool fills up while the workers stay free: a fiber still runs (within the
+  // test's deadline, so that a worker held by a blocking call fails here, not hangs).
   ASSERT_TRUE(spindle::testing::WaitFor([&] { return running.load() == 4; }));
-  EXPECT_EQ(RunAsFiber([] { return 7; }), 7);
+  Event fiber_ran;
+  StartFiberDetached([&] { fiber_ran.Set(); });
+  EXPECT_TRUE(fiber_ran.WaitFor(kTestDeadline)) << "no worker ran a fiber while the pool was full";
   release.Set();
   done.wait();
   EXPECT_EQ(most.load(), 4);

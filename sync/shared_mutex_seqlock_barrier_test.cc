@@ -1,6 +1,8 @@
 // Copyright 2026 The Spindle Authors.
 
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <atomic>
 #include <mutex>
 #include <shared_mutex>
@@ -13,6 +15,7 @@
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/barrier.h"
+#include "sync/event.h"
 #include "sync/seqlock.h"
 #include "sync/shared_mutex.h"
 
@@ -130,6 +133,54 @@ TEST_P(SyncExtraTest, BarrierPhasesAndDrop) {
   for (auto& f : fibers) f.join();
   thread_party.join();
   EXPECT_EQ(violations.load(), 0);
+}
+
+// arrive_and_drop() in the middle of the run: party k (of the seven fibers) waits at
+// phases 0..k and drops at phase k + 1, where its arrival still counts; the thread
+// party stays to the end. Each phase ends only when exactly its participants arrived
+// (8 at phase 0, then 9 - p, down to the thread alone), and the later phases end at
+// all, which they would not if a drop still left its party expected.
+TEST_P(SyncExtraTest, BarrierArriveAndDropShrinksTheLaterPhases) {
+  ScopedRuntime runtime(GetParam());
+  constexpr int kFibers = 7, kPhases = 12;
+  Barrier barrier(kFibers + 1);
+  std::atomic<int> in_phase[kPhases] = {};
+  std::atomic<int> wrong_counts{0};
+  auto participants = [](int phase) { return phase == 0 ? kFibers + 1 : std::max(1, 9 - phase); };
+  auto check = [&](int phase) {
+    if (in_phase[phase].load() != participants(phase)) ++wrong_counts;
+  };
+  std::vector<Fiber> fibers;
+  for (int k = 0; k < kFibers; ++k) {
+    fibers.emplace_back([&, k] {
+      for (int phase = 0; phase <= k; ++phase) {
+        ++in_phase[phase];
+        barrier.arrive_and_wait();
+        check(phase);
+      }
+      ++in_phase[k + 1];
+      barrier.arrive_and_drop();
+    });
+  }
+  Event thread_done;
+  std::thread thread_party([&] {
+    for (int phase = 0; phase < kPhases; ++phase) {
+      ++in_phase[phase];
+      barrier.arrive_and_wait();
+      check(phase);
+    }
+    thread_done.Set();
+  });
+  if (!thread_done.WaitFor(60s)) {
+    ADD_FAILURE() << "a phase never ended: a dropped party is still expected";
+    std::abort();  // the parties are blocked for good: end here, not at the time limit
+  }
+  for (auto& f : fibers) f.join();
+  thread_party.join();
+  EXPECT_EQ(wrong_counts.load(), 0);
+  for (int phase = 0; phase < kPhases; ++phase) {
+    EXPECT_EQ(in_phase[phase].load(), participants(phase)) << "phase " << phase;
+  }
 }
 
 }  // namespace

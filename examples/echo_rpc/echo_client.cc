@@ -49,9 +49,10 @@ absl::Status CheckRange(const char* flag, std::int64_t value, std::int64_t min,
 // both fibers are joined).
 struct LoadConnection {
   LoadConnection(std::uint64_t index, std::size_t quota)
-      : index(index), permits(static_cast<std::ptrdiff_t>(quota)) {}
+      : index(index), quota(quota), permits(static_cast<std::ptrdiff_t>(quota)) {}
 
   const std::uint64_t index;
+  const std::size_t quota;      // its share of the requests in flight
   io::Stream stream;
   CountingSemaphore<> permits;  // free request slots
   std::uint64_t sent = 0;       // writer
@@ -64,8 +65,11 @@ void WriteRequests(LoadConnection& c, std::size_t payload, io::Deadline stop,
                    io::Deadline deadline) {
   const std::size_t frame = kFrameHeaderBytes + payload;
   std::string batch;
-  while (io::Clock::now() < stop) {
-    if (!c.permits.try_acquire_until(stop)) break;
+  // The first window always goes out, however late this writer starts (a loaded
+  // machine may run it after `stop`); after it, only until `stop`.
+  while (c.sent < c.quota || io::Clock::now() < stop) {
+    const bool first_window = c.sent < c.quota;
+    if (!(first_window ? c.permits.try_acquire() : c.permits.try_acquire_until(stop))) break;
     std::size_t count = 1;
     while (count < kMaxBatch && c.permits.try_acquire()) ++count;
     batch.resize(count * frame);

@@ -49,7 +49,8 @@ struct EchoLoadResult {
 // Connects `connections` streams, then runs on each a writer fiber (sends requests
 // whenever the connection has fewer than its share of `inflight` outstanding, several
 // per write when several are free) and a reader fiber (checks answers in order,
-// records latencies, frees their slots). After `duration` the writers stop and shut
+// records latencies, frees their slots). Each connection's first window (its share of
+// `inflight`) is sent whatever the time; after `duration` the writers stop and shut
 // down their sending side; the server echoes what it has and closes, which ends the
 // readers. Call from a fiber (it parks) or a plain thread (it blocks); the options
 // must be valid (CHECKed).

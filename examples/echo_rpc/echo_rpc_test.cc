@@ -228,10 +228,10 @@ TEST(EchoRpcTest, LoadGeneratorKeepsRequestsInFlightWithoutErrors) {
   options.payload = 100;
   const EchoLoadResult result = RunEchoLoad(options);
   EXPECT_EQ(result.errors, 0u);
-  EXPECT_GT(result.requests, 30u);
+  // Every connection's first window went out and was answered, however slow the
+  // machine (how many more in 200 ms is a speed, measured by the echo benchmark).
+  EXPECT_GE(result.requests, options.inflight);
   EXPECT_EQ(result.latency.count(), result.requests);
-  EXPECT_GT(result.qps(), 0);
-  EXPECT_LE(result.latency.Quantile(0.5), result.latency.Quantile(0.99));
   EXPECT_EQ(server.server().stats().frames, result.requests);
 }
 
