@@ -26,6 +26,7 @@
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/internal/topology.h"
+#include "runtime/metrics.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
 
@@ -373,19 +374,22 @@ TEST(AdoptOnWakeTest, NotAcrossNodesEvenWhereStealingIs) {
   }
 }
 
-// Two nodes of one group each. With the default cross-node ratio (0) nothing crosses,
-// even while group 0's only worker is held for a while with fibers queued behind it.
+// Two nodes of one group each. With the default cross-node ratio (0) nothing crosses:
+// group 0's only worker is held with fibers queued behind it while group 1's worker
+// goes through its idle path (runs a fiber of its own, searches, sleeps) 20 times, each
+// a chance to steal that a thief would take (HappensWhenEnabled below); no queued fiber
+// runs until group 0 is released, and none runs in group 1. (Counted idle passes, not
+// a window of time, which a slow machine would pass without one.)
 TEST(CrossNodeStealTest, NeverWithTheDefaultRatio) {
   FlagRuntime runtime("0:0;1:1", 2, 0);
   ASSERT_EQ(GetSchedulingGroupCount(), 2u);
   const int n = 50;
   std::atomic<int> done{0};
   std::atomic<int> ran_on_1{0};
-  std::atomic<bool> blocker_running{false};
+  std::atomic<bool> blocker_running{false}, release{false};
   StartFiberDetached(OnGroup(0, /*local=*/true), [&] {
     blocker_running.store(true);
-    // A window for a thief (none should come), not a wait for an event.
-    BusyFor(std::chrono::milliseconds(100));
+    EXPECT_TRUE(WaitFor([&] { return release.load(); }, std::chrono::seconds(60)));
   });
   ASSERT_TRUE(WaitFor([&] { return blocker_running.load(); }));
   for (int i = 0; i < n; ++i) {
@@ -394,6 +398,16 @@ TEST(CrossNodeStealTest, NeverWithTheDefaultRatio) {
       done.fetch_add(1);
     });
   }
+  auto group_1_sleeps = [] { return GetRuntimeMetrics().groups[1].sleeps; };
+  for (int pass = 0; pass < 20; ++pass) {
+    const std::uint64_t sleeps = group_1_sleeps();
+    Fiber own(OnGroup(1, /*local=*/true), [] {});
+    own.join();
+    ASSERT_TRUE(WaitFor([&] { return group_1_sleeps() > sleeps; }))
+        << "group 1's worker did not go back to sleep";
+  }
+  EXPECT_EQ(done.load(), 0) << "a fiber queued behind group 0's held worker ran";
+  release.store(true);
   ASSERT_TRUE(WaitFor([&] { return done.load() == n; }));
   EXPECT_EQ(ran_on_1.load(), 0);
   const auto stats = GetSchedulingGroupStats();
