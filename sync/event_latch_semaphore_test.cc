@@ -1,6 +1,7 @@
 // Copyright 2026 The Spindle Authors.
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -113,6 +114,70 @@ TEST_P(SyncTest, SemaphoreBoundsConcurrency) {
   EXPECT_EQ(done.load(), 50);
   EXPECT_LE(max_inside.load(), 3);
   EXPECT_FALSE(BinarySemaphore(0).try_acquire_for(1ms));
+}
+
+// semaphore.h's promises: release() hands its permit to the oldest waiter (FIFO), and
+// a try_acquire() that comes after cannot take it. Four waiters queue one at a time
+// (each is seen parked before the next starts), then permits come one by one.
+TEST_P(SyncTest, SemaphoreHandsPermitsToTheOldestWaiterFirst) {
+  ScopedRuntime runtime(GetParam());
+  CountingSemaphore<> semaphore(0);
+  constexpr int kWaiters = 4;
+  std::mutex order_lock;
+  std::vector<int> order;
+  std::atomic<int> acquired{0};
+  std::vector<Fiber> fibers;
+  for (int i = 0; i < kWaiters; ++i) {
+    std::atomic<std::uint64_t> id{0};
+    fibers.emplace_back([&, i] {
+      id.store(this_fiber::GetId());
+      semaphore.acquire();
+      {
+        std::lock_guard<std::mutex> guard(order_lock);
+        order.push_back(i);
+      }
+      ++acquired;
+    });
+    ASSERT_TRUE(WaitFor([&] { return id.load() != 0; }));
+    ASSERT_TRUE(testing::WaitUntilWaitingIn(id.load(), internal::WaitKind::kSemaphore))
+        << "waiter " << i << " never parked";
+  }
+  for (int k = 1; k <= kWaiters; ++k) {
+    semaphore.release();
+    // Handed to a waiter, not left in the count for this later caller.
+    EXPECT_FALSE(semaphore.try_acquire()) << "try_acquire() overtook a waiter";
+    ASSERT_TRUE(WaitFor([&] { return acquired.load() == k; }));
+  }
+  for (auto& f : fibers) f.join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+}
+
+// A waiter whose deadline races a release() loses no permit: either it returns true
+// (it has the permit) or the permit stays for someone else. Rounds of a timed waiter
+// (a fiber or a thread) with a deadline of 0-50 us against a release() at about that
+// time; every permit released is then held by a waiter or still in the count.
+TEST_P(SyncTest, SemaphoreTimedOutWaiterLosesNoPermit) {
+  ScopedRuntime runtime(GetParam());
+  CountingSemaphore<> semaphore(0);
+  const int rounds = static_cast<int>(Scaled(2000));
+  int taken = 0, left = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::atomic<bool> got{false};
+    const auto timeout = std::chrono::microseconds(round % 51);
+    auto wait = [&] { got.store(semaphore.try_acquire_for(timeout)); };
+    Fiber releaser([&] { semaphore.release(); });
+    if (round % 2 == 0) {
+      Fiber waiter(wait);
+      waiter.join();
+    } else {
+      wait();
+    }
+    releaser.join();
+    if (got.load()) ++taken;
+    while (semaphore.try_acquire()) ++left;  // each round starts from 0
+  }
+  EXPECT_EQ(taken + left, rounds) << taken << " taken by waiters, " << left << " left";
+  RecordProperty("taken_by_waiters", taken);
 }
 
 TEST(SyncDeathTest, MisuseIsReported) {

@@ -12,6 +12,7 @@
 
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
+#include "runtime/internal/observability/fiber_dump.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/internal/seams/test_seams.h"
@@ -54,4 +55,19 @@ const bool kRegistered = (::testing::AddGlobalTestEnvironment(new ChaosFromEnvir
 const bool kWatchdog = AddBazelTimeoutWatchdog();
 
 }  // namespace
+
+bool WaitUntilWaitingIn(std::uint64_t fiber_id, internal::WaitKind kind,
+                        std::chrono::milliseconds timeout) {
+  return WaitFor(
+      [&] {
+        for (const internal::FiberSnapshot& fiber : internal::SnapshotFibers()) {
+          if (fiber.id == fiber_id) {
+            return fiber.state == internal::FiberState::kWaiting && fiber.wait_kind == kind;
+          }
+        }
+        return false;
+      },
+      timeout);
+}
+
 }  // namespace spindle::testing

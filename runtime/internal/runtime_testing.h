@@ -21,6 +21,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
+#include "fiber/internal/fiber_entity.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/runtime.h"
 
@@ -69,6 +70,13 @@ bool WaitFor(F&& condition, std::chrono::milliseconds timeout = std::chrono::sec
   }
   return true;
 }
+
+// Waits (as WaitFor) until the fiber `fiber_id` is parked (Waiting) in a wait of
+// `kind`, as the fiber dump sees it under the fiber's lock: a test that needs a waiter
+// queued before the event it is named after waits here, rather than hoping a yield or
+// a sleep was enough. The fiber must not be able to end meanwhile.
+bool WaitUntilWaitingIn(std::uint64_t fiber_id, internal::WaitKind kind,
+                        std::chrono::milliseconds timeout = std::chrono::seconds(120));
 
 // The worker counts that scheduler-facing tests run over, and the test-name suffix for
 // them: INSTANTIATE_TEST_SUITE_P(Workers, MyTest, WorkerCounts(), WorkerCountName).
