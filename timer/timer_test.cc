@@ -91,6 +91,27 @@ TEST(TimerTest, PeriodicCallsNeverOverlapAndAreNeverEarly) {
   EXPECT_EQ(early.load(), 0);
 }
 
+// timer.h: the next expiry of a periodic timer is `interval` after the previous
+// expiry, so calls that fell behind are made at once, none skipped. A timer whose first
+// expiry is ten intervals of a minute in the past owes eleven calls now (the expiries up
+// to now); re-armed from the time of each call instead, it would make one and then wait
+// a minute. The deadline below is shorter than that minute, so only the skip fails it.
+TEST(TimerTest, APeriodicTimerThatFellBehindMakesEveryCallItOwesAtOnce) {
+  ScopedRuntime runtime(2);
+  constexpr auto kInterval = std::chrono::minutes(1);
+  const auto first = TimerClock::now() - 10 * kInterval;
+  std::atomic<int> calls{0}, early{0};
+  const std::uint64_t id = SetTimer(first, kInterval, [&] {
+    const int k = calls.load();
+    if (TimerClock::now() < first + k * kInterval) ++early;
+    ++calls;
+  });
+  EXPECT_TRUE(WaitFor([&] { return calls.load() >= 11; }, std::chrono::seconds(50)))
+      << "only " << calls.load() << " of the 11 calls owed were made";
+  EXPECT_TRUE(KillTimer(id));
+  EXPECT_EQ(early.load(), 0);
+}
+
 // KillTimer racing the expiry, 1e4 times: the callback runs at most once, and exactly
 // when KillTimer says it did not prevent it. Both outcomes must occur, or the race was
 // not exercised; how long a timer takes to fire depends on the machine (under TSan it
