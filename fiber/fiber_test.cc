@@ -101,19 +101,29 @@ TEST_P(FiberTest, BatchStartRunsEveryFiberOnce) {
   ExpectEachRanOnce(runs);
 }
 
+// join() before the fiber finishes (the joiner, a fiber, is seen parked in its join
+// before the joined fiber may end) and after (the fiber certainly finished).
 TEST_P(FiberTest, JoinWorksBeforeAndAfterTheFiberFinishes) {
   ScopedRuntime runtime(workers());
   std::atomic<bool> release{false};
   std::atomic<int> stage{0};
+  std::atomic<std::uint64_t> joiner_id{0};
   Fiber slow([&] {
     while (!release.load()) this_fiber::Yield();
     stage = 1;
   });
   Fiber fast([&] {});
-  std::thread releaser([&] { release = true; });
-  slow.join();  // probably waits
+  Fiber joiner([&] {
+    joiner_id.store(this_fiber::GetId());
+    slow.join();
+    EXPECT_EQ(stage.load(), 1);
+  });
+  ASSERT_TRUE(WaitFor([&] { return joiner_id.load() != 0; }));
+  ASSERT_TRUE(testing::WaitUntilWaitingIn(joiner_id.load(), internal::WaitKind::kJoin))
+      << "the joiner never parked in join()";
+  release = true;
+  joiner.join();
   EXPECT_EQ(stage.load(), 1);
-  releaser.join();
   ASSERT_TRUE(WaitFor([] { return GetFiberCount() == 0; }));
   fast.join();  // certainly finished already
   EXPECT_FALSE(fast.joinable());

@@ -6,8 +6,12 @@
 // _chaos twins of each test target (bazel/testing.bzl) set it. Test binaries use
 // gtest_main, which does not parse gflags, hence the variable.
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "gflags/gflags.h"
@@ -55,6 +59,23 @@ const bool kRegistered = (::testing::AddGlobalTestEnvironment(new ChaosFromEnvir
 const bool kWatchdog = AddBazelTimeoutWatchdog();
 
 }  // namespace
+
+int CurrentThreadId() { return static_cast<int>(syscall(SYS_gettid)); }
+
+bool WaitUntilThreadBlocked(int tid, std::chrono::milliseconds timeout) {
+  const std::string path = "/proc/self/task/" + std::to_string(tid) + "/stat";
+  return WaitFor(
+      [&] {
+        std::ifstream stat(path);
+        std::string line;
+        if (!std::getline(stat, line)) return false;
+        const std::size_t close = line.rfind(')');
+        if (close == std::string::npos || close + 2 >= line.size()) return false;
+        const char state = line[close + 2];
+        return state == 'S' || state == 'D';
+      },
+      timeout);
+}
 
 bool WaitUntilWaitingIn(std::uint64_t fiber_id, internal::WaitKind kind,
                         std::chrono::milliseconds timeout) {

@@ -78,6 +78,14 @@ bool WaitFor(F&& condition, std::chrono::milliseconds timeout = std::chrono::sec
 bool WaitUntilWaitingIn(std::uint64_t fiber_id, internal::WaitKind kind,
                         std::chrono::milliseconds timeout = std::chrono::seconds(120));
 
+// The calling thread's kernel id (gettid), for WaitUntilThreadBlocked.
+int CurrentThreadId();
+// Waits (as WaitFor) until the thread `tid` of this process is blocked in the kernel
+// (state S or D in /proc/self/task/TID/stat): for a plain thread that publishes its id
+// right before a wait, "blocked" means "in that wait".
+bool WaitUntilThreadBlocked(int tid,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(120));
+
 // The worker counts that scheduler-facing tests run over, and the test-name suffix for
 // them: INSTANTIATE_TEST_SUITE_P(Workers, MyTest, WorkerCounts(), WorkerCountName).
 // 1, 2, 4, 8 and 16: on a 2-core machine 8 and 16 oversubscribe the CPUs, which is what

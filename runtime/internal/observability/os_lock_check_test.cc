@@ -272,10 +272,15 @@ TEST(OsLockCheckNegativeTest, PlainThreadMayWaitOnEventUnderStdMutex) {
   std::mutex mutex;
   Event event;
   bool woke = false;
+  std::atomic<int> waiter_tid{0};
   std::thread waiter([&] {
     std::lock_guard<std::mutex> lock(mutex);
+    waiter_tid.store(testing::CurrentThreadId());
     woke = event.WaitFor(30s);
   });
+  // Set only once the thread blocks in its wait, holding the mutex.
+  ASSERT_TRUE(testing::WaitFor([&] { return waiter_tid.load() != 0; }));
+  ASSERT_TRUE(testing::WaitUntilThreadBlocked(waiter_tid.load()));
   Fiber setter([&] { event.Set(); });
   setter.join();
   waiter.join();
