@@ -26,6 +26,12 @@ Future<R> Async(const Fiber::Attributes& attributes, F&& f) {
   Future<R> future = promise.GetFuture();
   StartFiberDetached(attributes, [promise = std::move(promise),
                                   f = std::forward<F>(f)]() mutable {
+    // The exception is handed over after its catch block has ended: the block's end
+    // (__cxa_end_catch) then never drops the exception's last reference while a getter
+    // may still read it. (That drop, inside uninstrumented libstdc++, was ordered after
+    // the getter's read only by libstdc++'s own reference count, which ThreadSanitizer
+    // cannot see.)
+    std::exception_ptr error;
     try {
       if constexpr (std::is_void_v<R>) {
         f();
@@ -34,8 +40,9 @@ Future<R> Async(const Fiber::Attributes& attributes, F&& f) {
         promise.SetValue(f());
       }
     } catch (...) {
-      promise.SetException(std::current_exception());
+      error = std::current_exception();
     }
+    if (error) promise.SetException(std::move(error));
   });
   return future;
 }

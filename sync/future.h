@@ -177,6 +177,7 @@ using ThenValue = typename UnwrapFuture<ContinuationReturn<T, F>>::Type;
 // or throws. A returned Future is chained: `promise` gets its outcome when it has one.
 template <class R, class T, class F>
 void InvokeAndFulfil(Promise<R>& promise, F& f, FutureValue<T>&& value) {
+  std::exception_ptr error;
   try {
     auto call = [&]() -> decltype(auto) {
       if constexpr (std::is_void_v<T>) {
@@ -198,8 +199,10 @@ void InvokeAndFulfil(Promise<R>& promise, F& f, FutureValue<T>&& value) {
       promise.SetValue(call());
     }
   } catch (...) {
-    promise.SetException(std::current_exception());
+    error = std::current_exception();
   }
+  // Handed over after the catch block has ended, as in Async (fiber/async.h).
+  if (error) promise.SetException(std::move(error));
 }
 
 }  // namespace internal

@@ -17,24 +17,6 @@
 #include "sync/event.h"
 #include "sync/mutex.h"
 
-#if defined(__SANITIZE_THREAD__)
-// A std::runtime_error thrown in an Async fiber reaches the getter fiber through an
-// exception_ptr; whoever drops the last reference frees it. The reference count that
-// orders that free after the getter's what() is changed inside libstdc++, which is not
-// instrumented, so ThreadSanitizer sees neither the count nor those frames: it reports
-// a race between the getter's read and a `free` called, as far as it can tell, straight
-// from the Async fiber's lambda. It cannot happen. Seen about once in 700 runs of
-// ExceptionsReachBlockingGetAndSkipContinuations under v1 (also on code from before the
-// per-fiber exception state), and in 33 runs of 300 under v2: the woken getter sits in
-// the Async fiber's runnext slot, an idle sibling steals it, and it runs while the
-// Async fiber is still in its catch block, whose end (__cxa_end_catch) then drops the
-// last reference. The suppression names this test only (the visible frames are its
-// lambdas). TSan reads this hook only from the executable, hence here and not in a
-// library.
-extern "C" const char* __tsan_default_suppressions() {
-  return "race:FutureTest_ExceptionsReachBlockingGetAndSkipContinuations_Test\n";
-}
-#endif
 
 namespace spindle {
 namespace {
