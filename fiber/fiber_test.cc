@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/runtime.h"
+#include "sync/event.h"
 #include "sync/latch.h"
 
 namespace spindle {
@@ -108,12 +109,16 @@ TEST_P(FiberTest, JoinWorksBeforeAndAfterTheFiberFinishes) {
   std::atomic<bool> release{false};
   std::atomic<int> stage{0};
   std::atomic<std::uint64_t> joiner_id{0};
+  Event slow_started;  // so that the join below parks (a join() of a fiber that has
+                       // not started runs it inline instead)
   Fiber slow([&] {
+    slow_started.Set();
     while (!release.load()) this_fiber::Yield();
     stage = 1;
   });
   Fiber fast([&] {});
   Fiber joiner([&] {
+    slow_started.Wait();
     joiner_id.store(this_fiber::GetId());
     slow.join();
     EXPECT_EQ(stage.load(), 1);
