@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <random>
+#include <thread>
 
 #include "fiber/fiber.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/group/scheduling_group.h"
+#include "runtime/internal/runtime_impl.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"
 #include "runtime/internal/seams/test_seams.h"
@@ -81,6 +83,55 @@ void LostWakeUpHammer(std::size_t workers, int spin_us, int rounds,
     }
   }
   if constexpr (kTestSeams) SetSchedulerTestHook(nullptr);
+}
+
+int LostWakeUpHammerNegativeControl(std::size_t workers, int spin_us, int max_rounds) {
+  if constexpr (!kTestSeams) {
+    ADD_FAILURE() << "the negative control needs a build with the test seams";
+    return 0;
+  }
+  gflags::FlagSaver saver;
+  FLAGS_fiber_worker_spin_time_us = static_cast<std::uint64_t>(spin_us);
+  ScopedRuntime runtime(workers, /*group_size=*/workers);
+  SchedulingStrategy& strategy = *Runtime::Get().group(0)->strategy();
+  const std::uint64_t everyone =
+      workers >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << workers) - 1;
+  auto stranded = [&] {
+    return !strategy.UnsafeEmpty() && strategy.notifier().SleepingMask() == everyone;
+  };
+  SetSchedulerTestHook(&PauseBeforeSleep);
+  DisableSleepRecheckForTesting(true);
+  std::mt19937 random(12345);
+  std::atomic<int> ran{0};
+  int found = 0;
+  for (int round = 1; round <= max_rounds && found == 0; ++round) {
+    BusyWaitMicros(static_cast<int>(random() % static_cast<unsigned>(2 * spin_us + 4)));
+    StartFiberDetached([&ran, round] { ran.store(round, std::memory_order_release); });
+    int stranded_looks = 0;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (ran.load(std::memory_order_acquire) != round) {
+      stranded_looks = stranded() ? stranded_looks + 1 : 0;
+      if (stranded_looks == 100) {
+        found = round;
+        break;
+      }
+      if (std::chrono::steady_clock::now() > give_up) {
+        ADD_FAILURE() << "round " << round << ": its fiber neither ran nor was stranded";
+        found = -1;
+        break;
+      }
+      std::this_thread::yield();
+    }
+  }
+  DisableSleepRecheckForTesting(false);
+  SetSchedulerTestHook(nullptr);
+  if (found > 0) {
+    StartFiberDetached([] {});  // wakes a worker, which runs it and the stranded one
+    EXPECT_TRUE(spindle::testing::WaitFor(
+        [&] { return ran.load(std::memory_order_acquire) == found; }))
+        << "the stranded fiber of round " << found << " never ran after the nudge";
+  }
+  return found > 0 ? found : 0;
 }
 
 }  // namespace spindle::internal

@@ -16,6 +16,14 @@ namespace spindle::internal {
 void LostWakeUpHammer(std::size_t workers, int spin_us, int rounds,
                       std::size_t group_size = 0);
 
+// Tests only, in a build with the test seams: the hammer's negative control. With the
+// re-check before sleeping (W3 of idle_path.cc) removed, runs the hammer's rounds (one
+// group of `workers`) until a round's fiber is stranded: still queued while every worker
+// is asleep, seen in 100 looks in a row, which without W3 nothing can end (no producer is
+// left to wake anyone). Returns that round, after nudging the fiber out with W3 back on;
+// 0 if `max_rounds` passed without one.
+int LostWakeUpHammerNegativeControl(std::size_t workers, int spin_us, int max_rounds);
+
 }  // namespace spindle::internal
 
 #endif  // SPINDLE_RUNTIME_INTERNAL_LOST_WAKE_HAMMER_H_

@@ -17,11 +17,13 @@
 #include "runtime/internal/lost_wake_hammer.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/seams/test_seams.h"
 #include "runtime/runtime.h"
 
 namespace spindle::internal {
 namespace {
 
+using spindle::testing::Scaled;
 using spindle::testing::ScopedRuntime;
 using spindle::testing::WaitFor;
 using namespace std::chrono_literals;
@@ -92,8 +94,21 @@ INSTANTIATE_TEST_SUITE_P(Workers, SchedulingGroupTest, spindle::testing::WorkerC
 
 
 TEST_P(SchedulingGroupTest, NoLostWakeUpWhenStartingAsWorkersFallAsleep) {
-  LostWakeUpHammer(GetParam(), /*spin_us=*/0, 10000);
-  LostWakeUpHammer(GetParam(), /*spin_us=*/20, 10000);
+  LostWakeUpHammer(GetParam(), /*spin_us=*/0, static_cast<int>(Scaled(10000)));
+  LostWakeUpHammer(GetParam(), /*spin_us=*/20, static_cast<int>(Scaled(10000)));
+}
+
+// The hammer's negative control, under each strategy (the test's variants): without the
+// re-check before sleeping, the same rounds strand a fiber with its worker asleep. If
+// this fails, the hammer no longer aims at the window it is meant to cover. One worker:
+// at two, the hammer's rounds found the stranding only after 91,000-188,000 rounds
+// (v1, v2, relaxed); at one, after 1-102,000 (round 1 under chaos), so 2,000,000 rounds
+// (about 8 s here) leave a wide margin.
+TEST(LostWakeUpHammerControlTest, WithoutTheSleepRecheckTheHammerStrandsAFiber) {
+  if constexpr (!kTestSeams) GTEST_SKIP() << "needs the test seams (--config=seams)";
+  const int found = LostWakeUpHammerNegativeControl(1, /*spin_us=*/0, 2000000);
+  EXPECT_GT(found, 0) << "2,000,000 rounds without the re-check stranded no fiber";
+  RecordProperty("stranded_at_round", found);
 }
 
 // Batch starts wake several workers at once: fibers that wait for each other only

@@ -124,6 +124,9 @@ class IdleNotifier {
   std::uint64_t sleeps(std::size_t w) const { return sleepers_[w].sleeps.Read(); }
   std::uint64_t spurious_wakeups(std::size_t w) const { return sleepers_[w].spurious.Read(); }
   std::uint64_t wakeups() const { return wakeups_.Read(); }  // futex wake-ups made
+  // Bit w set: worker w announced that it sleeps (a relaxed snapshot, for tests and
+  // debugging: never for a wake-up decision).
+  virtual std::uint64_t SleepingMask() const = 0;
   // Stopping: every present and future sleep returns at once.
   void WakeAll() {
     for (std::size_t w = 0; w < workers_; ++w) sleepers_[w].slot.WakeForever();
@@ -220,6 +223,7 @@ class SearchNotifier final : public IdleNotifier {
   // Bit i set: worker i announced that it sleeps (a relaxed snapshot: a hint for
   // placing work, never for a wake-up decision).
   std::uint64_t sleeping_hint() const { return sleeping_.load(std::memory_order_relaxed); }
+  std::uint64_t SleepingMask() const override { return sleeping_hint(); }
 
  private:
   // Who asks WakeSleeperAsSearcher() for a wake-up: a producer of ours (N4-N5), a

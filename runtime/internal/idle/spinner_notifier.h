@@ -48,6 +48,7 @@ class SpinnerNotifier final : public IdleNotifier {
   // Bit i set: worker i spins (or is marked sleeping) right now; relaxed snapshots.
   std::uint64_t spinning_workers() const;
   std::uint64_t sleeping_workers() const;
+  std::uint64_t SleepingMask() const override { return sleeping_workers(); }
 
  private:
   // What worker w's idle path is doing, as this protocol sees it; w's thread only.
