@@ -165,7 +165,11 @@ TEST(MetricsTest, ABurstThatFillsTheSharedQueueIsCountedAsSpills) {
     // At least what did not fit in the ring (v2 keeps up to a local queue and its
     // runnext slot out of it).
     EXPECT_GE(spilled.run_queue_spills, burst - kQueue - 512) << "spills not counted";
-    EXPECT_LE(spilled.run_queue_spills, burst);
+    // Once per fiber at most, unless chaos mode queues fibers again (its decisions move
+    // taken fibers back to the shared queue, where they may spill once more).
+    if (!::spindle::testing::UnderChaos()) {
+      EXPECT_LE(spilled.run_queue_spills, burst);
+    }
   }
 }
 

@@ -130,8 +130,8 @@ void RunPerturbedPairs(std::size_t workers, bool partner_yields) {
   const char* hook_env = std::getenv("SPINDLE_TEST_PROTOCOL_HOOK");
   // The hook is a test seam (runtime/internal/seams/test_seams.h): without the seams the
   // rounds run unperturbed.
-  const bool hook = internal::kTestSeams && !testing::UnderChaos() &&
-                    (hook_env == nullptr || std::string(hook_env) != "0");
+  // Under chaos too: the chaos twin must be at least as strong as the plain target.
+  const bool hook = internal::kTestSeams && (hook_env == nullptr || std::string(hook_env) != "0");
   if constexpr (internal::kTestSeams) {
     if (hook) internal::SetSchedulerTestHook(&PerturbProtocolStep);
   }

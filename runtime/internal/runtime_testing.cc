@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "gflags/gflags.h"
@@ -19,6 +20,7 @@
 #include "runtime/internal/observability/fiber_dump.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/seams/chaos.h"
 #include "runtime/internal/seams/test_seams.h"
 
 namespace spindle::testing {
@@ -50,8 +52,35 @@ class ChaosFromEnvironment : public ::testing::Environment {
   }
 };
 
-// gtest owns the environment.
+// Gives chaos mode a key of each test as it starts (SetChaosTestKeyForTesting): the
+// test's full name (with its parameter) and how many times that name ran before in this
+// process (--gtest_repeat), so that the chaos a test's runtimes get is the same whatever
+// ran before it (--gtest_filter, sharding, --gtest_shuffle).
+class ChaosKeyPerTest : public ::testing::EmptyTestEventListener {
+ public:
+  void OnTestStart(const ::testing::TestInfo& info) override {
+    if constexpr (!internal::kTestSeams) return;
+    const std::string name = std::string(info.test_suite_name()) + "." + info.name();
+    const std::uint64_t occurrence = ++seen_[name];
+    std::uint64_t key = 1469598103934665603ULL;  // FNV-1a over the name
+    for (const char c : name) {
+      key = (key ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    }
+    key ^= occurrence * 0xd1b54a32d192ed03ULL;
+    internal::SetChaosTestKeyForTesting(key == 0 ? 1 : key);
+  }
+  void OnTestEnd(const ::testing::TestInfo&) override {
+    if constexpr (internal::kTestSeams) internal::SetChaosTestKeyForTesting(0);
+  }
+
+ private:
+  std::map<std::string, std::uint64_t> seen_;  // the test thread only
+};
+
+// gtest owns the environment and the listener.
 const bool kRegistered = (::testing::AddGlobalTestEnvironment(new ChaosFromEnvironment),
+                          ::testing::UnitTest::GetInstance()->listeners().Append(
+                              new ChaosKeyPerTest),
                           true);
 
 // Every test binary that links this library (every one that runs a runtime) dumps its

@@ -33,6 +33,9 @@ std::atomic<std::uint64_t> g_next_unbound{0};
 // Runtimes started under chaos so far (numbering the runs), and the test override.
 std::atomic<std::uint64_t> g_starts{0};
 std::atomic<int> g_forced_decisions{-1};
+// The running test's key (SetChaosTestKeyForTesting) and the runtimes it started.
+std::atomic<std::uint64_t> g_test_key{0};
+std::atomic<std::uint64_t> g_starts_in_test{0};
 ChaosGroup g_groups[kMaxGroups];
 // Statistics: relaxed, nothing is ordered by them.
 std::atomic<std::uint64_t> g_events[static_cast<int>(ChaosEvent::kCount)];
@@ -108,7 +111,11 @@ bool StartChaos(std::uint64_t seed, std::vector<ChaosGroup> groups) {
   g_next_unbound.store(0, std::memory_order_relaxed);
   for (auto& count : g_events) count.store(0, std::memory_order_relaxed);
   g_epoch.fetch_add(1, std::memory_order_relaxed);
-  std::uint64_t mix = seed + g_starts.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t test_key = g_test_key.load(std::memory_order_relaxed);
+  const std::uint64_t run = test_key != 0
+                                ? g_starts_in_test.fetch_add(1, std::memory_order_relaxed)
+                                : g_starts.fetch_add(1, std::memory_order_relaxed);
+  std::uint64_t mix = seed + run + test_key * 0x9e3779b97f4a7c15ULL;
   const int forced = g_forced_decisions.load(std::memory_order_relaxed);
   const bool decisions = forced >= 0 ? forced == 1 : (SplitMix64(mix) & 1) != 0;
   chaos_internal::g_decisions.store(decisions, std::memory_order_relaxed);
@@ -118,6 +125,11 @@ bool StartChaos(std::uint64_t seed, std::vector<ChaosGroup> groups) {
 
 void SetChaosDecisionsForTesting(int decisions) {
   g_forced_decisions.store(decisions, std::memory_order_relaxed);
+}
+
+void SetChaosTestKeyForTesting(std::uint64_t key) {
+  g_test_key.store(key, std::memory_order_relaxed);
+  g_starts_in_test.store(0, std::memory_order_relaxed);
 }
 
 void StopChaos() {

@@ -93,11 +93,18 @@ struct ChaosGroup {
 
 // Turns chaos on with `seed` (nonzero) for a runtime whose groups are `groups`. Returns
 // whether this run also changes decisions (chosen from the seed and the number of
-// runtimes started before under chaos, unless a test forced it).
+// runtimes started before under chaos, in the running test if a test key is set, unless
+// a test forced it).
 bool StartChaos(std::uint64_t seed, std::vector<ChaosGroup> groups);
 // Tests: -1 (the default) lets StartChaos() choose; 0 pauses only; 1 pauses and
 // decisions.
 void SetChaosDecisionsForTesting(int decisions);
+// Tests: a key of the test now running (nonzero; 0: none), set as it starts. While one
+// is set, StartChaos() chooses from the seed, the key and the number of runtimes this
+// test started before, not from the number started in the whole process, so what a
+// test's runtimes do under chaos does not depend on which tests ran before it
+// (--gtest_filter, sharding, --gtest_shuffle).
+void SetChaosTestKeyForTesting(std::uint64_t key);
 // Turns it off (the groups may then be destroyed).
 void StopChaos();
 // The seed in force (0 when off).
