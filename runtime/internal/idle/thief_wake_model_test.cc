@@ -36,14 +36,14 @@ namespace {
 
 using testing::ExpectIdleModelHolds;
 
-// A queue of entries counted as in notifier_model.h's ModelQueues (a push is a release
-// RMW, a take an acquire CAS, emptiness a relaxed read), whose owner group may have
+// A group's queues as notifier_model.h's ModelQueues counts them (a push is a release
+// RMW, a take an acquire CAS, emptiness a relaxed read), for a group that may have
 // victims (VictimsMayHaveStealable) and thieves (WakeUpThief: T1 through the real
 // WakeOneThief).
 class CountingQueues final : public NotifiedQueues {
  public:
-  std::uintptr_t TakeNext(std::size_t) override { return TryTake() ? 1 : 0; }
-  bool UnsafeEmpty() const override { return queued_.load(std::memory_order_relaxed) == 0; }
+  std::uintptr_t TakeNext(std::size_t w) override { return count_.TakeNext(w); }
+  bool UnsafeEmpty() const override { return count_.UnsafeEmpty(); }
   void WakeUpThief() override {
     WakeOneThief(&thief_, 1, 0, [this] { return !UnsafeEmpty(); });
   }
@@ -58,21 +58,11 @@ class CountingQueues final : public NotifiedQueues {
   }
   void SetVictim(const CountingQueues* victim) { victim_ = victim; }
 
-  void Push() { queued_.fetch_add(1, std::memory_order_release); }  // release: to the taker
-  bool TryTake() {
-    // acquire: pairs with Push().
-    int queued = queued_.load(std::memory_order_relaxed);
-    while (queued > 0) {
-      if (queued_.compare_exchange_weak(queued, queued - 1, std::memory_order_acquire,
-                                        std::memory_order_relaxed)) {
-        return true;
-      }
-    }
-    return false;
-  }
+  void Push() { count_.Push(); }
+  bool TryTake() { return count_.TryTake(); }
 
  private:
-  Atomic<int> queued_{0};
+  testing::ModelQueues count_;
   IdleNotifier* thief_ = nullptr;
   const CountingQueues* victim_ = nullptr;
 };
