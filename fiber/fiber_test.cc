@@ -182,6 +182,39 @@ TEST_P(FiberTest, JoinRunsNotStartedChildrenInlineExactlyOnce) {
   EXPECT_TRUE(WaitFor([] { return GetFiberCount() == 0; }));
 }
 
+// join()'s inline run needs at least 32 KiB of the joiner's stack free (fiber.h): a
+// joiner on a 32 KiB stack (less than that free) must let the child run on a stack of
+// its own, one on a 64 KiB stack runs it inline. One worker, busy with the joiner, so
+// the child has not started when it is joined: only the stack decides.
+TEST(FiberJoinTest, InlineRunNeedsThirtyTwoKibOfFreeStack) {
+  ScopedRuntime runtime(1);
+  for (const std::size_t stack_size : {std::size_t{32} << 10, std::size_t{64} << 10}) {
+    for (int round = 0; round < 10; ++round) {
+      std::uint64_t joiner_id = 0, child_id = 0;
+      int child_runs = 0;
+      Fiber::Attributes attributes;
+      attributes.stack_size = stack_size;
+      Fiber joiner(attributes, [&] {
+        joiner_id = this_fiber::GetId();
+        Fiber child([&] {
+          child_id = this_fiber::GetId();
+          ++child_runs;
+        });
+        child.join();
+      });
+      joiner.join();
+      EXPECT_EQ(child_runs, 1);
+      if (stack_size < (std::size_t{64} << 10)) {
+        EXPECT_NE(child_id, joiner_id) << "a joiner with less than 32 KiB of its "
+                                       << stack_size << "-byte stack free ran its child inline";
+      } else {
+        EXPECT_EQ(child_id, joiner_id) << "a joiner with a " << stack_size
+                                       << "-byte stack did not run its child inline";
+      }
+    }
+  }
+}
+
 // join() in a loop on one worker that never parks: every child runs inline, and its
 // queued descriptor must not stay behind. It used to: 64 children per round filled a
 // 65,536-entry queue within a second, the worker spilled to the overflow list, and a

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -494,6 +495,118 @@ TEST_F(IoTest, ASecondReaderIsRefused) {
   }));
   ASSERT_TRUE(client->WriteAll("x", 1, TestDeadline()).ok());
   ASSERT_TRUE(first_done.WaitFor(kTestDeadline));
+}
+
+// The writer side of the one-operation-per-direction rule: while a writer waits for
+// room (the peer reads nothing), every other write call is refused, and once it is done
+// the next writer gets in. The first writer is seen parked before the probes, so they
+// meet it mid-call, not before it started.
+TEST_F(IoTest, ASecondWriterIsRefusedWhileTheFirstWaits) {
+  ScopedRuntime runtime(2);
+  Listener listener = ListenLoopback();
+  absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
+  ASSERT_TRUE(client.ok());
+  absl::StatusOr<Stream> server = listener.Accept(TestDeadline());
+  ASSERT_TRUE(server.ok());
+  // Far more than the socket buffers hold, so the writer must wait for the reader.
+  const std::string payload(32 << 20, 'w');
+  std::atomic<std::uint64_t> writer_id{0};
+  Event written;
+  absl::Status write_status;
+  StartFiberDetached([&] {
+    writer_id.store(spindle::this_fiber::GetId());
+    write_status = server->WriteAll(payload.data(), payload.size(), TestDeadline());
+    written.Set();
+  });
+  ASSERT_TRUE(spindle::testing::WaitFor([&] { return writer_id.load() != 0; }));
+  ASSERT_TRUE(spindle::testing::WaitUntilWaitingIn(writer_id.load(),
+                                                   spindle::internal::WaitKind::kSocket));
+  // From a plain thread and from a fiber: each write call is refused by name.
+  auto probe = [&] {
+    absl::StatusOr<std::size_t> n = server->Write("y", 1, In(milliseconds(1)));
+    EXPECT_TRUE(absl::IsFailedPrecondition(n.status())) << n.status();
+    EXPECT_NE(n.status().message().find("already using it"), absl::string_view::npos)
+        << n.status();
+    const absl::string_view piece = "z";
+    EXPECT_TRUE(absl::IsFailedPrecondition(
+        server->WriteAllVectored(absl::MakeSpan(&piece, 1), In(milliseconds(1)))));
+    EXPECT_TRUE(absl::IsFailedPrecondition(server->WaitWritable(In(milliseconds(1)))));
+    EXPECT_TRUE(absl::IsFailedPrecondition(server->ShutdownWrite()));
+  };
+  probe();
+  RunAsFiber(probe);
+  EXPECT_FALSE(written.IsSet());  // still waiting: the probes met it mid-call
+  // Reading on the server side is the other direction: not refused.
+  char byte;
+  EXPECT_TRUE(absl::IsDeadlineExceeded(
+      server->Read(&byte, 1, In(milliseconds(1))).status()));
+  // Drain: the first writer finishes with every byte, and none of the probes' went out.
+  std::string received(payload.size(), '\0');
+  ASSERT_TRUE(client->ReadFull(received.data(), received.size(), TestDeadline()).ok());
+  ASSERT_TRUE(written.WaitFor(kTestDeadline));
+  EXPECT_TRUE(write_status.ok()) << write_status;
+  EXPECT_TRUE(received == payload);
+  // The direction is free again.
+  ASSERT_TRUE(server->WriteAll("!", 1, TestDeadline()).ok());
+  ASSERT_TRUE(client->ReadFull(&byte, 1, TestDeadline()).ok());
+  EXPECT_EQ(byte, '!');
+}
+
+// Close() under a running call leaves the descriptor number taken until that call
+// returns (stream.h), so a socket opened meanwhile cannot get the number and receive
+// the late call's system calls. One worker makes the window certain: the reader is
+// parked in Read(), and the closer, a fiber on the same worker, checks the number while
+// the reader, woken by the close, cannot run until the closer is done.
+TEST_F(IoTest, CloseUnderARunningCallKeepsTheNumberUntilTheCallReturns) {
+  ScopedRuntime runtime(1);
+  for (int round = 0; round < 20; ++round) {
+    Listener listener = ListenLoopback();
+    absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
+    ASSERT_TRUE(client.ok());
+    absl::StatusOr<Stream> server = listener.Accept(TestDeadline());
+    ASSERT_TRUE(server.ok());
+    const int fd = server->fd();
+    struct stat before = {};
+    ASSERT_EQ(fstat(fd, &before), 0);
+    std::atomic<std::uint64_t> reader_id{0};
+    std::atomic<bool> reader_returned{false};
+    Event reader_done;
+    absl::Status read_status;
+    StartFiberDetached([&] {
+      reader_id.store(spindle::this_fiber::GetId());
+      char byte;
+      read_status = server->Read(&byte, 1, TestDeadline()).status();
+      reader_returned.store(true);
+      reader_done.Set();
+    });
+    ASSERT_TRUE(spindle::testing::WaitFor([&] { return reader_id.load() != 0; }));
+    ASSERT_TRUE(spindle::testing::WaitUntilWaitingIn(reader_id.load(),
+                                                     spindle::internal::WaitKind::kSocket));
+    RunAsFiber([&] {
+      EXPECT_TRUE(server->Close().ok());
+      // New descriptors take the lowest free numbers: had the close released ours,
+      // one of these would get it.
+      int probes[4];
+      for (int& probe : probes) probe = socket(AF_INET, SOCK_STREAM, 0);
+      // The reader cannot have run (one worker, and we have not given it up), so its
+      // call is still in flight.
+      EXPECT_FALSE(reader_returned.load());
+      struct stat now = {};
+      EXPECT_EQ(fstat(fd, &now), 0) << "the number was released under a running call";
+      EXPECT_EQ(now.st_ino, before.st_ino) << "the number was reused under a running call";
+      for (int probe : probes) {
+        EXPECT_GE(probe, 0);
+        EXPECT_NE(probe, fd) << "a new socket got the number of a call in flight";
+        if (probe >= 0) close(probe);
+      }
+    });
+    ASSERT_TRUE(reader_done.WaitFor(kTestDeadline));
+    EXPECT_TRUE(absl::IsFailedPrecondition(read_status)) << read_status;
+    // Released with the call's return: the number no longer names our socket.
+    struct stat after = {};
+    EXPECT_TRUE(fstat(fd, &after) != 0 || after.st_ino != before.st_ino)
+        << "the socket outlived the last call on a closed stream";
+  }
 }
 
 // ---- Many connections.

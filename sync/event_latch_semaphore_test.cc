@@ -1,6 +1,8 @@
 // Copyright 2026 The Spindle Authors.
 
 #include <atomic>
+#include <cstring>
+#include <new>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -53,6 +55,58 @@ TEST_P(SyncTest, EventHammer) {
     ASSERT_EQ(woke.load(), 2) << "round " << round;
     EXPECT_TRUE(event.IsSet());
     EXPECT_TRUE(event.WaitFor(0ms));
+  }
+}
+
+// event.h: an Event may be destroyed as soon as Wait() has returned, even while the
+// Set() that released the waiter is still inside the event. The event lives in a
+// buffer that the waiter, right after its Wait() returns, destroys and then fills
+// with a pattern; if Set() wrote to the event after that (its lock's release, say), the
+// pattern shows it once both are done. The waiter spins on IsSet() first in most rounds
+// (Wait() then returns on its fast path, in the middle of Set()) and parks in the rest;
+// the setter is a plain thread or a fiber, the waiter a thread or a fiber (which spins
+// only with a second worker to run a fiber setter).
+TEST_P(SyncTest, AnEventMayBeDestroyedAsSoonAsWaitReturns) {
+  ScopedRuntime runtime(GetParam());
+  constexpr unsigned char kPattern = 0xa5;
+  alignas(Event) unsigned char storage[sizeof(Event)];
+  const int rounds = static_cast<int>(Scaled(2000));
+  for (int round = 0; round < rounds; ++round) {
+    Event* event = new (storage) Event;
+    const bool thread_waits = round % 2 == 0;
+    // A fiber that spins holds its worker: with one worker, a fiber setter could never run.
+    const bool spin_first = round % 4 != 3 && (thread_waits || GetParam() > 1);
+    std::atomic<bool> waiting{false};
+    auto wait_then_destroy = [&] {
+      waiting.store(true);
+      if (spin_first) {
+        while (!event->IsSet()) {
+        }
+      }
+      event->Wait();
+      event->~Event();
+      std::memset(storage, kPattern, sizeof(storage));
+    };
+    std::thread waiter_thread;
+    Fiber waiter_fiber;
+    if (thread_waits) {
+      waiter_thread = std::thread(wait_then_destroy);
+    } else {
+      waiter_fiber = Fiber(wait_then_destroy);
+    }
+    while (!waiting.load()) std::this_thread::yield();
+    if (round % 3 == 0) {
+      Fiber setter([event] { event->Set(); });
+      setter.join();
+    } else {
+      event->Set();
+    }
+    if (waiter_thread.joinable()) waiter_thread.join(); else waiter_fiber.join();
+    for (std::size_t i = 0; i < sizeof(storage); ++i) {
+      ASSERT_EQ(storage[i], kPattern)
+          << "round " << round << ": Set() wrote byte " << i
+          << " of the event after the waiter destroyed it";
+    }
   }
 }
 

@@ -106,6 +106,63 @@ TEST_P(SyncExtraTest, SharedMutexWritersProgressUnderAReaderFlood) {
   EXPECT_EQ(value, 10);
 }
 
+// Read priority (shared_mutex.h): a reader is admitted while a writer waits, until
+// that writer has waited 1 ms; then the door closes until the writer has had its turn.
+// "Admitted" is checked only in rounds that prove the writer had waited less than 1 ms
+// when the reader tried: the writer's clock read before its lock() and ours after the
+// try are less than 1 ms apart (its first 1 ms wait slice cannot have ended). A slow
+// machine makes fewer rounds qualify, never a wrong verdict. "Closed" is checked in
+// every round: once the writer waits on, new readers are refused (a deadline in seconds
+// turns a door that never closes into a failure).
+TEST(SharedMutexTest, ReadersAreAdmittedWhileAWriterWaitsLessThanAMillisecond) {
+  ScopedRuntime runtime(1);
+  constexpr int kWantedRounds = 20;
+  int qualified = 0, rounds = 0;
+  for (; rounds < 1000 && qualified < kWantedRounds; ++rounds) {
+    SharedMutex mutex;
+    mutex.lock_shared();  // the first reader: the writer must wait for it
+    std::atomic<std::uint64_t> writer_id{0};
+    std::atomic<std::int64_t> writer_began_ns{0};
+    std::atomic<bool> wrote{false};
+    Fiber writer([&] {
+      writer_began_ns.store(std::chrono::steady_clock::now().time_since_epoch().count());
+      writer_id.store(this_fiber::GetId());
+      mutex.lock();
+      wrote.store(true);
+      mutex.unlock();
+    });
+    ASSERT_TRUE(WaitFor([&] { return writer_id.load() != 0; }));
+    ASSERT_TRUE(testing::WaitUntilWaitingIn(writer_id.load(),
+                                            internal::WaitKind::kSharedMutex));
+    const bool admitted = mutex.try_lock_shared();
+    const std::int64_t tried_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+    if (tried_ns - writer_began_ns.load() < std::chrono::nanoseconds(1ms).count()) {
+      ++qualified;
+      EXPECT_TRUE(admitted) << "a reader was refused while the writer had waited "
+                            << (tried_ns - writer_began_ns.load()) << " ns";
+    }
+    if (admitted) mutex.unlock_shared();
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          if (!mutex.try_lock_shared()) return true;
+          mutex.unlock_shared();
+          return false;
+        },
+        60s))
+        << "readers kept getting in past a writer waiting for a minute";
+    EXPECT_FALSE(wrote.load());  // the first reader still holds it
+    mutex.unlock_shared();
+    writer.join();
+    EXPECT_TRUE(wrote.load());
+  }
+  RecordProperty("qualified_rounds", qualified);
+  RecordProperty("rounds", rounds);
+  if (qualified == 0) {
+    GTEST_SKIP() << "in " << rounds << " rounds no reader could try within 1 ms of the "
+                 << "writer's wait (a very slow machine): admission not checked";
+  }
+}
+
 TEST_P(SyncExtraTest, BarrierPhasesAndDrop) {
   ScopedRuntime runtime(GetParam());
   constexpr int kParties = 8, kPhases = 50;

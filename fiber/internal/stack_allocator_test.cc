@@ -253,23 +253,55 @@ TEST(StackAllocatorTest, IdleStacksBeyondTheWatermarkGiveTheirMemoryBack) {
   }
 }
 
+// Stacks beyond pool_idle_max are released by the release thread, and only once they
+// sat idle a whole delay, also when they arrive between two of its rounds. The "not
+// before" half is checked speed-independently: every look that ends (its clock read
+// after the counts) less than the delay after a give began must see nothing of that
+// give released; a slow machine only makes fewer looks qualify.
 TEST(StackAllocatorTest, TheReleaseThreadWaitsOutTheDelay) {
   StackAllocatorOptions options = SmallOptions();
   options.guard_page = false;  // slab stacks only
   options.pool_idle_max = 1;
-  options.release_delay_ms = 10;
+  options.release_delay_ms = 300;
+  const auto delay = std::chrono::milliseconds(options.release_delay_ms);
   StackAllocator allocator(options);
-  std::vector<Stack> stacks;
-  for (int i = 0; i < 9; ++i) stacks.push_back(allocator.Create());
-  allocator.GiveBatch(&stacks);
-  EXPECT_EQ(allocator.pooled_count(), 9u);  // nothing released by the giver
-  // The thread releases them once they sat out a whole interval: wait for it.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (allocator.released_count() < 8 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  EXPECT_EQ(allocator.released_count(), 8u);
-  EXPECT_EQ(allocator.pooled_count(), 1u);
+  // Gives nine stacks, checks that none goes early, then waits for the eight beyond
+  // pool_idle_max to go.
+  auto give_nine_and_watch = [&](std::size_t released_before) {
+    std::vector<Stack> stacks;
+    for (int i = 0; i < 9; ++i) stacks.push_back(allocator.Create());
+    const std::size_t pooled_before = allocator.pooled_count();
+    const auto given = std::chrono::steady_clock::now();
+    allocator.GiveBatch(&stacks);
+    int early_looks = 0;
+    for (;;) {
+      const std::size_t released = allocator.released_count();
+      const std::size_t pooled = allocator.pooled_count();
+      if (std::chrono::steady_clock::now() >= given + delay) break;
+      ++early_looks;
+      ASSERT_EQ(released, released_before)
+          << "a stack was released " << early_looks << " looks after the give, before "
+          << "it sat out the " << options.release_delay_ms << " ms delay";
+      ASSERT_EQ(pooled, pooled_before + 9);  // nor did the giver release any
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    RecordProperty("early_looks", early_looks);
+    // Then the thread releases them (a deadline in seconds, not a bound).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (allocator.pooled_count() > 1 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_EQ(allocator.pooled_count(), 1u);
+    EXPECT_EQ(allocator.released_count(), released_before + pooled_before + 8);
+  };
+  // Into an empty pool: the thread registers now and comes back after a delay.
+  give_nine_and_watch(0);
+  if (HasFatalFailure()) return;
+  // Between two rounds of the running thread (about a third of a delay after the round
+  // that released the first ones): the next round, sooner than a delay away, must leave
+  // them, since they did not sit through a whole interval.
+  std::this_thread::sleep_for(delay / 3);
+  give_nine_and_watch(8);
 }
 
 TEST(StackAllocatorTest, StackClasses) {
