@@ -257,19 +257,13 @@ IdlePath::Plan IdlePath::PlanWhenAnnounced(bool searched) const {
   // at again within kStuckVictimRecheck (a worker that was not let search, or after
   // kMaxFruitlessSteals failed attempts); an empty one cannot strand a fiber (its next
   // push sees our sleeping bit in T1). Fresh reads, after W2: the victims' producers
-  // pair with them.
-  if (!VictimsHaveFibers()) return {false, std::chrono::nanoseconds(0)};
+  // pair with them. (The strategy's victims, registered by SetThieves, are the groups
+  // in our victims_; the notifier's last-searcher look reads the same set.)
+  if (!strategy_.VictimsMayHaveStealable()) return {false, std::chrono::nanoseconds(0)};
   if (searched && fruitless_steals_ < kMaxFruitlessSteals) {
     return {true, std::chrono::nanoseconds(0)};
   }
   return {false, kStuckVictimRecheck};
-}
-
-bool IdlePath::VictimsHaveFibers() const {
-  for (const Victim& victim : victims_) {
-    if (victim.group->MayHaveStealable()) return true;
-  }
-  return false;
 }
 
 void IdlePath::SleepOnSlot(std::chrono::nanoseconds limit, std::int64_t until_ns) {

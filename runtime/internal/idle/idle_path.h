@@ -72,7 +72,6 @@ class IdlePath {
   // SearchAndSleep), or sleep (bounded while a victim's queue is not empty but we may
   // not poll it, or stealing from it keeps failing).
   Plan PlanWhenAnnounced(bool searched) const;
-  bool VictimsHaveFibers() const;  // a racy hint
   // W4: on the notifier's slot, or in the group's poller. (Not "Sleep": Relacy defines
   // that name as a macro, and this file is built for the idle path's model too.)
   // Sleeps until woken, or until `limit` from now (0: no limit) or `until_ns` (INT64_MAX:
