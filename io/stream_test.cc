@@ -88,6 +88,19 @@ Listener ListenLoopback() {
   return std::move(*listener);
 }
 
+// A connected pair over `listener`: the client side and the server side.
+struct StreamPair {
+  Stream client;
+  Stream server;
+};
+StreamPair ConnectPair(Listener& listener) {
+  absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
+  CHECK(client.ok()) << client.status();
+  absl::StatusOr<Stream> server = listener.Accept(TestDeadline());
+  CHECK(server.ok()) << server.status();
+  return StreamPair{std::move(*client), std::move(*server)};
+}
+
 // ---- Addresses.
 
 TEST(AddressTest, ParsesAndPrintsEachFamily) {
@@ -472,17 +485,16 @@ TEST_F(IoTest, ClosingWakesAWaitingFiberAndThreadWithAnError) {
 TEST_F(IoTest, ASecondReaderIsRefused) {
   ScopedRuntime runtime(2);
   Listener listener = ListenLoopback();
-  absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
-  ASSERT_TRUE(client.ok());
-  absl::StatusOr<Stream> server = listener.Accept(TestDeadline());
-  ASSERT_TRUE(server.ok());
+  StreamPair pair = ConnectPair(listener);
+  Stream& client = pair.client;
+  Stream& server = pair.server;
   Event first_done;
   StartFiberDetached([&] {
     char byte;
     absl::StatusOr<std::size_t> n;
     // The probe below may hold the read side for a moment: then we are the refused one.
     do {
-      n = server->Read(&byte, 1, TestDeadline());
+      n = server.Read(&byte, 1, TestDeadline());
     } while (absl::IsFailedPrecondition(n.status()));
     EXPECT_TRUE(n.ok()) << n.status();
     first_done.Set();
@@ -491,9 +503,9 @@ TEST_F(IoTest, ASecondReaderIsRefused) {
   // the first reader waits, the probe is refused.
   ASSERT_TRUE(spindle::testing::WaitFor([&] {
     char byte;
-    return absl::IsFailedPrecondition(server->Read(&byte, 1, In(milliseconds(1))).status());
+    return absl::IsFailedPrecondition(server.Read(&byte, 1, In(milliseconds(1))).status());
   }));
-  ASSERT_TRUE(client->WriteAll("x", 1, TestDeadline()).ok());
+  ASSERT_TRUE(client.WriteAll("x", 1, TestDeadline()).ok());
   ASSERT_TRUE(first_done.WaitFor(kTestDeadline));
 }
 
@@ -504,10 +516,9 @@ TEST_F(IoTest, ASecondReaderIsRefused) {
 TEST_F(IoTest, ASecondWriterIsRefusedWhileTheFirstWaits) {
   ScopedRuntime runtime(2);
   Listener listener = ListenLoopback();
-  absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
-  ASSERT_TRUE(client.ok());
-  absl::StatusOr<Stream> server = listener.Accept(TestDeadline());
-  ASSERT_TRUE(server.ok());
+  StreamPair pair = ConnectPair(listener);
+  Stream& client = pair.client;
+  Stream& server = pair.server;
   // Far more than the socket buffers hold, so the writer must wait for the reader.
   const std::string payload(32 << 20, 'w');
   std::atomic<std::uint64_t> writer_id{0};
@@ -515,7 +526,7 @@ TEST_F(IoTest, ASecondWriterIsRefusedWhileTheFirstWaits) {
   absl::Status write_status;
   StartFiberDetached([&] {
     writer_id.store(spindle::this_fiber::GetId());
-    write_status = server->WriteAll(payload.data(), payload.size(), TestDeadline());
+    write_status = server.WriteAll(payload.data(), payload.size(), TestDeadline());
     written.Set();
   });
   ASSERT_TRUE(spindle::testing::WaitFor([&] { return writer_id.load() != 0; }));
@@ -523,15 +534,15 @@ TEST_F(IoTest, ASecondWriterIsRefusedWhileTheFirstWaits) {
                                                    spindle::internal::WaitKind::kSocket));
   // From a plain thread and from a fiber: each write call is refused by name.
   auto probe = [&] {
-    absl::StatusOr<std::size_t> n = server->Write("y", 1, In(milliseconds(1)));
+    absl::StatusOr<std::size_t> n = server.Write("y", 1, In(milliseconds(1)));
     EXPECT_TRUE(absl::IsFailedPrecondition(n.status())) << n.status();
     EXPECT_NE(n.status().message().find("already using it"), absl::string_view::npos)
         << n.status();
     const absl::string_view piece = "z";
     EXPECT_TRUE(absl::IsFailedPrecondition(
-        server->WriteAllVectored(absl::MakeSpan(&piece, 1), In(milliseconds(1)))));
-    EXPECT_TRUE(absl::IsFailedPrecondition(server->WaitWritable(In(milliseconds(1)))));
-    EXPECT_TRUE(absl::IsFailedPrecondition(server->ShutdownWrite()));
+        server.WriteAllVectored(absl::MakeSpan(&piece, 1), In(milliseconds(1)))));
+    EXPECT_TRUE(absl::IsFailedPrecondition(server.WaitWritable(In(milliseconds(1)))));
+    EXPECT_TRUE(absl::IsFailedPrecondition(server.ShutdownWrite()));
   };
   probe();
   RunAsFiber(probe);
@@ -539,16 +550,16 @@ TEST_F(IoTest, ASecondWriterIsRefusedWhileTheFirstWaits) {
   // Reading on the server side is the other direction: not refused.
   char byte;
   EXPECT_TRUE(absl::IsDeadlineExceeded(
-      server->Read(&byte, 1, In(milliseconds(1))).status()));
+      server.Read(&byte, 1, In(milliseconds(1))).status()));
   // Drain: the first writer finishes with every byte, and none of the probes' went out.
   std::string received(payload.size(), '\0');
-  ASSERT_TRUE(client->ReadFull(received.data(), received.size(), TestDeadline()).ok());
+  ASSERT_TRUE(client.ReadFull(received.data(), received.size(), TestDeadline()).ok());
   ASSERT_TRUE(written.WaitFor(kTestDeadline));
   EXPECT_TRUE(write_status.ok()) << write_status;
   EXPECT_TRUE(received == payload);
   // The direction is free again.
-  ASSERT_TRUE(server->WriteAll("!", 1, TestDeadline()).ok());
-  ASSERT_TRUE(client->ReadFull(&byte, 1, TestDeadline()).ok());
+  ASSERT_TRUE(server.WriteAll("!", 1, TestDeadline()).ok());
+  ASSERT_TRUE(client.ReadFull(&byte, 1, TestDeadline()).ok());
   EXPECT_EQ(byte, '!');
 }
 
@@ -561,11 +572,9 @@ TEST_F(IoTest, CloseUnderARunningCallKeepsTheNumberUntilTheCallReturns) {
   ScopedRuntime runtime(1);
   for (int round = 0; round < 20; ++round) {
     Listener listener = ListenLoopback();
-    absl::StatusOr<Stream> client = Stream::Connect(listener.address(), TestDeadline());
-    ASSERT_TRUE(client.ok());
-    absl::StatusOr<Stream> server = listener.Accept(TestDeadline());
-    ASSERT_TRUE(server.ok());
-    const int fd = server->fd();
+    StreamPair pair = ConnectPair(listener);  // the client side stays open: no end of stream
+    Stream& server = pair.server;
+    const int fd = server.fd();
     struct stat before = {};
     ASSERT_EQ(fstat(fd, &before), 0);
     std::atomic<std::uint64_t> reader_id{0};
@@ -575,7 +584,7 @@ TEST_F(IoTest, CloseUnderARunningCallKeepsTheNumberUntilTheCallReturns) {
     StartFiberDetached([&] {
       reader_id.store(spindle::this_fiber::GetId());
       char byte;
-      read_status = server->Read(&byte, 1, TestDeadline()).status();
+      read_status = server.Read(&byte, 1, TestDeadline()).status();
       reader_returned.store(true);
       reader_done.Set();
     });
@@ -583,7 +592,7 @@ TEST_F(IoTest, CloseUnderARunningCallKeepsTheNumberUntilTheCallReturns) {
     ASSERT_TRUE(spindle::testing::WaitUntilWaitingIn(reader_id.load(),
                                                      spindle::internal::WaitKind::kSocket));
     RunAsFiber([&] {
-      EXPECT_TRUE(server->Close().ok());
+      EXPECT_TRUE(server.Close().ok());
       // New descriptors take the lowest free numbers: had the close released ours,
       // one of these would get it.
       int probes[4];
