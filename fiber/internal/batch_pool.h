@@ -48,9 +48,15 @@ class BatchPool {
 
   // Moves all of `items` into the pool; returns how many it holds now.
   std::size_t GiveBatch(std::vector<T>* items) {
-    OsMutexGuard lock(lock_);
-    items_.insert(items_.end(), items->begin(), items->end());
+    const std::size_t held = GiveRange(items->data(), items->size());
     items->clear();
+    return held;
+  }
+  // Copies the `n` items at `items` into the pool (the caller drops its copies);
+  // returns how many it holds now.
+  std::size_t GiveRange(const T* items, std::size_t n) {
+    OsMutexGuard lock(lock_);
+    items_.insert(items_.end(), items, items + n);
     return items_.size();
   }
 
@@ -91,9 +97,14 @@ class BatchPool {
   // Returns the pool's size after the spill, or 0 if it did not spill.
   std::size_t SpillIfFull(std::vector<T>* cache) {
     if (cache->size() < 2 * batch_size_) return 0;
-    std::vector<T> spill(cache->end() - batch_size_, cache->end());
+    return Spill(cache);
+  }
+  // SpillIfFull()'s spill, out of line: the cache's last batch, copied straight from it
+  // (a vector of its own per spill cost a malloc, a copy and a free).
+  __attribute__((noinline)) std::size_t Spill(std::vector<T>* cache) {
+    const std::size_t held = GiveRange(cache->data() + cache->size() - batch_size_, batch_size_);
     cache->resize(cache->size() - batch_size_);
-    return GiveBatch(&spill);
+    return held;
   }
 
  private:

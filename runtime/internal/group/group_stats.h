@@ -118,6 +118,18 @@ class GroupStats {
       StampReady(fiber);
     }
   }
+  // StampReady() by a worker that counts its switches anyway (the yield path's
+  // BusyPoll::Tick; no count of its own to keep): the readiness that got count `tick`
+  // is sampled when bits 32 and up of tick times the golden ratio's 64-bit constant are
+  // 0 under the mask. Those bits step evenly through their range for any regular run
+  // of counts, so about one yield in ReadySamplePeriod() is sampled even when yields
+  // get only every other count (a worker's parks and idle passes count too: sampling
+  // on the low bits could then miss every yield).
+  static void StampReadyAtTick(std::uint64_t tick, FiberEntity* fiber) {
+    if (((tick * 0x9e3779b97f4a7c15ULL) >> 32 & ReadySampleMask()) == 0) {
+      fiber->ready_stamp = CycleClockNow();
+    }
+  }
   static void StampReady(FiberDesc* desc) {
     desc->ready_stamp = (desc->id & ReadySampleMask()) == 0 ? CycleClockNow() : 0;
   }

@@ -149,13 +149,20 @@ void UnlockFiber(void* fiber) ABSL_NO_THREAD_SAFETY_ANALYSIS {
 // with its wake-up. We run on the worker self ran on, which it recorded when it was made
 // Running (none: a test's plain thread, a foreign producer). Nothing of self is read
 // after the push: a taker may write its scheduling fields once it holds the lock.
+// `tick`: the yield's switch count (BusyPoll::Tick), which samples readiness; 0 for a
+// dispatch, which counts in the group's stats instead.
 template <bool kChaos>
-__attribute__((always_inline)) inline void RequeueBeforeSwitch(FiberEntity* self) {
+__attribute__((always_inline)) inline void RequeueBeforeSwitch(FiberEntity* self,
+                                                               std::uint64_t tick) {
   SchedulingGroup* group = self->scheduling_group;
   const std::size_t worker = self->scheduling_worker;
   const bool group_local = self->scheduling_group_local;
   // Written before the push, which orders it for the taker.
-  group->stats().StampReadyOn(worker, self);
+  if (tick != 0) {
+    GroupStats::StampReadyAtTick(tick, self);
+  } else {
+    group->stats().StampReadyOn(worker, self);
+  }
   if constexpr (kChaos) {
     ChaosQueue(group, EncodeEntry(self), group_local, ReadyReason::kYielded, worker,
                /*foreign=*/worker >= group->size());
@@ -169,7 +176,7 @@ __attribute__((always_inline)) inline void RequeueBeforeSwitch(FiberEntity* self
 // analysed: takes self's scheduler lock for the landing hook to release on the other
 // side of the switch, a hand-over the thread-safety analysis cannot follow.
 template <bool kChaos>
-__attribute__((always_inline)) inline void SwitchToNext(FiberEntity* self)
+__attribute__((always_inline)) inline void SwitchToNext(FiberEntity* self, std::uint64_t tick)
     ABSL_NO_THREAD_SAFETY_ANALYSIS {
   // Taken and made Running before self's lock is taken: the yielder holds no lock while
   // it waits for next's (see "Yielding" at the top).
@@ -177,7 +184,7 @@ __attribute__((always_inline)) inline void SwitchToNext(FiberEntity* self)
   if (next == nullptr) return;  // nothing else is ready: keep running
   self->scheduler_lock.lock();
   self->TransitionJustLocked<FiberState::kRunning, FiberState::kReady>();
-  RequeueBeforeSwitch<kChaos>(self);
+  RequeueBeforeSwitch<kChaos>(self, tick);
   self->SwitchTo(next, LandingHook{&UnlockFiber, self});
 }
 
@@ -194,7 +201,7 @@ __attribute__((always_inline)) inline void SwitchToNext(FiberEntity* self)
 // began (the swap's own push is self). For X to wait for Y, Y's entry was pushed (by
 // Y's swap, at p(Y)) before X's thread took it (by a steal, into its own queue) before
 // X's swap began, before p(X): p(Y) < p(X). Around a cycle, p(X) < p(X).
-__attribute__((always_inline)) inline bool SwapToNext(FiberEntity* self)
+__attribute__((always_inline)) inline bool SwapToNext(FiberEntity* self, std::uint64_t tick)
     ABSL_NO_THREAD_SAFETY_ANALYSIS {
   SchedulingGroup* group = self->scheduling_group;
   StrategyV2* strategy = group->strategy_v2();  // the one strategy with a swap
@@ -202,13 +209,14 @@ __attribute__((always_inline)) inline bool SwapToNext(FiberEntity* self)
   const std::size_t worker = self->scheduling_worker;
   // Checked before the lock: a yield the swap does not apply to (runnext, an inbox,
   // T1's round, nothing else queued) pays nothing for it.
-  if (!strategy->SwapApplies(worker)) return false;
+  StrategyV2::Worker* queues = strategy->SwapApplies(worker);
+  if (queues == nullptr) return false;
   self->scheduler_lock.lock();
   self->TransitionJustLocked<FiberState::kRunning, FiberState::kReady>();
   // Written before the push, which orders it for the taker.
-  group->stats().StampReadyOn(worker, self);
+  GroupStats::StampReadyAtTick(tick, self);
   const std::uintptr_t me = EncodeEntry(self);
-  const std::uintptr_t entry = strategy->SwapOnYield(worker, me);
+  const std::uintptr_t entry = strategy->SwapOnYield(*queues, me);
   // Queued but not switched out: a taker spins on our lock meanwhile.
   ChaosPause();
   if (__builtin_expect(entry == me, 0)) {
@@ -231,12 +239,12 @@ __attribute__((always_inline)) inline bool SwapToNext(FiberEntity* self)
 
 // Yield under chaos mode's decisions: out of line and cold, off the plain path.
 // Declared always, defined only in builds with the test seams (as group_chaos.h's).
-__attribute__((noinline, cold)) void ChaosYield(FiberEntity* self);
+__attribute__((noinline, cold)) void ChaosYield(FiberEntity* self, std::uint64_t tick);
 #if SPINDLE_HAS_TEST_SEAMS
-void ChaosYield(FiberEntity* self) {
+void ChaosYield(FiberEntity* self, std::uint64_t tick) {
   // Half the time the swap, so that chaos runs cover both paths.
-  if (ChaosOneIn(2) && SwapToNext(self)) return;
-  SwitchToNext<true>(self);
+  if (ChaosOneIn(2) && SwapToNext(self, tick)) return;
+  SwitchToNext<true>(self, tick);
 }
 #endif
 
@@ -258,18 +266,23 @@ FiberEntity* MakeRunning(SchedulingGroup* group, std::uintptr_t entry, std::size
 
 void YieldFiber(FiberEntity* self) {
   CheckNoOsMutexHeld(self->id, "yield");  // even when nothing else is ready
+  // A fiber yields on a worker of its group (MakeRunning() recorded which): the
+  // strategies index their per-worker queues with it.
+  DCHECK_LT(self->scheduling_worker, self->scheduling_group->size());
   BusyPoll& busy_poll = self->scheduling_group->busy_poll();
-  if (busy_poll.Due(self->scheduling_worker)) {
+  // One count per yield, for the busy poll and for the readiness sample.
+  const std::uint64_t tick = busy_poll.Tick(self->scheduling_worker);
+  if (busy_poll.DueAtTick(self->scheduling_worker, tick)) {
     // No lock is held here: poll and fire in place (the fibers they ready queue behind
     // us, or in the workers' timer inboxes).
     busy_poll.PollAndFireIfDue(self->scheduling_worker);
   }
   // One look at chaos mode for the pick and the re-queue (two cost yield 1%).
   if constexpr (kTestSeams) {
-    if (__builtin_expect(ChaosDecides(), 0)) return ChaosYield(self);
+    if (__builtin_expect(ChaosDecides(), 0)) return ChaosYield(self, tick);
   }
-  if (SwapToNext(self)) return;
-  SwitchToNext<false>(self);
+  if (SwapToNext(self, tick)) return;
+  SwitchToNext<false>(self, tick);
 }
 
 void ParkFiber(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
@@ -327,9 +340,9 @@ void DispatchFiber(FiberEntity* self, FiberDesc* desc) ABSL_NO_THREAD_SAFETY_ANA
   bool chaos = false;
   if constexpr (kTestSeams) chaos = ChaosDecides();
   if (chaos) {
-    RequeueBeforeSwitch<kTestSeams>(self);
+    RequeueBeforeSwitch<kTestSeams>(self, /*tick=*/0);
   } else {
-    RequeueBeforeSwitch<false>(self);
+    RequeueBeforeSwitch<false>(self, /*tick=*/0);
   }
   self->SwitchTo(next, LandingHook{&UnlockFiber, self});
 }

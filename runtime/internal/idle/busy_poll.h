@@ -46,7 +46,16 @@ class BusyPoll {
   // on every switch.
   bool Due(std::size_t worker) {
     if (worker >= workers_) return false;  // not a worker
-    if ((++per_worker_[worker].switches & (kPollEvery - 1)) != 0) return false;
+    return DueAtTick(worker, Tick(worker));
+  }
+  // Due() in two steps, for a caller that knows `worker` is one of ours and uses the
+  // count for more (YieldFiber samples readiness with it): counts a switch of worker
+  // `worker` and returns the count; then whether a switch that got `tick` should poll.
+  // Every count must be asked about (a count never asked about could be every
+  // kPollEvery-th one, all along).
+  std::uint64_t Tick(std::size_t worker) { return ++per_worker_[worker].switches; }
+  bool DueAtTick(std::size_t worker, std::uint64_t tick) {
+    if ((tick & (kPollEvery - 1)) != 0) return false;
     return DueSlow(worker);
   }
   // From worker `worker` holding no fiber's lock (Yield, the idle path): the busy poll

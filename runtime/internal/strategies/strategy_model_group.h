@@ -44,7 +44,9 @@ class StrategyModelGroup {
   // Returns the entry w runs next: `entry` itself if nothing else was ready, 0 if a
   // sibling took the yielder during the swap.
   std::uintptr_t YieldTo(std::size_t w, std::uintptr_t entry) {
-    if (swapper_ != nullptr && swapper_->SwapApplies(w)) return swapper_->SwapOnYield(w, entry);
+    if (swapper_ != nullptr) {
+      if (StrategyV2::Worker* me = swapper_->SwapApplies(w)) return swapper_->SwapOnYield(*me, entry);
+    }
     const std::uintptr_t next = strategy_->TakeNext(w);
     if (next == 0) return entry;
     strategy_->Enqueue(entry, /*stealable=*/true, ReadyReason::kYielded, w);

@@ -60,14 +60,18 @@ class StrategyV2 final : public SchedulingStrategy {
   // self's lock between the two calls): where TakeNext() would take the oldest entry of
   // the worker's local queue, the yielder goes to its tail and that entry is taken, with
   // no Notify(): the proof is S1-S2 below.
+  // A worker's queues and slots (defined below the class; opaque to the yield path,
+  // which only hands SwapApplies()'s answer back to SwapOnYield()).
+  struct Worker;
   // S1: whether TakeNext() would take from the local queue now, which holds an entry and
-  // has room (the owner's view: thieves may still empty it).
-  bool SwapApplies(std::size_t worker);
-  // S2, right after SwapApplies() said yes: queues `self` (an entry word: Ready, its
-  // scheduler lock held until it has switched out) and returns the entry taken,
+  // has room (the owner's view: thieves may still empty it): worker `worker`'s queues
+  // if so, else nullptr.
+  Worker* SwapApplies(std::size_t worker);
+  // S2, right after SwapApplies() answered `me`: queues `self` (an entry word: Ready,
+  // its scheduler lock held until it has switched out) and returns the entry taken,
   // claimed: `self` itself when thieves took everything else meanwhile (keep running),
   // 0 when they took `self` too (a sibling runs it once it switched out: leave).
-  std::uintptr_t SwapOnYield(std::size_t worker, std::uintptr_t self);
+  std::uintptr_t SwapOnYield(Worker& me, std::uintptr_t self);
   // Siblings: half an inbox, half a local queue (or one entry), else a runnext.
   std::uintptr_t StealInGroup(std::size_t worker) override;
   std::size_t StealBatch(std::uintptr_t* out, std::size_t max) override;
@@ -78,34 +82,6 @@ class StrategyV2 final : public SchedulingStrategy {
   StrategyStats stats() const override;
 
  private:
-  struct alignas(64) Worker {
-    explicit Worker(std::size_t capacity, int numa_node)
-        : local(capacity, numa_node),
-          steal_buffer(new std::uintptr_t[capacity / 2 + 1]),
-          overflow_buffer(new std::uintptr_t[capacity / 2 + 2]),
-          overflow_stealable(new bool[capacity / 2 + 2]) {}
-    // A fiber started or woken by this worker's fiber, run next here (seed 002's
-    // spawn-LIFO). Exchanged by the owner, CASed away by siblings that steal it.
-    Atomic<std::uintptr_t> runnext{0};
-    LocalQueue local;
-    // The owner's alone.
-    // T1's count-down of fibers taken (reset after each check).
-    std::uint64_t rounds_to_global_check = 1;
-    unsigned runnext_streak = 0;     // consecutive picks from runnext
-    unsigned inbox_streak = 0;       // consecutive picks from the inbox (T0)
-    std::size_t index = 0;           // this worker's index in the group
-    std::size_t inbox_peek = 0;      // the sibling whose inbox T0 looks at next
-    std::uint64_t random = 0;        // victim choice
-    std::unique_ptr<std::uintptr_t[]> steal_buffer;  // half a local queue
-    // PushLocal's batch to the global queue when the local one is full: half of it and
-    // the new entry. Not allocated per overflow: a 1 KiB malloc is a large-bin request,
-    // which first consolidates glibc's fast bins (3% of the sleep workload's time).
-    std::unique_ptr<std::uintptr_t[]> overflow_buffer;
-    std::unique_ptr<bool[]> overflow_stealable;
-    // Fibers woken by timer rounds (EnqueueWoken), run before the local queue (T0). Its
-    // own line: the producer writes it once per round.
-    alignas(64) WakeInbox inbox;
-  };
 
   std::uintptr_t TakeLocal(Worker& me);
   // Sibling inboxes, then local queues, then runnext slots.
@@ -138,10 +114,40 @@ class StrategyV2 final : public SchedulingStrategy {
   Atomic<std::size_t> next_victim_{0};  // spreads cross-group steals
 };
 
+struct alignas(64) StrategyV2::Worker {
+  explicit Worker(std::size_t capacity, int numa_node)
+      : local(capacity, numa_node),
+        steal_buffer(new std::uintptr_t[capacity / 2 + 1]),
+        overflow_buffer(new std::uintptr_t[capacity / 2 + 2]),
+        overflow_stealable(new bool[capacity / 2 + 2]) {}
+  // A fiber started or woken by this worker's fiber, run next here (seed 002's
+  // spawn-LIFO). Exchanged by the owner, CASed away by siblings that steal it.
+  Atomic<std::uintptr_t> runnext{0};
+  LocalQueue local;
+  // The owner's alone.
+  // T1's count-down of fibers taken (reset after each check).
+  std::uint64_t rounds_to_global_check = 1;
+  unsigned runnext_streak = 0;     // consecutive picks from runnext
+  unsigned inbox_streak = 0;       // consecutive picks from the inbox (T0)
+  std::size_t index = 0;           // this worker's index in the group
+  std::size_t inbox_peek = 0;      // the sibling whose inbox T0 looks at next
+  std::uint64_t random = 0;        // victim choice
+  std::unique_ptr<std::uintptr_t[]> steal_buffer;  // half a local queue
+  // PushLocal's batch to the global queue when the local one is full: half of it and
+  // the new entry. Not allocated per overflow: a 1 KiB malloc is a large-bin request,
+  // which first consolidates glibc's fast bins (3% of the sleep workload's time).
+  std::unique_ptr<std::uintptr_t[]> overflow_buffer;
+  std::unique_ptr<bool[]> overflow_stealable;
+  // Fibers woken by timer rounds (EnqueueWoken), run before the local queue (T0). Its
+  // own line: the producer writes it once per round.
+  alignas(64) WakeInbox inbox;
+};
+
 // Inline, for the yield path (parking.cc), which calls them through a StrategyV2*: a
 // call through the base's vtable, with its prologue, cost the yield 28 instructions
 // (callgrind).
-__attribute__((always_inline)) inline bool StrategyV2::SwapApplies(std::size_t worker) {
+__attribute__((always_inline)) inline StrategyV2::Worker* StrategyV2::SwapApplies(
+    std::size_t worker) {
   Worker& me = *workers_[worker];
   // S1. Only where TakeNext() would take from the local queue (T3): not T1's round, and
   // T0 and T2 find nothing. runnext is exact here (only we store to it; siblings only
@@ -150,7 +156,7 @@ __attribute__((always_inline)) inline bool StrategyV2::SwapApplies(std::size_t w
   if (me.rounds_to_global_check == 1 ||
       me.runnext.load(std::memory_order_relaxed) != 0 ||  // relaxed: ours (see above)
       me.inbox.MaybeNonEmpty()) {
-    return false;
+    return nullptr;
   }
   if (options_.workers > 1) {
     // T0's look at one sibling's inbox (TakeFromSiblingInbox), the same one it would
@@ -158,16 +164,15 @@ __attribute__((always_inline)) inline bool StrategyV2::SwapApplies(std::size_t w
     std::size_t v = me.inbox_peek;
     if (v >= options_.workers) v = 0;
     if (v == me.index) v = v + 1 == options_.workers ? 0 : v + 1;
-    if (workers_[v]->inbox.MaybeNonEmpty()) return false;
+    if (workers_[v]->inbox.MaybeNonEmpty()) return nullptr;
     me.inbox_peek = v + 1;
   }
   // Something to swap with, and room for self.
-  return me.local.OwnerHasEntryAndRoom();
+  return me.local.OwnerHasEntryAndRoom() ? &me : nullptr;
 }
 
 __attribute__((always_inline)) inline std::uintptr_t StrategyV2::SwapOnYield(
-    std::size_t worker, std::uintptr_t self) {
-  Worker& me = *workers_[worker];
+    Worker& me, std::uintptr_t self) {
   // SwapApplies() saw room, which only our pushes take. If thieves emptied the queue
   // since, we take self back.
   std::uintptr_t entry = me.local.PushAndPop(self);

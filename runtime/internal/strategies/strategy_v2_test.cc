@@ -237,8 +237,9 @@ TEST(StrategyV2Test, SwapOnYieldTakesTheOldestLocalEntryAndQueuesTheYielderLast)
   }
   EXPECT_EQ(TakeId(v2->TakeNext(0)), 1u);  // T1's first round: the general path
   const std::uintptr_t self = Desc(100);
-  ASSERT_TRUE(v2->SwapApplies(0));
-  EXPECT_EQ(TakeId(v2->SwapOnYield(0, self)), 2u);
+  StrategyV2::Worker* me = v2->SwapApplies(0);
+  ASSERT_NE(me, nullptr);
+  EXPECT_EQ(TakeId(v2->SwapOnYield(*me, self)), 2u);
   EXPECT_EQ(TakeId(v2->TakeNext(0)), 3u);
   EXPECT_EQ(TakeId(v2->TakeNext(0)), 100u);
   EXPECT_EQ(v2->TakeNext(0), 0u);
@@ -251,18 +252,18 @@ TEST(StrategyV2Test, SwapAppliesOnlyWhereTakeNextWouldTakeTheLocalQueue) {
   const std::uintptr_t self = Desc(100);
   {
     StrategyPtr v2 = MakeV2(1, /*spawn_lifo=*/true, /*steal_half=*/true);
-    EXPECT_FALSE(v2->SwapApplies(0));  // T1's round
+    EXPECT_EQ(v2->SwapApplies(0), nullptr);  // T1's round
     v2->Enqueue(Desc(1), true, ReadyReason::kStartedBack, /*origin=*/0);
     EXPECT_EQ(TakeId(v2->TakeNext(0)), 1u);
-    EXPECT_FALSE(v2->SwapApplies(0));  // nothing to swap with
+    EXPECT_EQ(v2->SwapApplies(0), nullptr);  // nothing to swap with
     v2->Enqueue(Desc(2), true, ReadyReason::kStartedBack, /*origin=*/0);
     v2->Enqueue(Desc(3), true, ReadyReason::kStarted, /*origin=*/0);  // runnext
-    EXPECT_FALSE(v2->SwapApplies(0));
+    EXPECT_EQ(v2->SwapApplies(0), nullptr);
     EXPECT_EQ(TakeId(v2->TakeNext(0)), 3u);
     const std::uintptr_t woken = Desc(4);
     const bool stealable = true;
     v2->EnqueueWoken(&woken, &stealable, 1, /*origin=*/0);  // worker 0's inbox
-    EXPECT_FALSE(v2->SwapApplies(0));
+    EXPECT_EQ(v2->SwapApplies(0), nullptr);
     EXPECT_EQ(TakeId(v2->TakeNext(0)), 4u);
     EXPECT_EQ(TakeId(v2->TakeNext(0)), 2u);  // self was never queued
     EXPECT_EQ(v2->TakeNext(0), 0u);
@@ -276,10 +277,11 @@ TEST(StrategyV2Test, SwapAppliesOnlyWhereTakeNextWouldTakeTheLocalQueue) {
     const std::uintptr_t woken = Desc(3);
     const bool stealable = true;
     v2->EnqueueWoken(&woken, &stealable, 1, /*origin=*/1);
-    EXPECT_FALSE(v2->SwapApplies(0));
+    EXPECT_EQ(v2->SwapApplies(0), nullptr);
     EXPECT_EQ(TakeId(v2->TakeNext(0)), 3u);
-    ASSERT_TRUE(v2->SwapApplies(0));
-    EXPECT_EQ(TakeId(v2->SwapOnYield(0, self)), 2u);
+    StrategyV2::Worker* me = v2->SwapApplies(0);
+    ASSERT_NE(me, nullptr);
+    EXPECT_EQ(TakeId(v2->SwapOnYield(*me, self)), 2u);
     EXPECT_EQ(TakeId(v2->TakeNext(0)), 100u);
   }
 }
