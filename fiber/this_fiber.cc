@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "fiber/internal/fiber_entity.h"
+#include "fiber/internal/fiber_switch.h"
 #include "runtime/internal/group/ready_batch.h"
 #include "sync/internal/timed_waiter.h"
 
@@ -17,8 +18,11 @@ bool IsFiberContextPresent() {
 
 namespace this_fiber {
 
-void Yield() {
-  internal::FiberEntity* self = internal::GetCurrentFiberEntity();
+// noinline: it reads the current fiber straight from its thread-local
+// (fiber_switch.h), safe only where nothing before the read in the same function could
+// have switched; a caller in this file that parked first must not inline it.
+__attribute__((noinline)) void Yield() {
+  internal::FiberEntity* self = internal::fiber_switch_internal::tls_current_fiber;
   if (self == nullptr || self->is_master()) {
     std::this_thread::yield();
     return;

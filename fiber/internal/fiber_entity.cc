@@ -36,6 +36,7 @@
 
 #include "fiber/internal/context.h"
 #include "fiber/internal/exception_state.h"
+#include "fiber/internal/fiber_switch.h"
 #include "fiber/internal/sanitizers.h"
 #include "fiber/internal/stack_overflow.h"
 #include "fiber/internal/switch_safe_tls.h"
@@ -43,28 +44,26 @@
 
 namespace spindle::internal {
 
-struct FiberEntity::Landing {
-  FiberEntity* from;
-  LandingHook hook;
-};
+namespace fiber_switch_internal {
 
-namespace {
+__thread FiberEntity* tls_current_fiber = nullptr;
+__thread ExceptionState* tls_exception_state = nullptr;
 
-thread_local FiberEntity* tls_current_fiber = nullptr;
-// The calling thread's `__cxa_eh_globals` (exception_state.h), looked up once per
-// thread: libstdc++'s __cxa_get_globals() reaches its thread-local through
-// __tls_get_addr (it is a shared library), 22 instructions per switch (callgrind).
-// Read only by a thread about its own state, before a switch (Switch()) or through
-// ThisThreadExceptionState(), never cached across one.
-thread_local ExceptionState* tls_exception_state = nullptr;
-
-__attribute__((noinline, cold)) ExceptionState* LookUpExceptionState() {
+ExceptionState* LookUpExceptionState() {
   // Called through a volatile pointer: opaque to the optimizer, so no call is merged
   // with another across a fiber switch (the function is declared const).
   static abi::__cxa_eh_globals* (*volatile get_globals)() = &abi::__cxa_get_globals;
   tls_exception_state = reinterpret_cast<ExceptionState*>(get_globals());
   return tls_exception_state;
 }
+
+}  // namespace fiber_switch_internal
+
+namespace {
+
+using fiber_switch_internal::LookUpExceptionState;
+using fiber_switch_internal::tls_current_fiber;
+using fiber_switch_internal::tls_exception_state;
 
 SPINDLE_SWITCH_SAFE_TLS_ACCESSOR(FiberEntity*, tls_current_fiber, CurrentFiberSlot)
 SPINDLE_SWITCH_SAFE_TLS_ACCESSOR(ExceptionState*, tls_exception_state, ExceptionStateSlot)
@@ -184,38 +183,6 @@ static_assert(!FiberEntity::IsLegalTransition(FiberState::kWaiting, FiberState::
 static_assert(!FiberEntity::IsLegalTransition(FiberState::kDead, FiberState::kReady));
 static_assert(!FiberEntity::IsLegalTransition(static_cast<FiberState>(8), FiberState::kRunning));
 
-// always_inline: SwitchTo() is the hot path, and every extra call/return around the
-// jump costs a return-stack misprediction on the far side of the switch.
-__attribute__((always_inline)) inline void FiberEntity::Switch(FiberEntity* target,
-                                                               LandingHook hook,
-                                                               bool leaving_for_good) {
-  DCHECK_EQ(this, GetCurrentFiberEntity()) << "only the running fiber may switch away";
-  DCHECK_NE(this, target);
-  Landing landing{this, hook};
-  // The exceptions being handled belong to the fiber, not the thread (see
-  // exception_state.h): ours go with us, the target's come back. Done here, before the
-  // jump, on the thread that will run the target; a fiber starting for the first time
-  // gets the empty state its entity was built with.
-  // Before the jump this thread is still ours: a plain thread-local read (as the write
-  // of tls_current_fiber below).
-  ExceptionState* live = tls_exception_state;
-  if (__builtin_expect(live == nullptr, 0)) live = LookUpExceptionState();
-  exception_state_ = *live;
-  *live = target->exception_state_;
-  // An unguarded stack (stack_allocator.cc, layout 3) is checked each time its fiber
-  // leaves it: a guard page would have stopped the overflow; here we catch it before
-  // another fiber runs on memory the overflow may have spilled into.
-  if (__builtin_expect(!stack_.guarded && stack_.base != nullptr, 0)) CheckUnguardedStack();
-  SanitizerStartSwitch(leaving_for_good ? nullptr : &asan_fake_stack_,
-                       target->asan_stack_bottom_, target->asan_stack_size_,
-                       target->tsan_fiber_);
-  // Before the jump this thread is still ours, so the plain thread-local write is safe;
-  // only reads after a switch must go through CurrentFiberSlot().
-  tls_current_fiber = target;
-  void* arrived = spindle_jump_context(&saved_sp_, target->saved_sp_, &landing);
-  Land(static_cast<Landing*>(arrived));
-}
-
 void FiberEntity::CheckUnguardedStack() const {
   const char* sp = static_cast<const char*>(__builtin_frame_address(0));
   const bool below = sp < stack_.base;
@@ -230,12 +197,6 @@ void FiberEntity::CheckUnguardedStack() const {
   long ignored = syscall(SYS_write, STDERR_FILENO, message, length);
   (void)ignored;
   std::abort();
-}
-
-__attribute__((always_inline)) inline void FiberEntity::Land(Landing* landing) {
-  SanitizerFinishSwitch(asan_fake_stack_);
-  const LandingHook hook = landing->hook;  // copy: see the file comment
-  if (hook.fn != nullptr) hook.fn(hook.arg);
 }
 
 ExceptionState* ThisThreadExceptionState() {

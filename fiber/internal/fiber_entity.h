@@ -196,6 +196,10 @@ class FiberEntity {
   // landing. Returns when some thread switches back to this fiber (maybe another thread
   // than the one that left it).
   void SwitchTo(FiberEntity* target, LandingHook hook = {});
+  // SwitchTo(), inlined into the caller (fiber_switch.h, which says what a caller must
+  // keep to: one switch per function, no thread-local read after it). For the
+  // scheduler's yield and park paths.
+  void SwitchToInline(FiberEntity* target, LandingHook hook);
 
   // Only the functions below construct, run and destroy entities.
   FiberEntity(std::uint64_t id, const Stack& stack, bool is_master);

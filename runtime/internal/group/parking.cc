@@ -52,6 +52,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "fiber/internal/fiber_switch.h"
 #include "fiber/internal/stack_allocator.h"
 #include "glog/logging.h"
 #include "runtime/internal/group/group_chaos.h"
@@ -185,7 +186,7 @@ __attribute__((always_inline)) inline void SwitchToNext(FiberEntity* self, std::
   self->scheduler_lock.lock();
   self->TransitionJustLocked<FiberState::kRunning, FiberState::kReady>();
   RequeueBeforeSwitch<kChaos>(self, tick);
-  self->SwitchTo(next, LandingHook{&UnlockFiber, self});
+  self->SwitchToInline(next, LandingHook{&UnlockFiber, self});
 }
 
 // Yield's swap, where the strategy has one (v2) and it applies now
@@ -231,7 +232,7 @@ __attribute__((always_inline)) inline bool SwapToNext(FiberEntity* self, std::ui
   // loop, which holds no lock (so no cycle of lock waits either way).
   FiberEntity* next =
       entry != 0 ? MakeRunningOnSwitch(group, entry, worker) : GetMasterFiberEntity();
-  self->SwitchTo(next, LandingHook{&UnlockFiber, self});
+  self->SwitchToInline(next, LandingHook{&UnlockFiber, self});
   return true;
 }
 
@@ -264,7 +265,9 @@ FiberEntity* MakeRunning(SchedulingGroup* group, std::uintptr_t entry, std::size
   return TakeOver(group, fiber, worker, stamp);
 }
 
-void YieldFiber(FiberEntity* self) {
+// noinline, as ParkFiber: each inlines its switch (fiber_switch.h), and a function that
+// inlined both would switch twice (ParkFiber's chaos yield).
+__attribute__((noinline)) void YieldFiber(FiberEntity* self) {
   CheckNoOsMutexHeld(self->id, "yield");  // even when nothing else is ready
   // A fiber yields on a worker of its group (MakeRunning() recorded which): the
   // strategies index their per-worker queues with it.
@@ -285,7 +288,8 @@ void YieldFiber(FiberEntity* self) {
   SwitchToNext<false>(self, tick);
 }
 
-void ParkFiber(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
+__attribute__((noinline)) void ParkFiber(FiberEntity* self,
+                                         std::unique_lock<Spinlock> self_lock) {
   CheckNoOsMutexHeld(self->id, "park");
   CHECK(self_lock.owns_lock() && self_lock.mutex() == &self->scheduler_lock)
       << "ParkFiber() needs the fiber's own scheduler lock";
@@ -304,7 +308,7 @@ void ParkFiber(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
   FiberEntity* target = next != nullptr ? next : GetMasterFiberEntity();
   ChaosPause();  // Waiting but not yet switched out: a waker spins on our lock meanwhile
   // The hook releases the lock self_lock held (released above).
-  self->SwitchTo(target, LandingHook{&UnlockFiber, self});
+  self->SwitchToInline(target, LandingHook{&UnlockFiber, self});
   // D3 (chaos.h): back from the park, holding no lock (a park is allowed only there),
   // sometimes yield at once. We may have moved to another group meanwhile.
   if constexpr (kTestSeams) {

@@ -54,8 +54,11 @@ namespace {
 constexpr int kMaxFrames = 64;
 
 #if defined(__x86_64__)
-constexpr std::size_t kSavedFpOffset = 48;
-constexpr std::size_t kSavedPcOffset = 56;
+// context_x86_64.S's protocol: the resume address on top, rbp two words up. A fiber is
+// saved by FiberEntity's inline switch, so its resume address is inside the function
+// that switched (the yield or park path) and rbp is that function's frame.
+constexpr std::size_t kSavedFpOffset = 16;
+constexpr std::size_t kSavedPcOffset = 0;
 #elif defined(__aarch64__)
 constexpr std::size_t kSavedFpOffset = 0x90;
 constexpr std::size_t kSavedPcOffset = 0xa0;
@@ -75,7 +78,7 @@ __attribute__((no_sanitize("address", "thread"))) void WalkSavedStack(
   const auto high =
       reinterpret_cast<std::uintptr_t>(stack.top()) - FiberControlBlockSize();
   const auto sp = reinterpret_cast<std::uintptr_t>(saved_sp);
-  if (sp < low || sp + kSavedPcOffset + sizeof(void*) > high) return;
+  if (sp < low || sp + std::max(kSavedPcOffset, kSavedFpOffset) + sizeof(void*) > high) return;
   pcs->push_back(reinterpret_cast<void*>(ReadWord(sp + kSavedPcOffset)));
   std::uintptr_t fp = ReadWord(sp + kSavedFpOffset);
   std::uintptr_t previous = sp;
