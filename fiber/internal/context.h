@@ -7,7 +7,10 @@
 //
 // These functions know nothing about fibers, threads or sanitizers; FiberEntity
 // (fiber_entity.h) builds on them and adds the sanitizer annotations and the
-// "on landing" hook.
+// "on landing" hook. On x86-64 FiberEntity switches with JumpContextInline()
+// (context_inline.h), an inline form of spindle_jump_context() that follows the same
+// protocol (context_x86_64.S: the resume address on top of every saved context), so
+// contexts made or saved here and there resume each other.
 
 #ifndef SPINDLE_FIBER_INTERNAL_CONTEXT_H_
 #define SPINDLE_FIBER_INTERNAL_CONTEXT_H_

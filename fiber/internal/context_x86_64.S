@@ -7,16 +7,21 @@
 // pointer, pops that address and jumps there with the switch's value in rdx; the code
 // there restores whatever its own save pushed. So each place that saves a context
 // chooses what it saves: spindle_jump_context() below saves every callee-saved
-// register, and FiberEntity's switch (context_x86_64_inline.h), an asm statement that
-// declares every other register clobbered, saves only rbp and the floating-point
-// control state, leaving the compiler to keep (and usually already having kept) the
-// rest in its own frame. Every saved frame starts the same way, from the saved stack
-// pointer upwards:
+// register, and FiberEntity's switch (JumpContextInline in context_inline.h), an asm
+// statement that declares every other register clobbered, saves only rbp and the
+// floating-point control state, leaving the compiler to keep (and usually already
+// having kept) the rest in its own frame. Every saved frame starts the same way, from
+// the saved stack pointer upwards:
 //   +0   the resume address
 //   +8   MXCSR (4 bytes), x87 control word (2 bytes), padding (2 bytes)
 //   +16  rbp      (for a new context: 0, so frame-pointer walks stop here)
 // then, for spindle_jump_context(): r15, r14, r13, r12, rbx and its return address;
+// for the inline switch: 128 bytes left alone (the switching function's red zone);
 // for a new context: the entry function.
+// The fiber dump (fiber_dump.cc) walks a saved fiber from +0 and +16: for the inline
+// switch the resume address lies in the function that switched and rbp is its frame.
+// (A context saved by spindle_jump_context(), which only tests and benchmarks use,
+// would show the resume label and skip its caller's frame.)
 //
 // The floating-point control state is part of the context (boost.context and flare do
 // the same): a fiber that changes the rounding mode must not change it for the fiber

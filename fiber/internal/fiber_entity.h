@@ -188,7 +188,8 @@ class FiberEntity {
   bool is_master() const { return is_master_; }
   const Stack& stack() const { return stack_; }
   // Where the fiber's registers were saved when it last switched away (context.h
-  // layout); meaningful only while it is not Running, read under `scheduler_lock`.
+  // layout, context_x86_64.S / context_aarch64.S); meaningful only while it is not
+  // Running, read under `scheduler_lock`.
   const void* saved_stack_pointer() const { return saved_sp_; }
 
   // Switches the calling thread from this fiber, which must be the one running on it,

@@ -10,7 +10,7 @@
 // fibers that share a worker. The protocol, per switch from A to B:
 //   1. A: SanitizerStartSwitch(&A.asan_fake_stack (or nullptr if A is dying),
 //                              B's stack, B's TSan fiber)
-//   2. the machine switch (spindle_jump_context, not instrumented)
+//   2. the machine switch (JumpContextInline or spindle_jump_context, not instrumented)
 //   3. B: SanitizerFinishSwitch(B.asan_fake_stack)
 // and a TSan fiber is destroyed only after the switch away from it (step 3 of the next
 // fiber), never while it runs.

@@ -8,7 +8,8 @@
 // every later YieldFiber(), and ResumeFiber() but for another adoption, queues it there.
 //
 // Parking. A fiber parks (ParkFiber) while holding its own scheduler lock; the context
-// it switches to releases the lock in its landing hook (FiberEntity::SwitchTo).
+// it switches to releases the lock in its landing hook (FiberEntity::SwitchTo, inlined
+// here as SwitchToInline: fiber_switch.h).
 // ResumeFiber() takes that lock first, so it cannot queue the fiber before its
 // registers are saved.
 //

@@ -29,8 +29,8 @@
 // it rewrites both under the lock when it makes it Running.
 //
 // The stack walk follows the frame-pointer chain (the build keeps frame pointers):
-// from the saved context (context_x86_64.S / context_aarch64.S) take the return
-// address and the saved frame pointer, then each frame's [fp] = caller's fp and
+// from the saved context (context_x86_64.S / context_aarch64.S) take the address it
+// resumes at and the saved frame pointer, then each frame's [fp] = caller's fp and
 // [fp + 8] = return address, while fp stays inside the stack's usable range and grows
 // strictly, up to kMaxFrames. The chain ends at the context trampoline, whose frame
 // pointer is 0. Reads of another fiber's stack are exempt from the sanitizers (ASan
@@ -218,8 +218,10 @@ void WriteFiberDump(std::ostream& out, const std::vector<FiberSnapshot>& fibers,
     }
     for (std::size_t i = 0; i < fiber.pcs.size(); ++i) {
       char symbol[1024];
-      // Every PC is a return address (the saved context's too), which points after
-      // its call: look up the call instruction, in case the call ends a function.
+      // Every PC is a return address, which points after its call: look up the call
+      // instruction, in case the call ends a function. (On x86-64 the first is the
+      // switch's resume label, not after a call: one byte back is still inside the
+      // function that switched.)
       const char* name =
           absl::Symbolize(static_cast<char*>(fiber.pcs[i]) - 1, symbol, sizeof(symbol))
               ? symbol
