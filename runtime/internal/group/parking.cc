@@ -151,20 +151,13 @@ void UnlockFiber(void* fiber) ABSL_NO_THREAD_SAFETY_ANALYSIS {
 // with its wake-up. We run on the worker self ran on, which it recorded when it was made
 // Running (none: a test's plain thread, a foreign producer). Nothing of self is read
 // after the push: a taker may write its scheduling fields once it holds the lock.
-// `tick`: the yield's switch count (BusyPoll::Tick), which samples readiness; 0 for a
-// dispatch, which counts in the group's stats instead.
+// The caller has stamped self's readiness (written before the push, which orders it
+// for the taker).
 template <bool kChaos>
-__attribute__((always_inline)) inline void RequeueBeforeSwitch(FiberEntity* self,
-                                                               std::uint64_t tick) {
+__attribute__((always_inline)) inline void RequeueBeforeSwitch(FiberEntity* self) {
   SchedulingGroup* group = self->scheduling_group;
   const std::size_t worker = self->scheduling_worker;
   const bool group_local = self->scheduling_group_local;
-  // Written before the push, which orders it for the taker.
-  if (tick != 0) {
-    GroupStats::StampReadyAtTick(tick, self);
-  } else {
-    group->stats().StampReadyOn(worker, self);
-  }
   if constexpr (kChaos) {
     ChaosQueue(group, EncodeEntry(self), group_local, ReadyReason::kYielded, worker,
                /*foreign=*/worker >= group->size());
@@ -186,7 +179,8 @@ __attribute__((always_inline)) inline void SwitchToNext(FiberEntity* self, std::
   if (next == nullptr) return;  // nothing else is ready: keep running
   self->scheduler_lock.lock();
   self->TransitionJustLocked<FiberState::kRunning, FiberState::kReady>();
-  RequeueBeforeSwitch<kChaos>(self, tick);
+  GroupStats::StampReadyAtTick(tick, self);
+  RequeueBeforeSwitch<kChaos>(self);
   self->SwitchToInline(next, LandingHook{&UnlockFiber, self});
 }
 
@@ -344,10 +338,11 @@ void DispatchFiber(FiberEntity* self, FiberDesc* desc) ABSL_NO_THREAD_SAFETY_ANA
   self->TransitionJustLocked<FiberState::kRunning, FiberState::kReady>();
   bool chaos = false;
   if constexpr (kTestSeams) chaos = ChaosDecides();
+  group->stats().StampReadyOn(self->scheduling_worker, self);
   if (chaos) {
-    RequeueBeforeSwitch<kTestSeams>(self, /*tick=*/0);
+    RequeueBeforeSwitch<kTestSeams>(self);
   } else {
-    RequeueBeforeSwitch<false>(self, /*tick=*/0);
+    RequeueBeforeSwitch<false>(self);
   }
   self->SwitchTo(next, LandingHook{&UnlockFiber, self});
 }

@@ -45,7 +45,9 @@ class StrategyModelGroup {
   // sibling took the yielder during the swap.
   std::uintptr_t YieldTo(std::size_t w, std::uintptr_t entry) {
     if (swapper_ != nullptr) {
-      if (StrategyV2::Worker* me = swapper_->SwapApplies(w)) return swapper_->SwapOnYield(*me, entry);
+      if (StrategyV2::Worker* me = swapper_->SwapApplies(w)) {
+        return swapper_->SwapOnYield(*me, entry);
+      }
     }
     const std::uintptr_t next = strategy_->TakeNext(w);
     if (next == 0) return entry;
