@@ -15,8 +15,43 @@ void DieOutsideExecutionContext() {
 }
 }  // namespace internal
 
-std::shared_ptr<ExecutionContext> ExecutionContext::Create() {
-  return std::shared_ptr<ExecutionContext>(new ExecutionContext());
+std::shared_ptr<ExecutionContext> ExecutionContext::Create(Options options) {
+  return std::shared_ptr<ExecutionContext>(new ExecutionContext(std::move(options)));
+}
+
+ExecutionContext::ExecutionContext(Options options)
+    : stop_(internal::StopState::Create()), parent_(std::move(options.parent)) {
+  limits_.stop = stop_;
+  std::chrono::steady_clock::time_point deadline = options.deadline;
+  if (parent_ != nullptr && parent_->deadline() < deadline) deadline = parent_->deadline();
+  limits_.deadline_ns = deadline == std::chrono::steady_clock::time_point::max()
+                            ? INT64_MAX
+                            : std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  deadline.time_since_epoch())
+                                  .count();
+  if (parent_ != nullptr) LinkTo(parent_link_, parent_->stop_);
+  if (options.stop_token.state_ != nullptr) LinkTo(token_link_, options.stop_token.state_);
+}
+
+void ExecutionContext::LinkTo(Link& link, internal::StopState* state) {
+  link.run = &RunLink;
+  link.child = this;
+  if (state->Add(&link)) {
+    state->Ref();
+    link.to = state;
+  } else {
+    stop_->RequestStop();  // stopped already
+  }
+}
+
+void ExecutionContext::RunLink(internal::StopState::Callback* node) {
+  // The child is alive: its destructor unlinks this node first, waiting for this run.
+  static_cast<Link*>(node)->child->stop_->RequestStop();
+}
+
+StopToken ExecutionContext::CurrentStopToken() {
+  ExecutionContext* context = Current();
+  return context != nullptr ? context->stop_token() : StopToken();
 }
 
 ExecutionContext* ExecutionContext::Current() {
@@ -31,6 +66,15 @@ std::shared_ptr<ExecutionContext> ExecutionContext::CaptureCurrent() {
 }
 
 ExecutionContext::~ExecutionContext() {
+  // Unlinked first: a parent's (or token's) cancellation running our link now is waited
+  // for, and none starts after this.
+  for (Link* link : {&parent_link_, &token_link_}) {
+    if (link->to != nullptr) {
+      link->to->Remove(link);
+      link->to->Unref();
+    }
+  }
+  stop_->Unref();
   // The last reference is gone: nobody reads the slots any more.
   for (auto& slot : inline_slots_) {
     // relaxed: no other thread holds the context (shared_ptr's release-acquire on
@@ -94,13 +138,16 @@ internal::LocalBox* ExecutionContext::Install(const internal::LocalKey& key,
 ScopedExecutionContext::ScopedExecutionContext(std::shared_ptr<ExecutionContext> context)
     : storage_(&internal::CurrentFiberLocalStorage()),
       context_(std::move(context)),
-      previous_(storage_->execution_context()) {
+      previous_(storage_->execution_context()),
+      previous_limits_(storage_->wait_limits()) {
   storage_->set_execution_context(context_.get());
+  storage_->set_wait_limits(context_ != nullptr ? &context_->limits_ : nullptr);
 }
 
 // The storage is the fiber's own (not the thread's): right even if the fiber migrated.
 ScopedExecutionContext::~ScopedExecutionContext() {
   storage_->set_execution_context(previous_);
+  storage_->set_wait_limits(previous_limits_);
 }
 
 }  // namespace spindle

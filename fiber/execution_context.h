@@ -15,6 +15,22 @@
 //     child.join();
 //   }
 //
+// A context also carries a cancellation and a deadline, which every interruptible wait
+// made in it honours (the timed waits of sync/, this_fiber::SleepUntil(),
+// BlockingTryGet(): each ends early, with its documented result, once the context is
+// cancelled or its deadline passes):
+//
+//   spindle::ExecutionContext::Options options;
+//   options.deadline = std::chrono::steady_clock::now() + 200ms;
+//   auto request = spindle::ExecutionContext::Create(options);
+//   spindle::ScopedExecutionContext scope(request);
+//   if (!reply_ready.WaitFor(1s)) { ... }   // false by 200 ms, or once Cancel()ed
+//   ...
+//   request->Cancel();                        // from anywhere: the client went away
+//
+// A child context (Options::parent) is cancelled with its parent and never outlives
+// its parent's deadline; its values are its own.
+//
 // A fiber runs in no context until it enters one (ScopedExecutionContext); a fiber
 // started with Fiber::Attributes::inherit_execution_context, or whose function was
 // wrapped by CaptureExecutionContext(), runs in the context its starter was in when it
@@ -27,6 +43,8 @@
 #define SPINDLE_FIBER_EXECUTION_CONTEXT_H_
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -36,6 +54,8 @@
 #include "absl/base/thread_annotations.h"
 #include "fiber/internal/local_storage.h"
 #include "fiber/internal/os_mutex.h"
+#include "sync/internal/stop_state.h"
+#include "sync/stop_token.h"
 
 namespace spindle {
 
@@ -56,7 +76,36 @@ namespace internal {
 // context: a value that they change concurrently must be synchronized by its type.
 class ExecutionContext : public std::enable_shared_from_this<ExecutionContext> {
  public:
-  static std::shared_ptr<ExecutionContext> Create();
+  // What a new context is tied to.
+  struct Options {
+    // Cancelled when `parent` is; its deadline is never later than the parent's. The
+    // parent is kept alive as long as the child. Its ExecutionLocal values are not
+    // shared with the child.
+    std::shared_ptr<ExecutionContext> parent;
+    // Also cancelled when this token's stop is requested.
+    StopToken stop_token;
+    // No interruptible wait made in the context lasts beyond it (max(): none).
+    std::chrono::steady_clock::time_point deadline =
+        std::chrono::steady_clock::time_point::max();
+  };
+
+  static std::shared_ptr<ExecutionContext> Create() { return Create(Options()); }
+  static std::shared_ptr<ExecutionContext> Create(Options options);
+
+  // Cancels the context and every child of it: each interruptible wait made in it,
+  // parked now or later, returns early with its cancelled result. Callable from any
+  // thread, any number of times (later calls do nothing). Runs the StopCallbacks
+  // registered on stop_token() on the calling thread.
+  void Cancel() { stop_->RequestStop(); }
+  bool cancelled() const { return stop_->stop_requested(); }
+  // Stopped when the context is cancelled.
+  StopToken stop_token() const { return StopToken(stop_); }
+  std::chrono::steady_clock::time_point deadline() const {
+    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(limits_.deadline_ns));
+  }
+
+  // Current()'s stop token; a token that is never stopped outside any context.
+  static StopToken CurrentStopToken();
 
   // The context the calling fiber (or plain thread) runs in; nullptr if none. Valid
   // while the caller stays in it.
@@ -71,10 +120,21 @@ class ExecutionContext : public std::enable_shared_from_this<ExecutionContext> {
  private:
   template <class T>
   friend class ExecutionLocal;
+  friend class ScopedExecutionContext;
 
   static constexpr std::uint32_t kInlineSlots = 8;
 
-  ExecutionContext() = default;
+  // Requests the stop of `child` when the state it is linked to is stopped.
+  struct Link : internal::StopState::Callback {
+    internal::StopState* to = nullptr;  // linked there (holds a reference)
+    ExecutionContext* child = nullptr;
+  };
+
+  explicit ExecutionContext(Options options);
+  // Links `link` to `state` (a parent's or a token's); a state stopped already stops
+  // ours at once.
+  void LinkTo(Link& link, internal::StopState* state);
+  static void RunLink(internal::StopState::Callback* node);
 
   // The key's value, or nullptr. Lock-free for the first kInlineSlots indices.
   internal::LocalBox* Find(const internal::LocalKey& key) const {
@@ -96,6 +156,12 @@ class ExecutionContext : public std::enable_shared_from_this<ExecutionContext> {
   // Stale values (of keys destroyed since) replaced in the lock-free slots: a reader
   // may still be looking at one, so they live as long as the context.
   std::vector<internal::LocalBox*> retired_ ABSL_GUARDED_BY(mutex_);
+
+  internal::StopState* const stop_;  // our own (one reference)
+  internal::WaitLimits limits_;      // what the waits made in us honour
+  const std::shared_ptr<ExecutionContext> parent_;
+  Link parent_link_;
+  Link token_link_;
 };
 
 // Makes `context` (which may be null: "no context") the calling fiber's (or thread's)
@@ -113,6 +179,7 @@ class ScopedExecutionContext {
   internal::FiberLocalStorage* const storage_;
   const std::shared_ptr<ExecutionContext> context_;
   void* const previous_;
+  const internal::WaitLimits* const previous_limits_;
 };
 
 // Wraps `f` so that it runs in the context current now (or in none, if none is), on

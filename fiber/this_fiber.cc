@@ -35,14 +35,21 @@ std::uint64_t GetId() {
   return self != nullptr && !self->is_master() ? self->id : 0;
 }
 
-void SleepUntil(std::chrono::steady_clock::time_point deadline) {
-  if (!IsFiberContextPresent()) {
-    std::this_thread::sleep_until(deadline);
-    return;
+bool SleepUntil(std::chrono::steady_clock::time_point deadline) {
+  const internal::WaitLimits* limits = internal::CurrentWaitLimits();
+  if (limits == nullptr && !IsFiberContextPresent()) {
+    std::this_thread::sleep_until(deadline);  // no context: nothing can interrupt it
+    return true;
   }
-  // Nobody notifies this waiter: it always times out, at the deadline.
+  // Nobody notifies this waiter: it times out (at the earlier of the two deadlines) or
+  // is cancelled.
   internal::TimedWaiter waiter;
-  waiter.WaitUntil(deadline, internal::WaitKind::kSleep);
+  const internal::TimedWaiter::Result result =
+      waiter.WaitUntil(deadline, internal::WaitKind::kSleep, limits);
+  if (result == internal::TimedWaiter::Result::kCancelled) return false;
+  // Timed out: at our deadline unless the context's came first.
+  return limits == nullptr ||
+         deadline <= internal::TimerClock::time_point(std::chrono::nanoseconds(limits->deadline_ns));
 }
 
 }  // namespace this_fiber

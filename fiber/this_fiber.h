@@ -20,15 +20,18 @@ void Yield();
 // The calling fiber's id; 0 on a plain thread.
 std::uint64_t GetId();
 
-// Parks the calling fiber until `deadline` (never wakes before it); its worker runs
-// other fibers meanwhile. On a plain thread, sleeps the thread.
-void SleepUntil(std::chrono::steady_clock::time_point deadline);
+// Parks the calling fiber until `deadline`; its worker runs other fibers meanwhile. On
+// a plain thread, sleeps the thread. Interruptible: in an execution context
+// (fiber/execution_context.h) the sleep also ends when the context is cancelled or at
+// its deadline, if that comes first. True if it slept until `deadline` (never earlier);
+// false if it ended early that way.
+bool SleepUntil(std::chrono::steady_clock::time_point deadline);
 
 // SleepUntil(now + duration).
 template <class Rep, class Period>
-void SleepFor(std::chrono::duration<Rep, Period> duration) {
-  SleepUntil(std::chrono::steady_clock::now() +
-             std::chrono::duration_cast<std::chrono::steady_clock::duration>(duration));
+bool SleepFor(std::chrono::duration<Rep, Period> duration) {
+  return SleepUntil(std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(duration));
 }
 
 }  // namespace this_fiber

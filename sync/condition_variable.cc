@@ -14,11 +14,13 @@
 namespace spindle {
 
 bool ConditionVariable::WaitUntil(std::unique_lock<Mutex>& lock,
-                                  internal::TimerClock::time_point deadline) {
+                                  internal::TimerClock::time_point deadline,
+                                  const internal::WaitLimits* limits) {
   internal::UniqueSpinlockGuard guard(lock_);
   lock.unlock();
-  const bool notified =
-      waiters_.Wait(guard.unique(), deadline, internal::WaitKind::kConditionVariable) == internal::TimedWaiter::Result::kNotified;
+  const bool notified = waiters_.Wait(guard.unique(), deadline,
+                                      internal::WaitKind::kConditionVariable, limits) ==
+                        internal::TimedWaiter::Result::kNotified;
   guard.unlock();
   lock.lock();
   return notified;

@@ -25,8 +25,9 @@ class ConditionVariable {
   ConditionVariable(const ConditionVariable&) = delete;
   ConditionVariable& operator=(const ConditionVariable&) = delete;
 
+  // Not interruptible (see wait_until()).
   void wait(std::unique_lock<Mutex>& lock) {
-    WaitUntil(lock, std::chrono::steady_clock::time_point::max());
+    WaitUntil(lock, std::chrono::steady_clock::time_point::max(), nullptr);
   }
 
   template <class Predicate>
@@ -34,16 +35,22 @@ class ConditionVariable {
     while (!predicate()) wait(lock);
   }
 
+  // Interruptible: returns (with `lock` held again) at `deadline` or when the caller's
+  // execution context is cancelled (ExecutionContext::Cancel(); its deadline applies
+  // too), both reported as timeout (the predicate overloads: the predicate's value); a
+  // caller tells a cancellation by ExecutionContext::CurrentStopToken().
   std::cv_status wait_until(std::unique_lock<Mutex>& lock,
                             std::chrono::steady_clock::time_point deadline) {
-    return WaitUntil(lock, deadline) ? std::cv_status::no_timeout : std::cv_status::timeout;
+    return WaitUntil(lock, deadline, internal::CurrentWaitLimits()) ? std::cv_status::no_timeout
+                                                                    : std::cv_status::timeout;
   }
 
   template <class Predicate>
   bool wait_until(std::unique_lock<Mutex>& lock, std::chrono::steady_clock::time_point deadline,
                   Predicate predicate) {
+    const internal::WaitLimits* limits = internal::CurrentWaitLimits();
     while (!predicate()) {
-      if (!WaitUntil(lock, deadline)) return predicate();
+      if (!WaitUntil(lock, deadline, limits)) return predicate();
     }
     return true;
   }
@@ -69,8 +76,10 @@ class ConditionVariable {
     return std::chrono::steady_clock::now() +
            std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
   }
-  // Returns false on timeout. `lock` is held again on return either way.
-  bool WaitUntil(std::unique_lock<Mutex>& lock, std::chrono::steady_clock::time_point deadline);
+  // Returns false on timeout or cancellation (`limits`: an interruptible wait's). `lock`
+  // is held again on return either way.
+  bool WaitUntil(std::unique_lock<Mutex>& lock, std::chrono::steady_clock::time_point deadline,
+                 const internal::WaitLimits* limits);
 
   internal::Spinlock lock_;
   internal::WaitQueue waiters_ ABSL_GUARDED_BY(lock_);

@@ -27,9 +27,14 @@ class Event {
   void Set();
   bool IsSet() const { return set_.load(std::memory_order_acquire); }  // acquire: Set()
 
-  void Wait() { WaitUntil(std::chrono::steady_clock::time_point::max()); }
-  // True if the event is set, false if `deadline` came first.
-  bool WaitUntil(std::chrono::steady_clock::time_point deadline);
+  // Waits until the event is set (not interruptible: see WaitUntil()).
+  void Wait() { Await(std::chrono::steady_clock::time_point::max(), nullptr); }
+  // True if the event is set, false if `deadline` came first or the caller's execution
+  // context was cancelled (interruptible: ExecutionContext::Cancel(); its deadline
+  // applies too).
+  bool WaitUntil(std::chrono::steady_clock::time_point deadline) {
+    return Await(deadline, internal::CurrentWaitLimits());
+  }
   template <class Rep, class Period>
   bool WaitFor(std::chrono::duration<Rep, Period> timeout) {
     return WaitUntil(std::chrono::steady_clock::now() +
@@ -37,6 +42,9 @@ class Event {
   }
 
  private:
+  bool Await(std::chrono::steady_clock::time_point deadline,
+             const internal::WaitLimits* limits);
+
   std::atomic<bool> set_{false};
   internal::Spinlock lock_;
   internal::WaitQueue waiters_ ABSL_GUARDED_BY(lock_);

@@ -336,7 +336,7 @@ namespace internal {
 
 // Waits for `ready` as a wait for a future (what the fiber dump shows). Out of line.
 void WaitForFuture(Event& ready);
-// The same, until `deadline`; false if it came first.
+// The same, until `deadline` (interruptible); false if it came first or a cancellation.
 bool WaitForFutureUntil(Event& ready, std::chrono::steady_clock::time_point deadline);
 
 // Where a blocking wait receives the outcome: shared with the continuation, so a
@@ -408,6 +408,8 @@ T BlockingGet(Future<T>&& future) {
 
 // Like BlockingGet(), giving up after `timeout`: std::nullopt then (the value that
 // arrives later is dropped). Future<void> gives std::optional<std::monostate>.
+// Interruptible (as Event::WaitUntil()): std::nullopt too if the caller's execution
+// context is cancelled or its deadline passes first. BlockingGet() is not.
 template <class T, class Rep, class Period>
 std::optional<FutureValue<T>> BlockingTryGet(
     Future<T>&& future, std::chrono::duration<Rep, Period> timeout) {

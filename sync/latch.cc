@@ -28,10 +28,12 @@ bool Latch::try_wait() const {
   return count_ == 0;
 }
 
-bool Latch::WaitUntil(internal::TimerClock::time_point deadline) const {
+bool Latch::Await(internal::TimerClock::time_point deadline,
+                  const internal::WaitLimits* limits) const {
   internal::UniqueSpinlockGuard guard(lock_);
   while (count_ != 0) {
-    if (waiters_.Wait(guard.unique(), deadline, internal::WaitKind::kLatch) == internal::TimedWaiter::Result::kTimedOut) {
+    if (waiters_.Wait(guard.unique(), deadline, internal::WaitKind::kLatch, limits) !=
+        internal::TimedWaiter::Result::kNotified) {
       return count_ == 0;
     }
   }

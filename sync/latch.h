@@ -23,20 +23,27 @@ class Latch {
 
   void count_down(std::ptrdiff_t n = 1);
   bool try_wait() const;
-  void wait() const { WaitUntil(std::chrono::steady_clock::time_point::max()); }
+  // Not interruptible (see WaitUntil()).
+  void wait() const { Await(std::chrono::steady_clock::time_point::max(), nullptr); }
   void arrive_and_wait(std::ptrdiff_t n = 1) {
     count_down(n);
     wait();
   }
-  // True if the count reached zero, false if `timeout` passed first.
+  // True if the count reached zero, false if `timeout` passed first or the caller's
+  // execution context was cancelled (interruptible, as Event::WaitUntil()).
   template <class Rep, class Period>
   bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
     return WaitUntil(std::chrono::steady_clock::now() +
                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
   }
-  bool WaitUntil(std::chrono::steady_clock::time_point deadline) const;
+  bool WaitUntil(std::chrono::steady_clock::time_point deadline) const {
+    return Await(deadline, internal::CurrentWaitLimits());
+  }
 
  private:
+  bool Await(std::chrono::steady_clock::time_point deadline,
+             const internal::WaitLimits* limits) const;
+
   mutable internal::Spinlock lock_;
   std::ptrdiff_t count_ ABSL_GUARDED_BY(lock_);
   mutable internal::WaitQueue waiters_ ABSL_GUARDED_BY(lock_);

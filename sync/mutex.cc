@@ -63,7 +63,8 @@ constexpr std::uintptr_t kHandOffTag = 1;
 
 }  // namespace
 
-bool Mutex::LockSlow(internal::TimerClock::time_point deadline) {
+bool Mutex::LockSlow(internal::TimerClock::time_point deadline,
+                     const internal::WaitLimits* limits) {
   bool awoke = false;     // we hold the `woken` claim
   bool starving = false;  // we have waited longer than kStarvationThreshold
   bool waited = false;
@@ -119,7 +120,8 @@ bool Mutex::LockSlow(internal::TimerClock::time_point deadline) {
       waited = true;
       wait_start = internal::TimerClock::now();
     }
-    if (waiters_.Wait(guard.unique(), deadline, detail, internal::WaitKind::kMutex) == internal::TimedWaiter::Result::kTimedOut) {
+    if (waiters_.Wait(guard.unique(), deadline, detail, internal::WaitKind::kMutex, limits) !=
+        internal::TimedWaiter::Result::kNotified) {
       // relaxed: under lock_, like every change of the count.
       if (detail.removed_self) state_.fetch_sub(kOneWaiter, std::memory_order_relaxed);
       return false;

@@ -45,7 +45,7 @@ class Mutex {
                                        std::memory_order_relaxed)) {
       return;
     }
-    LockSlow(std::chrono::steady_clock::time_point::max());
+    LockSlow(std::chrono::steady_clock::time_point::max(), nullptr);  // not interruptible
   }
 
   bool try_lock() {
@@ -68,8 +68,11 @@ class Mutex {
         std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
   }
 
+  // True with the lock; false if `deadline` came first or the caller's execution
+  // context was cancelled while it waited (interruptible, as Event::WaitUntil(); lock()
+  // is not).
   bool try_lock_until(std::chrono::steady_clock::time_point deadline) {
-    return try_lock() || LockSlow(deadline);
+    return try_lock() || LockSlow(deadline, internal::CurrentWaitLimits());
   }
 
   void unlock() {
@@ -105,7 +108,8 @@ class Mutex {
   static constexpr std::uint32_t kOneWaiter = 1u << kWaiterShift;
   static_assert((kLocked | kWoken | kStarving) < kOneWaiter, "flag bits overlap the count");
 
-  bool LockSlow(std::chrono::steady_clock::time_point deadline);
+  bool LockSlow(std::chrono::steady_clock::time_point deadline,
+                const internal::WaitLimits* limits);
   void UnlockSlow(std::uint32_t state);
 
   std::atomic<std::uint32_t> state_{0};

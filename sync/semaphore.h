@@ -44,7 +44,8 @@ class CountingSemaphore {
     count_ += n;
   }
 
-  void acquire() { try_acquire_until(std::chrono::steady_clock::time_point::max()); }
+  // Not interruptible (see try_acquire_until()).
+  void acquire() { Acquire(std::chrono::steady_clock::time_point::max(), nullptr); }
 
   bool try_acquire() {
     internal::SpinlockGuard guard(lock_);
@@ -60,17 +61,25 @@ class CountingSemaphore {
         std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
   }
 
+  // True with a permit; false if `deadline` came first or the caller's execution
+  // context was cancelled (interruptible, as Event::WaitUntil()).
   bool try_acquire_until(std::chrono::steady_clock::time_point deadline) {
+    return Acquire(deadline, internal::CurrentWaitLimits());
+  }
+
+ private:
+  bool Acquire(std::chrono::steady_clock::time_point deadline,
+               const internal::WaitLimits* limits) {
     internal::UniqueSpinlockGuard guard(lock_);
     if (count_ > 0 && waiters_.empty()) {
       --count_;
       return true;
     }
     // Woken means a release() handed us its permit.
-    return waiters_.Wait(guard.unique(), deadline, internal::WaitKind::kSemaphore) == internal::TimedWaiter::Result::kNotified;
+    return waiters_.Wait(guard.unique(), deadline, internal::WaitKind::kSemaphore, limits) ==
+           internal::TimedWaiter::Result::kNotified;
   }
 
- private:
   internal::Spinlock lock_;
   std::ptrdiff_t count_ ABSL_GUARDED_BY(lock_);
   internal::WaitQueue waiters_ ABSL_GUARDED_BY(lock_);

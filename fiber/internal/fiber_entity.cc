@@ -333,6 +333,11 @@ FiberLocalStorage& CurrentFiberLocalStorage() {
   return self->locals;
 }
 
+const WaitLimits* CurrentWaitLimits() {
+  FiberEntity* self = *CurrentFiberSlot();
+  return self != nullptr ? self->locals.wait_limits() : nullptr;
+}
+
 namespace {
 FiberEntity* CurrentUserFiberOrNull() {
   FiberEntity* self = GetCurrentFiberEntity();

@@ -95,6 +95,7 @@ void FiberLocalStorage::MoveTo(FiberLocalStorage* to) {
   to->overflow_size_ = std::exchange(overflow_size_, 0);
   to->live_ = std::exchange(live_, 0);
   to->execution_context_ = std::exchange(execution_context_, nullptr);
+  to->wait_limits_ = std::exchange(wait_limits_, nullptr);
 }
 
 void FiberLocalStorage::DestroyValuesSlow(std::uint64_t fiber_id) {

@@ -23,6 +23,17 @@
 
 namespace spindle::internal {
 
+class StopState;  // sync/internal/stop_state.h
+
+// What an execution context (fiber/execution_context.h) asks of the interruptible waits
+// made in it (sync/internal/timed_waiter.h): the cancellation that ends them and the
+// deadline none of them outlasts. Owned by the context; read by the waits of the fibers
+// and threads that run in it, while they do (the scope that entered it keeps it alive).
+struct WaitLimits {
+  StopState* stop = nullptr;  // never null in a context
+  std::int64_t deadline_ns = INT64_MAX;  // steady_clock nanoseconds; INT64_MAX: none
+};
+
 // A value's header. Lives as long as the value; destroyed (with the value) only through
 // `destroy`.
 struct LocalBox {
@@ -96,6 +107,9 @@ class FiberLocalStorage {
   // The execution context the fiber runs in (fiber/execution_context.h), not owned.
   void* execution_context() const { return execution_context_; }
   void set_execution_context(void* context) { execution_context_ = context; }
+  // That context's limits (null: none), set with it.
+  const WaitLimits* wait_limits() const { return wait_limits_; }
+  void set_wait_limits(const WaitLimits* limits) { wait_limits_ = limits; }
 
   static constexpr int kDestructorPasses = 4;
 
@@ -108,6 +122,7 @@ class FiberLocalStorage {
   std::uint32_t overflow_size_ = 0;
   std::uint32_t live_ = 0;  // non-null slots
   void* execution_context_ = nullptr;
+  const WaitLimits* wait_limits_ = nullptr;  // non-null only with execution_context_
 };
 
 // The fiber-local storage of the fiber running on the calling thread; on a plain thread,
@@ -115,6 +130,10 @@ class FiberLocalStorage {
 // there. Defined with the entities (fiber_entity.cc), which own the current-fiber slot;
 // out of line like GetCurrentFiberEntity(), and never to be cached across a switch.
 FiberLocalStorage& CurrentFiberLocalStorage();
+
+// The limits of the execution context the calling fiber (or plain thread) runs in; null
+// if none. Creates nothing (a plain thread with no master fiber yet runs in no context).
+const WaitLimits* CurrentWaitLimits();
 
 }  // namespace spindle::internal
 

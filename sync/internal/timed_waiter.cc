@@ -23,6 +23,17 @@
 // Thread waiter: park on state_ (a Parker's word) until it changes or the deadline
 // passes; on the deadline, flip kWaiting -> kTimedOut ourselves. Notify flips and
 // unparks; an unpark of a word that is gone only risks a spurious wake-up elsewhere.
+//
+// Cancellation (an interruptible wait, with a StopState): before step 1 (or before the
+// thread waiter's park), register cancel_node_ on the StopState. Its callback
+// (OnCancel) runs on the cancelling thread and is one more waker: it flips kWaiting ->
+// kCancelled as Notify() would (a fiber waiter: steps a-b). If the stop was requested
+// before the registration, the waiter makes that flip itself, before it parks (a fiber:
+// through a-b, which sees it Running and queues nothing; step 2 then finds the flip).
+// Whichever of Notify(), the deadline and the cancellation flips first is the result;
+// the others' flips fail and wake nothing. After the wait (after step 3), the waiter
+// unregisters the node; StopState::Remove() waits for a callback in progress to be done
+// with it, so no cancellation touches the waiter after WaitUntil() returns.
 
 #include "sync/internal/timed_waiter.h"
 
@@ -46,19 +57,58 @@ FiberEntity* CurrentFiberOrNull() {
 
 TimedWaiter::TimedWaiter() : fiber_(CurrentFiberOrNull()) {}
 
-TimedWaiter::Result TimedWaiter::WaitUntil(TimerClock::time_point deadline, WaitKind kind) {
-  return fiber_ != nullptr ? WaitAsFiber(deadline, kind) : WaitAsThread(deadline);
+TimedWaiter::Result TimedWaiter::WaitUntil(TimerClock::time_point deadline, WaitKind kind,
+                                           const WaitLimits* limits) {
+  StopState* stop = nullptr;
+  if (limits != nullptr) {
+    const TimerClock::time_point limit{std::chrono::nanoseconds(limits->deadline_ns)};
+    if (limit < deadline) deadline = limit;
+    stop = limits->stop;
+  }
+  if (stop != nullptr) {
+    cancel_node_.run = &TimedWaiter::OnCancel;
+    if (!stop->Add(&cancel_node_)) {
+      // Requested already: flip it ourselves (a notifier may have won meanwhile), and
+      // there is nothing to unregister.
+      Flip(kCancelled);
+      stop = nullptr;
+    }
+  }
+  const Result result =
+      fiber_ != nullptr ? WaitAsFiber(deadline, kind) : WaitAsThread(deadline);
+  // Waits for a cancellation that took the node to be done with it.
+  if (stop != nullptr) stop->Remove(&cancel_node_);
+  return result;
 }
 
-bool TimedWaiter::Notify() {
-  if (fiber_ != nullptr) return WinAndWakeFiber(kNotified);
+bool TimedWaiter::Notify() { return Flip(kNotified); }
+
+bool TimedWaiter::Flip(int to) {
+  if (fiber_ != nullptr) return WinAndWakeFiber(to);
   int expected = kWaiting;
   // acq_rel: pairs with the waiter's acquire loads; one flip wins.
-  if (!state().compare_exchange_strong(expected, kNotified, std::memory_order_acq_rel)) {
+  if (!state().compare_exchange_strong(expected, to, std::memory_order_acq_rel)) {
     return false;
   }
   state_.Unpark();
   return true;
+}
+
+void TimedWaiter::OnCancel(StopState::Callback* node) {
+  reinterpret_cast<TimedWaiter*>(reinterpret_cast<char*>(node) -
+                                 offsetof(TimedWaiter, cancel_node_))
+      ->Flip(kCancelled);
+}
+
+TimedWaiter::Result TimedWaiter::ResultOf(int state) const {
+  switch (state) {
+    case kNotified:
+      return Result::kNotified;
+    case kCancelled:
+      return Result::kCancelled;
+    default:
+      return Result::kTimedOut;
+  }
 }
 
 bool TimedWaiter::WinAndWakeFiber(int to) {
@@ -124,15 +174,14 @@ TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline,
     }
   }
   // acquire: the winner's flip.
-  return state().load(std::memory_order_acquire) == kNotified ? Result::kNotified
-                                                              : Result::kTimedOut;
+  return ResultOf(state().load(std::memory_order_acquire));
 }
 
 TimedWaiter::Result TimedWaiter::WaitAsThread(TimerClock::time_point deadline) {
   for (;;) {
     // acquire: pairs with the flip in Notify().
     const int now = state().load(std::memory_order_acquire);
-    if (now != kWaiting) return now == kNotified ? Result::kNotified : Result::kTimedOut;
+    if (now != kWaiting) return ResultOf(now);
     if (!state_.ParkWhile(kWaiting, Deadline::At(deadline))) {
       int expected = kWaiting;
       // acq_rel: races with Notify(); one flip wins.

@@ -8,17 +8,21 @@
 
 #include "fiber/internal/atomic.h"
 #include "fiber/internal/fiber_entity.h"
+#include "fiber/internal/local_storage.h"
 #include "runtime/internal/idle/parker.h"
+#include "sync/internal/stop_state.h"
 #include "timer/internal/timer_worker.h"
 
 namespace spindle::internal {
 
-// One wait for one wake-up, with an optional deadline: the timed park that the
-// synchronization primitives build on. Its one atomic state goes from waiting to
-// notified or to timed out, exactly once: a Notify() racing the deadline wakes the
-// waiter exactly once and both sides learn who won. A fiber waiter parks (its worker
-// runs other fibers) and a TimerWorker timer enforces the deadline; a plain-thread
-// waiter futex-waits with a timeout.
+// One wait for one wake-up, with an optional deadline and an optional cancellation: the
+// timed park that the synchronization primitives build on. Its one atomic state goes
+// from waiting to notified, timed out or cancelled, exactly once: a Notify() racing the
+// deadline and a cancellation wakes the waiter exactly once and every side learns who
+// won. A fiber waiter parks (its worker runs other fibers) and a TimerWorker timer
+// enforces the deadline; a plain-thread waiter futex-waits with a timeout. A cancellation
+// runs the waiter's callback (registered on the StopState for the wait's duration) on
+// the cancelling thread, which flips the state as a Notify() would.
 //
 // Construct it on the waiting side, publish it where a notifier can find it (a wait
 // queue), then call WaitUntil() once. Notify() may be called by any thread, at most
@@ -26,7 +30,7 @@ namespace spindle::internal {
 // leaves before WaitUntil() returns. Not copyable or movable.
 class TimedWaiter {
  public:
-  enum class Result { kNotified, kTimedOut };
+  enum class Result { kNotified, kTimedOut, kCancelled };
 
   TimedWaiter();
   TimedWaiter(const TimedWaiter&) = delete;
@@ -34,22 +38,30 @@ class TimedWaiter {
 
   // Blocks until Notify() or `deadline` (TimerClock::time_point::max(): no deadline).
   // A fiber waiter is shown by the fiber dump as waiting for `kind` (unless a
-  // ScopedWaitKind on it names the wait).
-  Result WaitUntil(TimerClock::time_point deadline, WaitKind kind = WaitKind::kOther);
+  // ScopedWaitKind on it names the wait). With `limits` (an interruptible wait: those of
+  // the caller's execution context, CurrentWaitLimits()), it also ends at their deadline
+  // if that comes first (kTimedOut), and when their stop is requested, before the wait
+  // or during it (kCancelled).
+  Result WaitUntil(TimerClock::time_point deadline, WaitKind kind = WaitKind::kOther,
+                   const WaitLimits* limits = nullptr);
 
   // Wakes the waiter unless it has already timed out (or been notified). True if this
   // call is the one that woke it.
   bool Notify();
 
  private:
-  enum State : int { kWaiting, kNotified, kTimedOut };
+  enum State : int { kWaiting, kNotified, kTimedOut, kCancelled };
 
   static void OnDeadline(void* waiter);
+  static void OnCancel(StopState::Callback* node);
+  // Flips kWaiting -> `to` and wakes the waiter (either kind). Returns whether it won.
+  bool Flip(int to);
   // Flips kWaiting -> `to` under the fiber's scheduler lock and queues the fiber if it
   // is parked. Returns whether the flip won.
   bool WinAndWakeFiber(int to);
   Result WaitAsFiber(TimerClock::time_point deadline, WaitKind kind);
   Result WaitAsThread(TimerClock::time_point deadline);
+  Result ResultOf(int state) const;
 
   Atomic<int>& state() { return state_.word(); }
 
@@ -61,6 +73,8 @@ class TimedWaiter {
   TimerNode deadline_node_;
   // Set by the deadline timer's callback after its last access to this object.
   Atomic<bool> deadline_callback_done_{false};
+  // Registered on the wait's StopState while it waits (an interruptible wait).
+  StopState::Callback cancel_node_;
 };
 
 }  // namespace spindle::internal

@@ -23,6 +23,10 @@
 //     firing round does; the waiter's TimerQueue::Remove() races that pop, and a waiter
 //     that finds its node gone waits for the callback to be done with it (the firing
 //     round itself is modelled in timer_worker_model_test).
+// With a cancellation (the wait's StopState, stop_state.cc built against Relacy too), a
+// canceller thread requests the stop at any time: before the waiter registers (the
+// waiter flips itself), while it is registered (the callback flips on the canceller's
+// thread), or after it left (nothing runs).
 // The waiter lives on the heap and is deleted as soon as WaitUntil() returned and the
 // waiter left the wait list (as WaitQueue's waiters leave theirs), so a notifier or a
 // timer callback that touched its words afterwards (its state, the callback's "done"
@@ -40,6 +44,7 @@
 #include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/group/ready_batch.h"
+#include "sync/internal/stop_state.h"
 #include "sync/internal/timed_waiter.h"
 #include "timer/internal/timer_worker.h"
 
@@ -164,6 +169,47 @@ struct NotifyAgainstTimedWait : rl::test_suite<NotifyAgainstTimedWait, 2> {
   void after() { RL_ASSERT((result == TimedWaiter::Result::kNotified) == notify_won); }
 };
 
+// A plain thread's interruptible wait with a deadline against one Notify() and a
+// cancellation: exactly one of the three flips wins, and the waiter's result names it.
+// The waiter is deleted as soon as WaitUntil() returned: a cancellation still touching
+// it (its callback's "done" store) would be an access to freed memory.
+struct CancelAgainstNotifyAndTimedWait : rl::test_suite<CancelAgainstNotifyAndTimedWait, 3> {
+  StopState* stop = nullptr;
+  WaitLimits limits;
+  TimedWaiter* waiter = nullptr;
+  Spinlock list_lock;
+  bool listed = false;  // under list_lock
+  TimedWaiter::Result result = TimedWaiter::Result::kTimedOut;
+  bool notify_won = false;
+
+  void before() {
+    stop = StopState::Create();
+    limits.stop = stop;
+    waiter = new TimedWaiter;
+    listed = true;
+  }
+  void thread(unsigned index) {
+    if (index == 0) {
+      result = waiter->WaitUntil(ModelTimeIn(1000), WaitKind::kOther, &limits);
+      {
+        std::lock_guard<Spinlock> lock(list_lock);
+        listed = false;
+      }
+      delete waiter;
+    } else if (index == 1) {
+      std::lock_guard<Spinlock> lock(list_lock);
+      if (listed) notify_won = waiter->Notify();
+    } else {
+      RL_ASSERT(stop->RequestStop());
+    }
+  }
+  void after() {
+    RL_ASSERT((result == TimedWaiter::Result::kNotified) == notify_won);
+    RL_ASSERT(stop->stop_requested());
+    stop->Unref();
+  }
+};
+
 // No deadline, two notifiers: the waiter is notified, by exactly one of them.
 struct TwoNotifiesAgainstWait : rl::test_suite<TwoNotifiesAgainstWait, 3> {
   TimedWaiter waiter;
@@ -187,17 +233,24 @@ struct TwoNotifiesAgainstWait : rl::test_suite<TwoNotifiesAgainstWait, 3> {
 // call Notify() (as WaitQueue's do), against `kNotifiers` notifiers and, with a
 // deadline, the TimerWorker's firing of its timer. The waiter leaves the list and is
 // deleted as soon as WaitUntil() returns.
-template <int kNotifiers, bool kDeadline>
-struct FiberWait : rl::test_suite<FiberWait<kNotifiers, kDeadline>,
-                                  1 + kNotifiers + (kDeadline ? 1 : 0)> {
+template <int kNotifiers, bool kDeadline, bool kCancel = false>
+struct FiberWait : rl::test_suite<FiberWait<kNotifiers, kDeadline, kCancel>,
+                                  1 + kNotifiers + (kDeadline ? 1 : 0) + (kCancel ? 1 : 0)> {
+  static constexpr unsigned kTimerThread = kDeadline ? 1 + kNotifiers : ~0u;
   ModelFiberScheduler model;
   FiberEntity fiber{1, Stack{}, /*is_master=*/false};
   Spinlock list_lock;
   TimedWaiter* listed = nullptr;  // under list_lock
   TimedWaiter::Result result = TimedWaiter::Result::kTimedOut;
   int notifies_won = 0;
+  StopState* stop = nullptr;
+  WaitLimits limits;
 
   void before() {
+    if (kCancel) {
+      stop = StopState::Create();
+      limits.stop = stop;
+    }
     g_model = &model;
     model.fiber = &fiber;
     {
@@ -211,7 +264,8 @@ struct FiberWait : rl::test_suite<FiberWait<kNotifiers, kDeadline>,
     if (index == 0) {
       TimedWaiter* waiter = listed;  // plain: written in before()
       result = waiter->WaitUntil(kDeadline ? TimerClock::time_point(std::chrono::seconds(1))
-                                           : TimerClock::time_point::max());
+                                           : TimerClock::time_point::max(),
+                                 WaitKind::kOther, kCancel ? &limits : nullptr);
       {
         std::lock_guard<Spinlock> lock(list_lock);
         listed = nullptr;
@@ -224,8 +278,10 @@ struct FiberWait : rl::test_suite<FiberWait<kNotifiers, kDeadline>,
     } else if (index <= kNotifiers) {
       std::lock_guard<Spinlock> lock(list_lock);
       if (listed != nullptr && listed->Notify()) ++notifies_won;
-    } else {
+    } else if (index == kTimerThread) {
       RunModelTimerThread();
+    } else {
+      RL_ASSERT(stop->RequestStop());
     }
   }
 
@@ -236,7 +292,12 @@ struct FiberWait : rl::test_suite<FiberWait<kNotifiers, kDeadline>,
     RL_ASSERT(model.parks <= 1);
     RL_ASSERT(fiber.state() == FiberState::kRunning);
     RL_ASSERT(notifies_won == (result == TimedWaiter::Result::kNotified ? 1 : 0));
-    if (!kDeadline) RL_ASSERT(result == TimedWaiter::Result::kNotified);
+    if (!kDeadline && !kCancel) RL_ASSERT(result == TimedWaiter::Result::kNotified);
+    if (!kCancel) RL_ASSERT(result != TimedWaiter::Result::kCancelled);
+    if (kCancel) {
+      RL_ASSERT(stop->stop_requested());
+      stop->Unref();
+    }
     // The deadline left the queue (taken out by the waiter or popped to fire), and a
     // fired one is what timed the waiter out, if anything did.
     RL_ASSERT(model.queue.size() == 0);
@@ -261,6 +322,19 @@ TEST(TimedWaiterModelTest, FiberNotifyAgainstDeadline) {
 // Two notifiers and the deadline: one flip of the three wins.
 TEST(TimedWaiterModelTest, FiberTwoNotifiesAgainstDeadline) {
   ExpectModelHolds<FiberWait<2, true>>(100000);
+}
+// A plain thread: a cancellation against a Notify() and the deadline.
+TEST(TimedWaiterModelTest, CancelAgainstNotifyAndTimedWait) {
+  ExpectModelHolds<CancelAgainstNotifyAndTimedWait>(100000);
+}
+// A fiber's interruptible wait: a cancellation against a Notify() and the deadline's
+// timer, all three against the park and the waiter's clean-up (timer, registration).
+TEST(TimedWaiterModelTest, FiberCancelAgainstNotifyAndDeadline) {
+  ExpectModelHolds<FiberWait<1, true, true>>(100000);
+}
+// No deadline: a cancellation against two notifiers.
+TEST(TimedWaiterModelTest, FiberCancelAgainstTwoNotifies) {
+  ExpectModelHolds<FiberWait<2, false, true>>(100000);
 }
 // No deadline: two notifiers, exactly one wakes the parked fiber.
 TEST(TimedWaiterModelTest, FiberTwoNotifiesAgainstWait) {

@@ -12,21 +12,22 @@ WaitQueue::~WaitQueue() {
 }
 
 TimedWaiter::Result WaitQueue::Wait(std::unique_lock<Spinlock>& lock,
-                                    TimerClock::time_point deadline, WaitKind kind) {
+                                    TimerClock::time_point deadline, WaitKind kind,
+                                    const WaitLimits* limits) {
   WaitDetail detail;
-  return Wait(lock, deadline, detail, kind);
+  return Wait(lock, deadline, detail, kind, limits);
 }
 
 TimedWaiter::Result WaitQueue::Wait(std::unique_lock<Spinlock>& lock,
                                     TimerClock::time_point deadline, WaitDetail& detail,
-                                    WaitKind kind) {
+                                    WaitKind kind, const WaitLimits* limits) {
   Node node;
   Link(&node, detail.front);
   lock.unlock();
-  const TimedWaiter::Result result = node.waiter.WaitUntil(deadline, kind);
+  const TimedWaiter::Result result = node.waiter.WaitUntil(deadline, kind, limits);
   lock.lock();
   detail.removed_self = node.linked;
-  if (node.linked) Unlink(&node);  // timed out before anybody chose it
+  if (node.linked) Unlink(&node);  // timed out or cancelled before anybody chose it
   detail.tag = node.tag;           // the waker wrote it under the lock we now hold
   return result;
 }
@@ -41,7 +42,8 @@ bool WaitQueue::WakeOne(std::uintptr_t tag, std::size_t* popped) {
       woke = true;
       break;
     }
-    // That waiter's deadline won; it unlinks nothing (we did) and leaves. Next.
+    // That waiter's deadline (or cancellation) won; it unlinks nothing (we did) and
+    // leaves. Next.
   }
   if (popped != nullptr) *popped = removed;
   return woke;

@@ -45,11 +45,13 @@ class WaitQueue {
 
   // Enqueues the caller, releases `lock` while waiting, and returns with `lock` held
   // again: kNotified if a WakeOne/WakeAll chose it, kTimedOut at `deadline`
-  // (TimerClock::time_point::max() for none). `kind` is what the fiber dump shows a
-  // parked fiber waiting for.
+  // (TimerClock::time_point::max() for none), kCancelled if `limits` (an interruptible
+  // wait's: TimedWaiter::WaitUntil) were cancelled. `kind` is what the fiber dump shows
+  // a parked fiber waiting for.
   TimedWaiter::Result Wait(std::unique_lock<Spinlock>& lock,
                            TimerClock::time_point deadline,
-                           WaitKind kind = WaitKind::kOther);
+                           WaitKind kind = WaitKind::kOther,
+                           const WaitLimits* limits = nullptr);
 
   // What a waiter learns beyond the result (for primitives that count their waiters or
   // tell the woken waiter how it was woken, as Mutex does).
@@ -59,7 +61,8 @@ class WaitQueue {
     bool removed_self = false; // out: timed out and unlinked itself (no waker popped it)
   };
   TimedWaiter::Result Wait(std::unique_lock<Spinlock>& lock, TimerClock::time_point deadline,
-                           WaitDetail& detail, WaitKind kind = WaitKind::kOther);
+                           WaitDetail& detail, WaitKind kind = WaitKind::kOther,
+                           const WaitLimits* limits = nullptr);
 
   // Wakes the oldest waiter that can still be woken; false if there was none. The woken
   // waiter's WaitDetail::tag becomes `tag`. `*popped` (if given) is set to the number
