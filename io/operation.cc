@@ -39,6 +39,12 @@ absl::Status DeadlineError(const char* operation, const char* preposition,
       absl::StrCat(Context(operation, preposition, address), ": deadline exceeded"));
 }
 
+absl::Status CancelledError(const char* operation, const char* preposition,
+                            const Address& address) {
+  return absl::CancelledError(
+      absl::StrCat(Context(operation, preposition, address), ": cancelled"));
+}
+
 void SetNoDelay(int fd, int family) {
   if (family != AF_INET && family != AF_INET6) return;
   const int one = 1;

@@ -28,6 +28,9 @@ absl::Status ClosedError(const char* operation, const char* preposition,
                          const Address& address);
 absl::Status DeadlineError(const char* operation, const char* preposition,
                            const Address& address);
+// The caller's execution context was cancelled while the operation waited.
+absl::Status CancelledError(const char* operation, const char* preposition,
+                            const Address& address);
 // TCP_NODELAY on a TCP socket (best effort); nothing for other families.
 void SetNoDelay(int fd, int family);
 
@@ -85,6 +88,8 @@ class Operation {
         return ClosedError(name_, preposition_, address_);
       case Descriptor::WaitResult::kTimedOut:
         return DeadlineError(name_, preposition_, address_);
+      case Descriptor::WaitResult::kCancelled:
+        return CancelledError(name_, preposition_, address_);
       case Descriptor::WaitResult::kFailed:
         return absl::Status(absl::ErrnoToStatusCode(error),
                             absl::StrCat(Context(name_, preposition_, address_),

@@ -25,10 +25,12 @@
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "fiber/internal/fiber_entity.h"
+#include "fiber/internal/local_storage.h"
 #include "fiber/internal/os_mutex.h"
 #include "glog/logging.h"
 #include "runtime/internal/observability/terminate_reports.h"
 #include "sync/event.h"
+#include "sync/internal/stop_state.h"
 
 namespace {
 
@@ -122,7 +124,9 @@ class BlockingPool {
     return *pool;
   }
 
-  absl::Status Run(Call* call, Deadline deadline) {
+  // `interruptible`: the wait for a pool thread ends at the caller's execution
+  // context's cancellation (and deadline) too (RunBlocking() with a deadline).
+  absl::Status Run(Call* call, Deadline deadline, bool interruptible) {
     {
       // Held briefly, never across a park: a plain mutex is fine in a fiber. (Not
       // absl::Mutex: Debian's abseil is not built for ThreadSanitizer, which would
@@ -165,11 +169,23 @@ class BlockingPool {
       }
     }
     const spindle::internal::ScopedWaitKind kind(spindle::internal::WaitKind::kRunBlocking);
+    if (!interruptible) {
+      call->done.Wait();
+      return absl::OkStatus();
+    }
     if (call->done.WaitUntil(deadline)) return absl::OkStatus();
     {
       spindle::internal::OsMutexGuard lock(mutex_);
       if (call->state == Call::State::kQueued) {
         queue_.Remove(call);
+        const spindle::internal::WaitLimits* limits = spindle::internal::CurrentWaitLimits();
+        if (limits != nullptr && limits->stop->stop_requested()) {
+          ++cancelled_;
+          return absl::CancelledError(absl::StrCat(
+              "RunBlocking: cancelled before a pool thread took the call (",
+              running_.size(), " running on ", threads_, " threads, --io_blocking_threads=",
+              FLAGS_io_blocking_threads, "; ", queue_.size(), " more queued)"));
+        }
         ++timed_out_;
         return absl::DeadlineExceededError(absl::StrCat(
             "RunBlocking: no pool thread took the call before its deadline (",
@@ -190,6 +206,7 @@ class BlockingPool {
     stats.queued = queue_.size();
     stats.refused = refused_;
     stats.timed_out = timed_out_;
+    stats.cancelled = cancelled_;
     return stats;
   }
 
@@ -247,6 +264,7 @@ class BlockingPool {
   std::uint64_t starting_ ABSL_GUARDED_BY(mutex_) = 0;
   std::uint64_t refused_ ABSL_GUARDED_BY(mutex_) = 0;
   std::uint64_t timed_out_ ABSL_GUARDED_BY(mutex_) = 0;
+  std::uint64_t cancelled_ ABSL_GUARDED_BY(mutex_) = 0;
 };
 
 std::string Report() { return BlockingPool::Get().Describe(); }
@@ -255,13 +273,15 @@ std::string Report() { return BlockingPool::Get().Describe(); }
 
 absl::Status RunOnBlockingPool(absl::FunctionRef<void()> function, Deadline deadline) {
   Call call(function);
-  absl::Status status = BlockingPool::Get().Run(&call, deadline);
+  absl::Status status = BlockingPool::Get().Run(&call, deadline, /*interruptible=*/true);
   if (status.ok() && call.exception) std::rethrow_exception(call.exception);
   return status;
 }
 
 void RunOnBlockingPoolOrThrow(absl::FunctionRef<void()> function) {
-  const absl::Status status = RunOnBlockingPool(function, kNoDeadline);
+  Call call(function);
+  absl::Status status = BlockingPool::Get().Run(&call, kNoDeadline, /*interruptible=*/false);
+  if (status.ok() && call.exception) std::rethrow_exception(call.exception);
   if (!status.ok()) {
     throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
                             std::string(status.message()));

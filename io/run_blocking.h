@@ -18,7 +18,8 @@ namespace spindle::io {
 namespace internal {
 // Runs `call` on the blocking pool and waits for it (parking a fiber, blocking a
 // thread). OK once it ran; DeadlineExceeded if no pool thread took it before
-// `deadline` (then it never runs); ResourceExhausted if --io_blocking_queue_limit
+// `deadline` (then it never runs), Cancelled if the caller's execution context was
+// cancelled before; ResourceExhausted if --io_blocking_queue_limit
 // calls already wait for a thread, or no pool thread exists and none can be started.
 absl::Status RunOnBlockingPool(absl::FunctionRef<void()> call, Deadline deadline);
 // RunOnBlockingPool() with no deadline; a refusal is thrown as std::system_error.
@@ -47,12 +48,16 @@ struct BlockingResult<void> {
 //
 // With a deadline: returns f's result (absl::Status for a void f), DeadlineExceeded if
 // no pool thread took the call before `deadline` (f never runs), or ResourceExhausted
-// at once if the queue is full (naming the flag). A call that has started runs to its
-// end and the caller waits for it, deadline or not: f may use the caller's stack, and
-// a blocking system call cannot be taken back.
+// at once if the queue is full (naming the flag). Its wait for a pool thread is
+// interruptible (fiber/execution_context.h): Cancelled if the caller's execution
+// context is cancelled first, DeadlineExceeded at its deadline if earlier (f never
+// runs). A call that has started runs to its end and the caller waits for it,
+// deadline or cancellation or not: f may use the caller's stack, and a blocking system
+// call cannot be taken back.
 //
 // Without a deadline: returns what f returned; a full queue (or no pool thread at all)
-// throws std::system_error (resource_unavailable_try_again) with that message.
+// throws std::system_error (resource_unavailable_try_again) with that message. Not
+// interruptible.
 //
 // A fiber parked here shows as "waiting on RunBlocking" in the fiber dump, and
 // TerminateRuntime() names the pool's running calls and their age when it logs the
@@ -91,6 +96,7 @@ struct BlockingPoolStats {
   std::uint64_t queued = 0;    // calls waiting for a thread
   std::uint64_t refused = 0;   // calls refused for a full queue, since the start
   std::uint64_t timed_out = 0;  // calls whose deadline passed in the queue, since the start
+  std::uint64_t cancelled = 0;  // calls whose context was cancelled in the queue
 };
 BlockingPoolStats GetBlockingPoolStats();
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "fiber/execution_context.h"
 #include "fiber/fiber.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -68,6 +69,38 @@ class OccupiedPool {
   Event release_;
   std::vector<Fiber> fibers_;
 };
+
+// A call waiting in the queue when its caller's context is cancelled leaves it with
+// Cancelled and never runs; RunBlocking() without a deadline is not interruptible.
+TEST(RunBlockingTest, ACallCancelledInTheQueueNeverRuns) {
+  ScopedRuntime runtime(2);
+  RunAsFiber([] {
+    const std::uint64_t cancelled_before = GetBlockingPoolStats().cancelled;
+    std::atomic<bool> ran{false};
+    absl::Status status;
+    {
+      OccupiedPool pool;
+      auto context = ExecutionContext::Create();
+      Fiber caller([&] {
+        ScopedExecutionContext scope(context);
+        status = RunBlocking([&] { ran.store(true); }, Clock::now() + std::chrono::hours(1));
+      });
+      ASSERT_TRUE(spindle::testing::WaitFor([] { return GetBlockingPoolStats().queued == 1; }));
+      context->Cancel();
+      caller.join();
+      EXPECT_EQ(GetBlockingPoolStats().queued, 0u) << "the call stayed queued";
+    }
+    ASSERT_TRUE(spindle::testing::WaitFor([] { return GetBlockingPoolStats().running == 0; }));
+    EXPECT_FALSE(ran.load());
+    EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+    EXPECT_EQ(GetBlockingPoolStats().cancelled, cancelled_before + 1);
+    // Without a deadline the call waits for its thread, cancelled or not.
+    auto cancelled = ExecutionContext::Create();
+    cancelled->Cancel();
+    ScopedExecutionContext scope(cancelled);
+    EXPECT_EQ(RunBlocking([] { return 7; }), 7);
+  });
+}
 
 TEST(RunBlockingTest, ACallNoThreadTakesBeforeItsDeadlineNeverRuns) {
   ScopedRuntime runtime(2);

@@ -25,7 +25,9 @@ class Descriptor;
 // from a plain thread it blocks that thread in poll(). Errors name the operation, the
 // peer address and the OS error: a deadline gives DeadlineExceeded, a peer reset
 // Unavailable, an operation on a closed stream (or one closed while it waits)
-// FailedPrecondition.
+// FailedPrecondition. Every wait is interruptible (fiber/execution_context.h): the
+// caller's execution context bounds it by its deadline (DeadlineExceeded) and ends it
+// when cancelled (Cancelled); a call whose socket is ready does not wait.
 //
 // Thread-safety: one reader (Read, ReadFull, WaitReadable) and one writer (Write,
 // WriteAll, WaitWritable, ShutdownWrite) may run at the same time, from any fibers or

@@ -14,12 +14,14 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "fiber/execution_context.h"
 #include "fiber/fiber.h"
 #include "fiber/this_fiber.h"
 #include "glog/logging.h"
@@ -253,6 +255,110 @@ TEST_F(IoTest, EveryBlockingCallHonoursItsDeadline) {
       expect_deadline(writable, "WaitWritable");
       EXPECT_NE(full.message().find(listener.address().ToString()), absl::string_view::npos)
           << "the message names the peer: " << full;
+    };
+    if (as_fiber) {
+      RunAsFiber(body);
+    } else {
+      body();
+    }
+  }
+}
+
+// ---- Cancellation: every blocking call is interruptible by its execution context.
+
+// Runs `call` in a fresh context, from a fiber or a plain thread; once it is parked (or
+// blocked in poll) waiting on its socket, cancels the context: the call must return
+// Cancelled, naming what it did.
+void ExpectCancelledWhileWaiting(bool as_fiber, const char* what,
+                                 const std::function<absl::Status()>& call) {
+  auto context = ExecutionContext::Create();
+  std::atomic<std::uint64_t> id{0};
+  std::atomic<int> tid{0};
+  absl::Status status;
+  auto body = [&] {
+    ScopedExecutionContext scope(context);
+    id = this_fiber::GetId();
+    tid = spindle::testing::CurrentThreadId();
+    status = call();
+  };
+  if (as_fiber) {
+    Fiber fiber(body);
+    ASSERT_TRUE(spindle::testing::WaitFor([&] { return id.load() != 0; }));
+    ASSERT_TRUE(spindle::testing::WaitUntilWaitingIn(id.load(),
+                                                     spindle::internal::WaitKind::kSocket))
+        << what;
+    context->Cancel();
+    fiber.join();
+  } else {
+    std::thread thread(body);
+    ASSERT_TRUE(spindle::testing::WaitFor([&] { return tid.load() != 0; }));
+    ASSERT_TRUE(spindle::testing::WaitUntilThreadBlocked(tid.load())) << what;
+    context->Cancel();
+    thread.join();
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << what << ": " << status;
+  EXPECT_NE(status.message().find("cancelled"), absl::string_view::npos) << status;
+}
+
+TEST_F(IoTest, EveryBlockingCallEndsWhenItsContextIsCancelled) {
+  ScopedRuntime runtime(2);
+  for (bool as_fiber : {true, false}) {
+    SCOPED_TRACE(as_fiber ? "fiber" : "thread");
+    Listener listener = ListenLoopback();
+    ExpectCancelledWhileWaiting(as_fiber, "Accept",
+                                [&] { return listener.Accept(TestDeadline()).status(); });
+    StreamPair pair = ConnectPair(listener);
+    char byte;
+    ExpectCancelledWhileWaiting(as_fiber, "Read", [&] {
+      return pair.client.Read(&byte, 1, TestDeadline()).status();
+    });
+    ExpectCancelledWhileWaiting(as_fiber, "ReadFull",
+                                [&] { return pair.client.ReadFull(&byte, 1, TestDeadline()); });
+    ExpectCancelledWhileWaiting(as_fiber, "WaitReadable",
+                                [&] { return pair.client.WaitReadable(TestDeadline()); });
+    // Fill the send path (nobody reads on the other side), then a write waits.
+    const std::string chunk(1 << 20, 'x');
+    for (int i = 0; i < 256; ++i) {
+      if (!pair.client.WriteAll(chunk.data(), chunk.size(), In(milliseconds(20))).ok()) break;
+    }
+    ExpectCancelledWhileWaiting(as_fiber, "WriteAll", [&] {
+      return pair.client.WriteAll(chunk.data(), chunk.size(), TestDeadline());
+    });
+    // The stream still works after the cancelled calls: the other side's byte arrives.
+    ASSERT_TRUE(pair.server.WriteAll("z", 1, TestDeadline()).ok());
+    ASSERT_TRUE(pair.client.ReadFull(&byte, 1, TestDeadline()).ok());
+    EXPECT_EQ(byte, 'z');
+  }
+}
+
+// In a cancelled context a call that must wait returns Cancelled at once, one that need
+// not wait succeeds; a context's deadline bounds the calls made in it (DeadlineExceeded).
+TEST_F(IoTest, ACancelledContextFailsOnlyTheCallsThatWouldWait) {
+  ScopedRuntime runtime(2);
+  Listener listener = ListenLoopback();
+  StreamPair pair = ConnectPair(listener);
+  for (bool as_fiber : {true, false}) {
+    SCOPED_TRACE(as_fiber ? "fiber" : "thread");
+    auto body = [&] {
+      auto cancelled = ExecutionContext::Create();
+      cancelled->Cancel();
+      {
+        ScopedExecutionContext scope(cancelled);
+        char byte;
+        EXPECT_EQ(pair.client.Read(&byte, 1, TestDeadline()).status().code(),
+                  absl::StatusCode::kCancelled);
+        EXPECT_TRUE(pair.server.WriteAll("a", 1, TestDeadline()).ok());  // room to write
+        EXPECT_TRUE(pair.client.ReadFull(&byte, 1, TestDeadline()).ok());  // data ready
+        EXPECT_EQ(byte, 'a');
+      }
+      ExecutionContext::Options options;
+      options.deadline = Clock::now() + milliseconds(20);
+      auto bounded = ExecutionContext::Create(options);
+      ScopedExecutionContext scope(bounded);
+      char byte;
+      EXPECT_EQ(pair.client.Read(&byte, 1, TestDeadline()).status().code(),
+                absl::StatusCode::kDeadlineExceeded);
+      EXPECT_GE(Clock::now(), bounded->deadline());
     };
     if (as_fiber) {
       RunAsFiber(body);

@@ -3,6 +3,7 @@
 #include "io/internal/descriptor.h"
 
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -225,11 +226,18 @@ void Descriptor::OnEvents(std::uint32_t generation, std::uint32_t epoll_events) 
 Descriptor::WaitResult Descriptor::Wait(Direction direction,
                                         std::chrono::steady_clock::time_point deadline,
                                         int* error) {
+  // Every wait is interruptible: the caller's execution context bounds it.
+  const spindle::internal::WaitLimits* limits = spindle::internal::CurrentWaitLimits();
+  if (limits != nullptr) {
+    const std::chrono::steady_clock::time_point limit{
+        std::chrono::nanoseconds(limits->deadline_ns)};
+    if (limit < deadline) deadline = limit;
+  }
   FiberEntity* self = spindle::internal::GetCurrentFiberEntity();
   if (self != nullptr && !self->is_master() && self->scheduling_group != nullptr) {
-    return WaitAsFiber(direction, deadline, error);
+    return WaitAsFiber(direction, deadline, limits, error);
   }
-  return WaitAsThread(direction, deadline);
+  return WaitAsThread(direction, deadline, limits != nullptr ? limits->stop : nullptr);
 }
 
 int Descriptor::EnsureRegistered() {
@@ -265,7 +273,8 @@ int Descriptor::EnsureRegistered() {
 }
 
 Descriptor::WaitResult Descriptor::WaitAsFiber(
-    Direction direction, std::chrono::steady_clock::time_point deadline, int* error) {
+    Direction direction, std::chrono::steady_clock::time_point deadline,
+    const spindle::internal::WaitLimits* limits, int* error) {
   TimedWaiter waiter;
   bool pollable = true;
   std::size_t reactor_index = 0;
@@ -291,21 +300,70 @@ Descriptor::WaitResult Descriptor::WaitAsFiber(
   }
 
   // Not pollable by epoll (EPERM, see EnsureRegistered()): block the worker in poll(2).
-  if (!pollable) return WaitAsThread(direction, deadline);
+  if (!pollable) {
+    return WaitAsThread(direction, deadline, limits != nullptr ? limits->stop : nullptr);
+  }
   // Someone must poll while we wait (see BusyPoll::EnsurePollerAwake()).
   if (direction != kNeither) {
     spindle::internal::Runtime::Get().group(reactor_index)->busy_poll().EnsurePollerAwake();
   }
   const TimedWaiter::Result result =
-      waiter.WaitUntil(deadline, spindle::internal::WaitKind::kSocket);
+      waiter.WaitUntil(deadline, spindle::internal::WaitKind::kSocket, limits);
   {
     SpinlockGuard lock(lock_);
-    // Still published only if nobody notified us (a time-out).
+    // Still published only if nobody notified us (a time-out, a cancellation). A
+    // readiness whose Notify() lost to either stays in ready_ (OnEvents()).
     if (waiter_[direction] == &waiter) waiter_[direction] = nullptr;
   }
   if (closed()) return WaitResult::kClosed;
-  return result == TimedWaiter::Result::kTimedOut ? WaitResult::kTimedOut
-                                                  : WaitResult::kReady;
+  switch (result) {
+    case TimedWaiter::Result::kTimedOut:
+      return WaitResult::kTimedOut;
+    case TimedWaiter::Result::kCancelled:
+      return WaitResult::kCancelled;
+    default:
+      return WaitResult::kReady;
+  }
+}
+
+namespace {
+
+// A plain thread's wake-up for a cancellation while it sits in poll(2): an eventfd of
+// its own (made on first use, kept for the thread's life) that the cancellation writes
+// and the poll watches beside the socket.
+int ThreadCancelFd() {
+  thread_local const int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  return fd;
+}
+
+struct PollCancel : spindle::internal::StopState::Callback {
+  int fd = -1;
+  static void Run(spindle::internal::StopState::Callback* node) {
+    eventfd_write(static_cast<PollCancel*>(node)->fd, 1);  // best effort: never full
+  }
+};
+
+}  // namespace
+
+Descriptor::WaitResult Descriptor::WaitAsThread(Direction direction,
+                                                std::chrono::steady_clock::time_point deadline,
+                                                spindle::internal::StopState* stop) {
+  if (stop == nullptr) return PollAsThread(direction, deadline, -1);
+  PollCancel cancel;
+  cancel.run = &PollCancel::Run;
+  cancel.fd = ThreadCancelFd();
+  if (cancel.fd < 0) {
+    // No eventfd (a descriptor limit): cancellation is noticed at the deadline only.
+    LOG_FIRST_N(WARNING, 1) << "eventfd() failed: errno " << errno
+                            << "; a plain thread's socket waits are not interruptible";
+    return PollAsThread(direction, deadline, -1);
+  }
+  if (!stop->Add(&cancel)) return WaitResult::kCancelled;  // cancelled already
+  const WaitResult result = PollAsThread(direction, deadline, cancel.fd);
+  stop->Remove(&cancel);  // no write to the eventfd after this
+  eventfd_t drained;
+  eventfd_read(cancel.fd, &drained);  // empty for the next wait (EAGAIN if it was)
+  return result;
 }
 
 bool Descriptor::RegisteredWithLiveGroup() const {
@@ -315,13 +373,16 @@ bool Descriptor::RegisteredWithLiveGroup() const {
          runtime.group(reactor_->index())->strategy()->poller() == reactor_;
 }
 
-Descriptor::WaitResult Descriptor::WaitAsThread(
-    Direction direction, std::chrono::steady_clock::time_point deadline) {
-  pollfd entry{};
+Descriptor::WaitResult Descriptor::PollAsThread(
+    Direction direction, std::chrono::steady_clock::time_point deadline, int cancel_fd) {
+  pollfd entries[2] = {};
+  pollfd& entry = entries[0];
   entry.fd = fd_;
   entry.events = direction == kRead    ? POLLIN | POLLRDHUP
                  : direction == kWrite ? POLLOUT
                                        : 0;  // kNeither: only hang-ups (Close) wake us
+  entries[1].fd = cancel_fd;  // negative: ignored by poll(2)
+  entries[1].events = POLLIN;
   for (;;) {
     if (closed()) return WaitResult::kClosed;
     int timeout_ms = -1;
@@ -333,8 +394,9 @@ Descriptor::WaitResult Descriptor::WaitAsThread(
       const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
       timeout_ms = ms > 1'000'000'000 ? 1'000'000'000 : static_cast<int>(ms);
     }
-    const int n = poll(&entry, 1, timeout_ms);
+    const int n = poll(entries, cancel_fd >= 0 ? 2 : 1, timeout_ms);
     if (closed()) return WaitResult::kClosed;
+    if (n > 0 && (entries[1].revents & POLLIN) != 0) return WaitResult::kCancelled;
     if (n > 0) {
       if (direction != kNeither) return WaitResult::kReady;
       // kNeither: a hang-up without Close() (the peer); keep backing off until the

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "absl/base/thread_annotations.h"
+#include "fiber/internal/local_storage.h"
 #include "fiber/internal/spinlock.h"
 
 namespace spindle::internal {
@@ -54,8 +55,10 @@ class Descriptor {
   enum Direction { kRead = 0, kWrite = 1, kNeither = 2 };
   // kFailed: the descriptor could not be registered with the reactor (epoll_ctl failed
   // with something else than EPERM: ENOSPC at fs.epoll.max_user_watches, ENOMEM); the
-  // error is in Wait()'s `error`. Nothing was waited for.
-  enum class WaitResult { kReady, kClosed, kTimedOut, kFailed };
+  // error is in Wait()'s `error`. Nothing was waited for. kCancelled: the caller's
+  // execution context was cancelled (every wait is interruptible; its deadline, if
+  // earlier, gives kTimedOut).
+  enum class WaitResult { kReady, kClosed, kTimedOut, kFailed, kCancelled };
 
   // A record for `fd` (non-blocking already) holding the owner reference.
   static Descriptor* Create(int fd);
@@ -121,10 +124,12 @@ class Descriptor {
  private:
   friend class DescriptorTable;
 
-  WaitResult WaitAsFiber(Direction direction,
-                         std::chrono::steady_clock::time_point deadline, int* error);
-  WaitResult WaitAsThread(Direction direction,
-                          std::chrono::steady_clock::time_point deadline);
+  WaitResult WaitAsFiber(Direction direction, std::chrono::steady_clock::time_point deadline,
+                         const spindle::internal::WaitLimits* limits, int* error);
+  WaitResult WaitAsThread(Direction direction, std::chrono::steady_clock::time_point deadline,
+                          spindle::internal::StopState* stop);
+  WaitResult PollAsThread(Direction direction, std::chrono::steady_clock::time_point deadline,
+                          int cancel_fd);
   // Registers with the reactor of the calling fiber's group (once; again if that
   // reactor's group is gone). 0, or the errno value epoll_ctl failed with (then
   // reactor_ stays null).
