@@ -19,6 +19,7 @@
 #include "absl/functional/any_invocable.h"
 #include "glog/logging.h"
 #include "sync/event.h"
+#include "sync/stop_token.h"
 
 namespace spindle {
 
@@ -492,6 +493,58 @@ Future<std::tuple<FutureValue<Ts>...>> WhenAll(Future<Ts>&&... futures) {
   auto gather = std::make_shared<Gather>();
   Future<R> result = gather->promise.GetFuture();
   internal::AttachAll(gather, std::index_sequence_for<Ts...>(), std::move(futures)...);
+  return result;
+}
+
+// What WhenAny() hands back: which future arrived first, and its value.
+template <class T>
+struct WhenAnyResult {
+  std::size_t index;
+  FutureValue<T> value;
+};
+
+// A future of the first of `futures` to arrive: its index and value, or the exception
+// it holds (the first to arrive decides, value or exception). The others are consumed
+// and their outcomes dropped when they arrive. With `cancel_rest`, its stop is
+// requested once the first has arrived, before the result is set: give its token to
+// whatever produces the others (a child ExecutionContext with Options::stop_token, say)
+// so that hedged or raced work stops. An empty `futures` gives a future holding
+// std::invalid_argument. Waiting for the result is interruptible as any future's
+// (BlockingTryGet()).
+//
+//   auto first = WhenAny(std::move(replies));                 // reply or hedge
+//   auto got = BlockingTryGet(std::move(first), 200ms);       // or the timeout
+template <class T>
+Future<WhenAnyResult<T>> WhenAny(std::vector<Future<T>>&& futures,
+                                 std::optional<StopSource> cancel_rest = std::nullopt) {
+  struct Race {
+    std::atomic<bool> decided{false};
+    Promise<WhenAnyResult<T>> promise;  // set by the winner alone
+    std::optional<StopSource> cancel_rest;
+  };
+  auto race = std::make_shared<Race>();
+  race->cancel_rest = std::move(cancel_rest);
+  Future<WhenAnyResult<T>> result = race->promise.GetFuture();
+  if (futures.empty()) {
+    race->promise.SetException(std::make_exception_ptr(
+        std::invalid_argument("spindle::WhenAny() of 0 futures: at least 1 is needed")));
+    return result;
+  }
+  for (std::size_t i = 0; i < futures.size(); ++i) {
+    internal::FutureAccess::OnOutcome(
+        std::move(futures[i]), [race, i](internal::FutureOutcome<T>&& outcome) {
+          // relaxed: exactly one exchange on the word reads false (its modification
+          // order); the winner alone touches the promise, whose own state orders the
+          // value for the result's reader.
+          if (race->decided.exchange(true, std::memory_order_relaxed)) return;
+          if (race->cancel_rest.has_value()) race->cancel_rest->RequestStop();
+          if (outcome.index() == 1) {
+            race->promise.SetException(std::get<1>(std::move(outcome)));
+          } else {
+            race->promise.SetValue(WhenAnyResult<T>{i, std::get<0>(std::move(outcome))});
+          }
+        });
+  }
   return result;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fiber/async.h"
+#include "fiber/execution_context.h"
 #include "fiber/fiber.h"
 #include "fiber/this_fiber.h"
 #include "gtest/gtest.h"
@@ -265,6 +266,87 @@ TEST_P(FutureTest, SetRacingThen) {
     ASSERT_TRUE(done.WaitFor(10s)) << "round " << round;
   }
   EXPECT_EQ(runs.load(), rounds);
+}
+
+// WhenAny: the first to arrive decides (a value with its index, or an exception); the
+// others' outcomes are dropped; an empty list is an error naming the count; the losers'
+// stop is requested before the result is set.
+TEST_P(FutureTest, WhenAnyTakesTheFirstToArrive) {
+  ScopedRuntime runtime(GetParam());
+  {
+    std::vector<Promise<int>> promises(3);
+    std::vector<Future<int>> futures;
+    for (auto& p : promises) futures.push_back(p.GetFuture());
+    StopSource losers;
+    StopToken token = losers.token();
+    bool stopped_before_result = false;
+    auto first = WhenAny(std::move(futures), losers).Then([&](WhenAnyResult<int> r) {
+      stopped_before_result = token.stop_requested();
+      return r;
+    });
+    EXPECT_FALSE(first.is_ready());
+    promises[1].SetValue(11);
+    promises[0].SetValue(10);
+    promises[2].SetException(std::make_exception_ptr(std::runtime_error("late")));
+    WhenAnyResult<int> r = BlockingGet(std::move(first));
+    EXPECT_EQ(r.index, 1u);
+    EXPECT_EQ(r.value, 11);
+    EXPECT_TRUE(stopped_before_result);
+  }
+  {
+    std::vector<Promise<void>> promises(2);
+    std::vector<Future<void>> futures;
+    for (auto& p : promises) futures.push_back(p.GetFuture());
+    auto first = WhenAny(std::move(futures));
+    promises[0].SetException(std::make_exception_ptr(std::runtime_error("first")));
+    promises[1].SetValue();
+    EXPECT_THROW(BlockingGet(std::move(first)), std::runtime_error);
+  }
+  try {
+    BlockingGet(WhenAny(std::vector<Future<int>>()));
+    ADD_FAILURE() << "WhenAny of no futures succeeded";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("0 futures"), std::string::npos) << e.what();
+  }
+}
+
+// Fulfilled from several fibers and threads at once: exactly one outcome wins, every
+// promise's continuation ran (the race state is freed: ASan), the winner is one of them.
+TEST_P(FutureTest, WhenAnyRacingFulfilmentsHasOneWinner) {
+  ScopedRuntime runtime(GetParam());
+  const int rounds = static_cast<int>(Scaled(2000));
+  for (int round = 0; round < rounds; ++round) {
+    constexpr int kN = 4;
+    std::vector<Promise<int>> promises(kN);
+    std::vector<Future<int>> futures;
+    for (auto& p : promises) futures.push_back(p.GetFuture());
+    auto first = WhenAny(std::move(futures));
+    std::vector<Fiber> fibers;
+    std::thread thread([&] { promises[0].SetValue(0); });
+    for (int i = 1; i < kN; ++i) fibers.emplace_back([&, i] { promises[i].SetValue(i); });
+    for (Fiber& f : fibers) f.join();
+    thread.join();
+    WhenAnyResult<int> r = BlockingGet(std::move(first));
+    ASSERT_LT(r.index, static_cast<std::size_t>(kN));
+    ASSERT_EQ(r.value, static_cast<int>(r.index)) << "round " << round;
+  }
+}
+
+// "Reply, hedge or timeout": the wait on WhenAny's result times out, and is cancelled
+// with its context, as any future's.
+TEST_P(FutureTest, WhenAnyWithATimeoutAndACancellation) {
+  ScopedRuntime runtime(GetParam());
+  std::vector<Promise<int>> promises(2);
+  std::vector<Future<int>> futures;
+  for (auto& p : promises) futures.push_back(p.GetFuture());
+  EXPECT_FALSE(BlockingTryGet(WhenAny(std::move(futures)), 5ms).has_value());
+  std::vector<Promise<int>> more(2);
+  std::vector<Future<int>> more_futures;
+  for (auto& p : more) more_futures.push_back(p.GetFuture());
+  auto context = ExecutionContext::Create();
+  context->Cancel();
+  ScopedExecutionContext scope(context);
+  EXPECT_FALSE(BlockingTryGet(WhenAny(std::move(more_futures)), 1h).has_value());
 }
 
 TEST(FutureDeathTest, MisuseIsReported) {
