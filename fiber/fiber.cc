@@ -8,6 +8,7 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fiber/execution_context.h"
@@ -51,7 +52,40 @@ struct JoinState : FiberDesc {
   void Signal() {
     // acq_rel: publishes the fiber's effects to the joiner, and acquires its waiter.
     const std::uintptr_t old = waiter_.exchange(kExited, std::memory_order_acq_rel);
-    if (old != kRunning) reinterpret_cast<TimedWaiter*>(old)->Notify();
+    if (old != kRunning) {
+      reinterpret_cast<TimedWaiter*>(old)->Notify();
+      // release: our last access to the waiter, for a joiner that gave up meanwhile
+      // and found it taken (TryWaitUntil()).
+      notified_.store(true, std::memory_order_release);
+    }
+  }
+  // join_until()'s wait: Wait() until `deadline` or the cancellation of `limits`. True
+  // if the fiber exited; false if the joiner gave up, its waiter withdrawn (waiter_ is
+  // kRunning again: a later wait starts afresh).
+  bool TryWaitUntil(TimerClock::time_point deadline, const WaitLimits* limits) {
+    // acquire: as in Wait().
+    if (waiter_.load(std::memory_order_acquire) == kExited) return true;
+    TimedWaiter waiter;
+    const auto mine = reinterpret_cast<std::uintptr_t>(&waiter);
+    std::uintptr_t expected = kRunning;
+    // acq_rel: as in Wait().
+    if (!waiter_.compare_exchange_strong(expected, mine, std::memory_order_acq_rel)) {
+      return true;  // exited first
+    }
+    if (waiter.WaitUntil(deadline, WaitKind::kJoin, limits) ==
+        TimedWaiter::Result::kNotified) {
+      return true;
+    }
+    // Timed out or cancelled: withdraw the waiter before its frame goes.
+    expected = mine;
+    // acq_rel: on failure, acquires Signal()'s exchange (the fiber's effects).
+    if (waiter_.compare_exchange_strong(expected, kRunning, std::memory_order_acq_rel)) {
+      return false;
+    }
+    // Signal() took the waiter (its Notify() lost to us): the fiber has exited. Wait
+    // until Signal() is done with the waiter. acquire: pairs with its release store.
+    while (!notified_.load(std::memory_order_acquire)) std::this_thread::yield();
+    return true;
   }
   // Called at most once, by join(); returns after Signal().
   void Wait() {
@@ -85,6 +119,7 @@ struct JoinState : FiberDesc {
   static constexpr std::uintptr_t kRunning = 0;
   static constexpr std::uintptr_t kExited = 1;
   std::atomic<std::uintptr_t> waiter_{kRunning};  // or the joiner's TimedWaiter*
+  std::atomic<bool> notified_{false};  // Signal() is done with a waiter it found
   std::atomic<int> refs_{3};
 };
 
@@ -110,6 +145,7 @@ void JoinState::Recycle(JoinState* state) {
   state->claimed.store(false, std::memory_order_relaxed);
   state->group = nullptr;
   state->waiter_.store(kRunning, std::memory_order_relaxed);
+  state->notified_.store(false, std::memory_order_relaxed);
   state->refs_.store(3, std::memory_order_relaxed);
   PooledObjects<JoinState>::Delete(state);
 }
@@ -307,6 +343,15 @@ void Fiber::join() {
   }
   join_state_ = nullptr;
   id_ = 0;
+}
+
+bool Fiber::join_until(std::chrono::steady_clock::time_point deadline) {
+  CHECK(joinable()) << "join_until() on a Fiber that is not joinable";
+  if (!join_state_->TryWaitUntil(deadline, internal::CurrentWaitLimits())) return false;
+  join_state_->Release();  // the handle's
+  join_state_ = nullptr;
+  id_ = 0;
+  return true;
 }
 
 void Fiber::detach() {

@@ -10,6 +10,7 @@
 #ifndef SPINDLE_FIBER_FIBER_H_
 #define SPINDLE_FIBER_FIBER_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -114,6 +115,17 @@ class Fiber {
   // values (fiber/fiber_local.h), destroyed before join() returns, and runs in the
   // execution context it inherited, if any, not in the joiner's.
   void join();
+  // join() with a deadline, interruptible (fiber/execution_context.h): true once the
+  // fiber has finished (the handle is then no longer joinable, as after join()); false
+  // if `deadline` passed, or the caller's execution context was cancelled or reached
+  // its deadline, first (the handle stays joinable: join it again or detach it). It
+  // never runs the fiber inline.
+  bool join_until(std::chrono::steady_clock::time_point deadline);
+  template <class Rep, class Period>
+  bool join_for(std::chrono::duration<Rep, Period> timeout) {
+    return join_until(std::chrono::steady_clock::now() +
+                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
+  }
   // Lets the fiber run on its own; the handle no longer refers to it.
   void detach();
   bool joinable() const { return join_state_ != nullptr; }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "fiber/execution_context.h"
 #include "fiber/this_fiber.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
@@ -132,6 +134,69 @@ TEST_P(FiberTest, JoinWorksBeforeAndAfterTheFiberFinishes) {
   ASSERT_TRUE(WaitFor([] { return GetFiberCount() == 0; }));
   fast.join();  // certainly finished already
   EXPECT_FALSE(fast.joinable());
+}
+
+// join_until: false at its deadline or its context's cancellation, leaving the handle
+// joinable (a later join works); true once the fiber finished (not joinable then), also
+// when it finishes while the joiner gives up. From fibers and plain threads.
+TEST_P(FiberTest, JoinUntilGivesUpAtItsDeadlineOrCancellationAndJoinsLater) {
+  ScopedRuntime runtime(GetParam());
+  for (bool from_fiber : {true, false}) {
+    SCOPED_TRACE(from_fiber ? "fiber" : "thread");
+    auto body = [&] {
+      Event release;
+      Fiber child([&] { release.Wait(); });
+      EXPECT_FALSE(child.join_for(std::chrono::milliseconds(5)));
+      EXPECT_TRUE(child.joinable());
+      auto context = ExecutionContext::Create();
+      context->Cancel();
+      {
+        ScopedExecutionContext scope(context);
+        EXPECT_FALSE(child.join_until(std::chrono::steady_clock::now() + std::chrono::hours(1)));
+      }
+      EXPECT_TRUE(child.joinable());
+      release.Set();
+      EXPECT_TRUE(child.join_until(std::chrono::steady_clock::now() + std::chrono::hours(1)));
+      EXPECT_FALSE(child.joinable());
+      Fiber quick([] {});
+      while (!quick.join_for(std::chrono::milliseconds(1))) {
+      }
+      EXPECT_FALSE(quick.joinable());
+    };
+    if (from_fiber) {
+      RunAsFiber(body);
+    } else {
+      body();
+    }
+  }
+}
+
+// join_until racing the fiber's exit and a cancellation: every join ends exactly once
+// (true, or false and then a join() that returns), nothing touches a waiter that left.
+TEST_P(FiberTest, JoinUntilRacingExitAndCancellation) {
+  ScopedRuntime runtime(GetParam());
+  const int rounds = static_cast<int>(spindle::testing::Scaled(2000));
+  int gave_up = 0;
+  for (int round = 0; round < rounds; ++round) {
+    auto context = ExecutionContext::Create();
+    std::atomic<bool> ran{false};
+    Fiber child([&] { ran = true; });
+    Fiber canceller([&] { context->Cancel(); });
+    bool joined;
+    {
+      ScopedExecutionContext scope(context);
+      joined = child.join_until(std::chrono::steady_clock::now() +
+                                std::chrono::microseconds(round % 50));
+    }
+    if (!joined) {
+      ++gave_up;
+      ASSERT_TRUE(child.joinable());
+      child.join();
+    }
+    ASSERT_TRUE(ran.load()) << "round " << round;
+    canceller.join();
+  }
+  std::printf("%d of %d join_until calls gave up\n", gave_up, rounds);
 }
 
 TEST_P(FiberTest, JoinFromFibersParksOnlyTheJoiner) {
