@@ -44,8 +44,11 @@ void ExecutionContext::LinkTo(Link& link, internal::StopState* state) {
   }
 }
 
-void ExecutionContext::RunLink(internal::StopState::Callback* node) {
-  // The child is alive: its destructor unlinks this node first, waiting for this run.
+void ExecutionContext::RunLink(internal::StopState::Callback* node) noexcept {
+  // The child is alive: its destructor unlinks this node first, waiting for this run
+  // (or, destroyed by a callback of the cancellation below, on this very fiber, telling
+  // the run to leave the node alone). RequestStop() keeps the child's state alive while
+  // it runs; nothing of the child is touched after it.
   static_cast<Link*>(node)->child->stop_->RequestStop();
 }
 

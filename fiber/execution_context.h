@@ -134,7 +134,7 @@ class ExecutionContext : public std::enable_shared_from_this<ExecutionContext> {
   // Links `link` to `state` (a parent's or a token's); a state stopped already stops
   // ours at once.
   void LinkTo(Link& link, internal::StopState* state);
-  static void RunLink(internal::StopState::Callback* node);
+  static void RunLink(internal::StopState::Callback* node) noexcept;
 
   // The key's value, or nullptr. Lock-free for the first kInlineSlots indices.
   internal::LocalBox* Find(const internal::LocalKey& key) const {

@@ -37,19 +37,25 @@ std::uint64_t GetId() {
 
 bool SleepUntil(std::chrono::steady_clock::time_point deadline) {
   const internal::WaitLimits* limits = internal::CurrentWaitLimits();
-  if (limits == nullptr && !IsFiberContextPresent()) {
-    std::this_thread::sleep_until(deadline);  // no context: nothing can interrupt it
+  if (limits == nullptr) {
+    // No context: nothing can interrupt it. Nobody notifies a fiber's waiter: it times
+    // out, at the deadline.
+    if (!IsFiberContextPresent()) {
+      std::this_thread::sleep_until(deadline);
+    } else {
+      internal::TimedWaiter waiter;
+      waiter.WaitUntil(deadline, internal::WaitKind::kSleep);
+    }
     return true;
   }
-  // Nobody notifies this waiter: it times out (at the earlier of the two deadlines) or
-  // is cancelled.
+  // It times out (at the earlier of the two deadlines) or is cancelled.
   internal::TimedWaiter waiter;
   const internal::TimedWaiter::Result result =
       waiter.WaitUntil(deadline, internal::WaitKind::kSleep, limits);
-  if (result == internal::TimedWaiter::Result::kCancelled) return false;
-  // Timed out: at our deadline unless the context's came first.
-  return limits == nullptr ||
-         deadline <= internal::TimerClock::time_point(std::chrono::nanoseconds(limits->deadline_ns));
+  // Timed out at our deadline, or at the context's if that came first (or both had
+  // passed: the sleep did reach ours).
+  return result == internal::TimedWaiter::Result::kTimedOut &&
+         internal::TimerClock::now() >= deadline;
 }
 
 }  // namespace this_fiber

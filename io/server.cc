@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "fiber/execution_context.h"
 #include "fiber/fiber.h"
 #include "fiber/this_fiber.h"
 #include "glog/logging.h"
@@ -116,6 +117,11 @@ Server::~Server() {
 }
 
 void Server::Serve(Listener& listener) {
+  // The accept loop, its back-off and the drain run in no execution context: the
+  // server is stopped by Shutdown(), not by the caller's cancellation or deadline
+  // (its interruptible waits would otherwise return at once, and Serve() before its
+  // handlers). The handlers' fibers start in none either.
+  ScopedExecutionContext no_context(nullptr);
   {
     std::lock_guard<Mutex> lock(mu_);
     CHECK(listener_ == nullptr) << "io::Server::Serve() called twice";

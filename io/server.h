@@ -107,7 +107,9 @@ using ConnectionHandler = std::function<void(ServerConnection&)>;
 // in a detached fiber of its own, at most max_connections at once. Shutdown() (from any
 // thread: a signal-waiting thread, a test) stops accepting, closes the connections
 // that are idle, lets the busy ones finish for up to drain_timeout, then closes what is
-// left; Serve() returns when every handler has returned.
+// left; Serve() returns when every handler has returned. Serve() and the handlers run
+// in no execution context: the caller's cancellation or deadline does not stop the
+// server (Shutdown() does).
 //
 // Out of descriptors, the listener refuses waiting connections (see Listener) and
 // accepting goes on; other accept errors are logged and retried after 10 ms.

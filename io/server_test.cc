@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "fiber/execution_context.h"
 #include "fiber/fiber.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
@@ -148,6 +149,40 @@ TEST_F(ServerTest, ServesEveryConnectionInAFiberOfItsOwnAndCountsThem) {
   EXPECT_NE(text.find("test_server_connections_accepted_total 40\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("# TYPE test_server_connections_open gauge"), std::string::npos);
+}
+
+// Serve() called in a context that is cancelled (and past its deadline) serves as
+// usual, and stops only at Shutdown(), after its handlers: the caller's context does
+// not reach the server's accept loop, back-off or drain.
+TEST_F(ServerTest, ACancelledCallerContextDoesNotStopTheServer) {
+  ScopedRuntime runtime(2);
+  Listener listener = ListenLoopback();
+  ServerOptions options;
+  options.drain_timeout = kTestDeadline;  // long: the busy one finishes by itself
+  std::atomic<int> requests{0};
+  Server server(options, LineHandlerTelling([&requests] { requests.fetch_add(1); }));
+  Event done;
+  ExecutionContext::Options context_options;
+  context_options.deadline = std::chrono::steady_clock::now();
+  auto context = ExecutionContext::Create(context_options);
+  context->Cancel();
+  StartFiberDetached([&] {
+    ScopedExecutionContext scope(context);
+    server.Serve(listener);
+    done.Set();
+  });
+  Stream client = Connect(listener);
+  EXPECT_EQ(Ask(client, "a\n"), "ok:a\n");
+  // A request in progress at Shutdown(): Serve() must wait for its handler.
+  ASSERT_TRUE(client.WriteAll("par", 3, TestDeadline()).ok());
+  ASSERT_TRUE(spindle::testing::WaitFor([&] { return requests.load() == 2; }));
+  EXPECT_FALSE(done.IsSet());
+  server.Shutdown();
+  ASSERT_TRUE(client.WriteAll("tial\n", 5, TestDeadline()).ok());
+  EXPECT_EQ(ReadToEnd(client), "ok:partial\n");
+  ASSERT_TRUE(done.WaitFor(kTestDeadline));
+  EXPECT_EQ(server.stats().open, 0u);
+  EXPECT_EQ(server.stats().drained, 1u);
 }
 
 TEST_F(ServerTest, AConnectionOverTheCapIsClosedAtOnceAndTheNextOneAfterRoomIsServed) {

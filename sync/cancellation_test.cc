@@ -483,6 +483,69 @@ TEST_P(CancellationTest, ATokenOutlivingItsWaitersIsHarmless) {
   EXPECT_EQ(ran.load(), 11);
 }
 
+// A callback of a child's cancellation (run inside its parent's) that drops the last
+// reference to the child: the child's destructor unlinks it from the parent on the
+// fiber that runs the parent's cancellation, which must neither wait for itself nor
+// touch the freed link afterwards (ASan). Likewise a StopCallback destroyed inside its
+// own run.
+TEST_P(CancellationTest, AContextOrCallbackDestroyedInsideItsOwnCancellation) {
+  ScopedRuntime runtime(GetParam());
+  TestWatchdog watchdog(120s);
+  for (bool from_fiber : {true, false}) {
+    auto body = [] {
+      auto parent = ExecutionContext::Create();
+      auto* holder = new std::shared_ptr<ExecutionContext>(
+          ExecutionContext::Create({parent, {}, Clock::time_point::max()}));
+      std::atomic<int> ran{0};
+      StopCallback drop((*holder)->stop_token(), [&] {
+        delete holder;  // the child's last reference
+        ++ran;
+      });
+      StopSource source;
+      auto* self_destroying = new std::optional<StopCallback<std::function<void()>>>();
+      self_destroying->emplace(source.token(), std::function<void()>([&, self_destroying] {
+                                 ++ran;
+                                 delete self_destroying;
+                               }));
+      parent->Cancel();
+      source.RequestStop();
+      EXPECT_EQ(ran.load(), 2);
+    };
+    if (from_fiber) {
+      RunAsFiber(body);
+    } else {
+      body();
+    }
+  }
+}
+
+// A StopCallback whose function parks (here on an event) while another fiber of the
+// same single worker destroys it: the destroyer waits for the run to end, yielding its
+// worker so that the parked run can resume there; with the thread yielded instead, the
+// run could never resume and both would hang.
+TEST(CancellationOneWorkerTest, ACallbackThatParksIsWaitedForWithoutBlockingItsWorker) {
+  ScopedRuntime runtime(1);
+  TestWatchdog watchdog(120s);
+  StopSource source;
+  Event inside, release, destroying;
+  auto callback = std::make_unique<StopCallback<std::function<void()>>>(
+      source.token(), std::function<void()>([&] {
+        inside.Set();
+        release.Wait();  // parks the cancelling fiber
+      }));
+  Fiber canceller([&] { source.RequestStop(); });
+  inside.Wait();
+  Fiber destroyer([&] {
+    destroying.Set();
+    callback.reset();  // waits for the run above, which needs this worker
+  });
+  destroying.Wait();
+  release.Set();
+  destroyer.join();
+  canceller.join();
+  EXPECT_EQ(callback, nullptr);
+}
+
 // StopSource/StopToken/StopCallback on their own: a callback made after the stop runs at
 // once; RequestStop() reports the first request only; a default token is never stopped;
 // a callback's destructor waits for its run in progress on another thread.

@@ -120,7 +120,10 @@ class StopCallback {
   struct Node : internal::StopState::Callback {
     StopCallback* owner;
   };
-  static void Run(internal::StopState::Callback* node) { static_cast<Node*>(node)->owner->f_(); }
+  // noexcept: an exception from `f` terminates (as std::stop_callback's).
+  static void Run(internal::StopState::Callback* node) noexcept {
+    static_cast<Node*>(node)->owner->f_();
+  }
 
   F f_;
   Node node_;

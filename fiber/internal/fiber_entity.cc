@@ -333,8 +333,10 @@ FiberLocalStorage& CurrentFiberLocalStorage() {
   return self->locals;
 }
 
+// Out of line (callers in other units): the thread-local is read directly, as nothing
+// here can switch (see fiber_switch.h).
 const WaitLimits* CurrentWaitLimits() {
-  FiberEntity* self = *CurrentFiberSlot();
+  FiberEntity* self = tls_current_fiber;
   return self != nullptr ? self->locals.wait_limits() : nullptr;
 }
 

@@ -338,7 +338,7 @@ int ThreadCancelFd() {
 
 struct PollCancel : spindle::internal::StopState::Callback {
   int fd = -1;
-  static void Run(spindle::internal::StopState::Callback* node) {
+  static void Run(spindle::internal::StopState::Callback* node) noexcept {
     eventfd_write(static_cast<PollCancel*>(node)->fd, 1);  // best effort: never full
   }
 };

@@ -24,11 +24,17 @@ namespace spindle::internal {
 //      either linked before RequestStop() takes the lock (and is taken and run by it) or
 //      Add() sees the flag and links nothing (the caller acts on the stop itself).
 //   3. Remove() unlinks the callback under lock_ if it is still linked; otherwise a
-//      RequestStop() took it, and Remove() waits until that run is done with it. After
-//      Remove() returns, nothing touches the callback.
-// A callback must be short and must not block on its own owner's progress (it runs
-// while its owner may wait in Remove()); it must not Add() or Remove() on the state that
-// runs it.
+//      RequestStop() took it, and Remove() waits until that run is done with it, unless
+//      the caller is that run itself (a callback that destroys its own registration,
+//      or the context or StopCallback that owns it, inside its run: a child context
+//      dropped by a callback of its own cancellation): then Remove() returns at once
+//      and the run does not touch the callback again. After Remove() returns, nothing
+//      touches the callback.
+// "The run itself" is the fiber (or plain thread) running it, so a callback that parks
+// and resumes elsewhere is still itself, and another fiber on its worker is not. A
+// fiber waiting in Remove() yields its worker while it waits (the run it waits for may
+// be parked, waiting for that worker). Callbacks should be short: they delay the
+// RequestStop() that runs them and the callbacks after them.
 //
 // Thread-safety: thread-safe. Ownership: reference-counted (Ref/Unref; Create() returns
 // one reference); a callback's owner keeps a reference (or an owner that holds one)
@@ -36,15 +42,17 @@ namespace spindle::internal {
 class StopState {
  public:
   // A registration, owned by the registering code (a waiter, a StopCallback, a child
-  // context's link to its parent). Each is Add()ed at most once.
+  // context's link to its parent). Each is Add()ed at most once. Only `run` is the
+  // owner's to set (before Add()); Add() sets the rest (a waiter that never registers
+  // pays nothing for them).
   struct Callback {
-    void (*run)(Callback* self) = nullptr;
-    Callback* next = nullptr;  // under the state's lock_
-    Callback* prev = nullptr;  // under the state's lock_
-    bool linked = false;       // under the state's lock_
+    void (*run)(Callback* self) noexcept;  // a throwing callback terminates
+    Callback* next;  // under the state's lock_
+    Callback* prev;  // under the state's lock_
+    bool linked;     // under the state's lock_
     // Set by the RequestStop() that ran this callback, after run() returned: its last
     // access. Remove() waits for it when it finds the callback taken.
-    Atomic<bool> done{false};
+    Atomic<bool> done;
   };
 
   static StopState* Create() { return new StopState(); }
@@ -68,7 +76,7 @@ class StopState {
 
   // Requests the stop and runs every registered callback on the calling thread, one at
   // a time. True if this call made the request; false if it had been made before (then
-  // nothing runs).
+  // nothing runs). Safe even if a callback drops the last other reference to the state.
   bool RequestStop();
 
   // Registers `callback`; false (and nothing registered) if the stop was requested
@@ -76,19 +84,29 @@ class StopState {
   bool Add(Callback* callback);
 
   // Unregisters `callback`, which Add() registered: afterwards its run() is not running
-  // and will not run. May wait (yielding the thread) for a run() in progress on
-  // another thread.
+  // (unless the caller is that run) and will not run. May wait (yielding the fiber, or
+  // the thread) for a run() in progress elsewhere.
   void Remove(Callback* callback);
 
  private:
   StopState() = default;
   ~StopState() = default;
 
+  // Who runs a callback: the calling fiber (or plain thread).
+  static const void* CurrentRunner();
+  // Waits until `callback`'s run is done with it.
+  static void WaitUntilDone(Callback* callback);
+
   Atomic<bool> requested_{false};
   Atomic<std::uint32_t> refs_{1};
   Spinlock lock_;
   Callback* head_ ABSL_GUARDED_BY(lock_) = nullptr;
   Callback* tail_ ABSL_GUARDED_BY(lock_) = nullptr;
+  // The callback RequestStop() runs now, who runs it, and the flag on RequestStop()'s
+  // stack that a Remove() by that runner sets (step 3).
+  Callback* running_ ABSL_GUARDED_BY(lock_) = nullptr;
+  const void* runner_ ABSL_GUARDED_BY(lock_) = nullptr;
+  bool* running_removed_ ABSL_GUARDED_BY(lock_) = nullptr;
 };
 
 }  // namespace spindle::internal

@@ -57,21 +57,22 @@ FiberEntity* CurrentFiberOrNull() {
 
 TimedWaiter::TimedWaiter() : fiber_(CurrentFiberOrNull()) {}
 
-TimedWaiter::Result TimedWaiter::WaitUntil(TimerClock::time_point deadline, WaitKind kind,
-                                           const WaitLimits* limits) {
-  StopState* stop = nullptr;
-  if (limits != nullptr) {
-    const TimerClock::time_point limit{std::chrono::nanoseconds(limits->deadline_ns)};
-    if (limit < deadline) deadline = limit;
-    stop = limits->stop;
-  }
+TimedWaiter::Result TimedWaiter::WaitInterruptibly(TimerClock::time_point deadline,
+                                                   WaitKind kind, const WaitLimits* limits) {
+  const TimerClock::time_point limit{std::chrono::nanoseconds(limits->deadline_ns)};
+  if (limit < deadline) deadline = limit;
+  StopState* stop = limits->stop;
   if (stop != nullptr) {
     cancel_node_.run = &TimedWaiter::OnCancel;
-    if (!stop->Add(&cancel_node_)) {
+    // The acquire load spares a cancelled context's waits the state's lock.
+    if (stop->stop_requested() || !stop->Add(&cancel_node_)) {
       // Requested already: flip it ourselves (a notifier may have won meanwhile), and
-      // there is nothing to unregister.
+      // there is nothing to unregister. A fiber lets the others of its worker run
+      // first: a loop that retries a wait in a cancelled context must not keep its
+      // worker from the fiber that would end the loop.
       Flip(kCancelled);
       stop = nullptr;
+      if (fiber_ != nullptr) YieldFiber(fiber_);
     }
   }
   const Result result =
@@ -94,7 +95,7 @@ bool TimedWaiter::Flip(int to) {
   return true;
 }
 
-void TimedWaiter::OnCancel(StopState::Callback* node) {
+void TimedWaiter::OnCancel(StopState::Callback* node) noexcept {
   reinterpret_cast<TimedWaiter*>(reinterpret_cast<char*>(node) -
                                  offsetof(TimedWaiter, cancel_node_))
       ->Flip(kCancelled);

@@ -43,22 +43,27 @@ class TimedWaiter {
   // if that comes first (kTimedOut), and when their stop is requested, before the wait
   // or during it (kCancelled).
   Result WaitUntil(TimerClock::time_point deadline, WaitKind kind = WaitKind::kOther,
-                   const WaitLimits* limits = nullptr);
+                   const WaitLimits* limits = nullptr) {
+    if (limits != nullptr) return WaitInterruptibly(deadline, kind, limits);
+    return fiber_ != nullptr ? WaitAsFiber(deadline, kind) : WaitAsThread(deadline);
+  }
 
-  // Wakes the waiter unless it has already timed out (or been notified). True if this
-  // call is the one that woke it.
+  // Wakes the waiter unless it has already timed out, been cancelled or been notified.
+  // True if this call is the one that woke it.
   bool Notify();
 
  private:
   enum State : int { kWaiting, kNotified, kTimedOut, kCancelled };
 
   static void OnDeadline(void* waiter);
-  static void OnCancel(StopState::Callback* node);
+  static void OnCancel(StopState::Callback* node) noexcept;
   // Flips kWaiting -> `to` and wakes the waiter (either kind). Returns whether it won.
   bool Flip(int to);
   // Flips kWaiting -> `to` under the fiber's scheduler lock and queues the fiber if it
   // is parked. Returns whether the flip won.
   bool WinAndWakeFiber(int to);
+  Result WaitInterruptibly(TimerClock::time_point deadline, WaitKind kind,
+                           const WaitLimits* limits);
   Result WaitAsFiber(TimerClock::time_point deadline, WaitKind kind);
   Result WaitAsThread(TimerClock::time_point deadline);
   Result ResultOf(int state) const;

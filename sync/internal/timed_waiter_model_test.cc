@@ -103,6 +103,10 @@ void ParkFiber(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
   self->SetState(FiberState::kRunning);
 }
 
+// A yield with nothing else to run: returns at once (a cancelled wait's, before it
+// would park).
+void YieldFiber(FiberEntity* fiber) { RL_ASSERT(fiber == g_model->fiber); }
+
 void QueueReadyFiber(FiberEntity* fiber) {
   RL_ASSERT(fiber == g_model->fiber);
   // release: the waker's writes (the flip, Ready) reach the worker that runs the fiber.

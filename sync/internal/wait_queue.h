@@ -26,12 +26,12 @@ static_assert(std::is_same_v<TimerClock, std::chrono::steady_clock>,
 //   - Wait() links a node while the caller holds the lock, so a notifier that takes the
 //     lock afterwards finds it; then it releases the lock and parks/futex-waits.
 //   - WakeOne()/WakeAll() pop nodes and Notify() them while holding the lock. Notify
-//     fails only for a waiter whose deadline already won; WakeOne() then moves on to the
-//     next node, so a wake-up goes to a waiter that will take it.
-//   - A waiter woken by its deadline re-takes the lock and unlinks itself if still
-//     linked. If a notifier popped it first, that notifier already called Notify() and
-//     lost, under the lock the waiter now holds, so nobody touches the node after
-//     Wait() returns.
+//     fails only for a waiter whose deadline or cancellation already won; WakeOne()
+//     then moves on to the next node, so a wake-up goes to a waiter that will take it.
+//   - A waiter woken by its deadline or a cancellation re-takes the lock and unlinks
+//     itself if still linked. If a notifier popped it first, that notifier already
+//     called Notify() and lost, under the lock the waiter now holds, so nobody touches
+//     the node after Wait() returns.
 // The fibers woken inside a critical section are queued when the outermost ReadyBatch
 // on that thread ends (the primitives open one around their critical sections), so the
 // run-queue push and any worker wake-up happen after the lock is released.
@@ -58,7 +58,8 @@ class WaitQueue {
   struct WaitDetail {
     bool front = false;        // in: link at the head (a woken waiter that lost a race)
     std::uintptr_t tag = 0;    // out: the tag its WakeOne() passed; 0 if none
-    bool removed_self = false; // out: timed out and unlinked itself (no waker popped it)
+    // out: timed out or cancelled, and unlinked itself (no waker popped it)
+    bool removed_self = false;
   };
   TimedWaiter::Result Wait(std::unique_lock<Spinlock>& lock, TimerClock::time_point deadline,
                            WaitDetail& detail, WaitKind kind = WaitKind::kOther,
