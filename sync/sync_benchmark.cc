@@ -17,6 +17,9 @@
 //                            continuation run
 //   BM_AsyncBlockingGet      Async(f) + BlockingGet from a fiber, us per round
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -25,12 +28,16 @@
 #include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
 #include "fiber/async.h"
+#include "fiber/execution_context.h"
 #include "fiber/fiber.h"
+#include "fiber/this_fiber.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "runtime/internal/runtime_options.h"
+#include "runtime/internal/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/condition_variable.h"
+#include "sync/event.h"
 #include "sync/future.h"
 #include "sync/mutex.h"
 
@@ -185,6 +192,50 @@ void BM_AsyncBlockingGet(benchmark::State& state) {
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_AsyncBlockingGet)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// How soon a cancellation arrives: N fibers (2 workers) park in Event::WaitUntil (an
+// hour away) in one execution context; once every one is parked (as the fiber dump
+// sees it), Cancel() is called and timed until the last waiter has returned (manual
+// time: the iteration's figure is that span). Counters: the first and the last
+// waiter's return after Cancel(), in microseconds.
+void BM_CancelParkedWaiters(benchmark::State& state) {
+  BenchRuntime runtime(2);
+  const int n = static_cast<int>(state.range(0));
+  double first_us = 0, last_us = 0;
+  for (auto _ : state) {
+    auto context = ExecutionContext::Create();
+    Event never;
+    std::vector<std::atomic<std::uint64_t>> ids(n);
+    std::vector<std::chrono::steady_clock::time_point> returned(n);
+    std::vector<Fiber> fibers;
+    fibers.reserve(n);
+    for (int i = 0; i < n; ++i) {
+      fibers.emplace_back([&, i] {
+        ScopedExecutionContext scope(context);
+        ids[i] = this_fiber::GetId();
+        never.WaitUntil(std::chrono::steady_clock::now() + std::chrono::hours(1));
+        returned[i] = std::chrono::steady_clock::now();
+      });
+    }
+    for (int i = 0; i < n; ++i) {
+      while (ids[i].load() == 0) std::this_thread::yield();
+      if (!testing::WaitUntilWaitingIn(ids[i].load(), internal::WaitKind::kEvent)) {
+        state.SkipWithError("a waiter never parked");
+      }
+    }
+    const auto cancel = std::chrono::steady_clock::now();
+    context->Cancel();
+    for (Fiber& fiber : fibers) fiber.join();
+    const auto [first, last] = std::minmax_element(returned.begin(), returned.end());
+    const double span = std::chrono::duration<double>(*last - cancel).count();
+    state.SetIterationTime(span);
+    first_us += std::chrono::duration<double, std::micro>(*first - cancel).count();
+    last_us += span * 1e6;
+  }
+  state.counters["first_us"] = first_us / static_cast<double>(state.iterations());
+  state.counters["last_us"] = last_us / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_CancelParkedWaiters)->Arg(1)->Arg(64)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace spindle

@@ -12,7 +12,10 @@
 
 #include "examples/http_server/http_connection.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstring>
@@ -20,6 +23,11 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "fiber/execution_context.h"
+#include "fiber/fiber.h"
+#include "fiber/this_fiber.h"
 #include "runtime/metrics.h"
 #include "runtime/runtime.h"
 
@@ -224,6 +232,7 @@ int HttpConnection::OnMessageBegin(http_parser* parser) {
   self->headers_done_ = false;
   self->idle_deadline_set_ = false;  // the next wait for a request starts its own
   self->header_deadline_ = self->read_time_ + self->server_->options().header_timeout;
+  self->request_start_ = self->read_time_;
   self->url_.clear();
   self->body_.clear();
   self->route_ = Route::kNotFound;
@@ -327,7 +336,7 @@ int HttpConnection::OnMessageComplete(http_parser* parser) {
   // Answered: what comes next (even a request line the parser rejects before its
   // OnMessageBegin()) is not this HEAD's.
   self->head_ = false;
-  if (!keep_alive) {
+  if (!keep_alive || self->close_after_answer_) {
     http_parser_pause(parser, 1);  // parse nothing after it
   } else if (self->out_.size() >= self->server_->options().max_pending_output_bytes) {
     // Enough answers wait: send them before parsing more (a client that pipelines and
@@ -350,6 +359,8 @@ void HttpConnection::RouteRequest() {
     route_ = get ? Route::kHello : Route::kGetOnlyWrongMethod;
   } else if (path == "/echo") {
     route_ = method == HTTP_POST ? Route::kEcho : Route::kEchoWrongMethod;
+  } else if (path == "/wait") {
+    route_ = get ? Route::kWait : Route::kGetOnlyWrongMethod;
   } else if (path == "/metrics" && debug) {
     route_ = get ? Route::kMetrics : Route::kGetOnlyWrongMethod;
   } else if (path == "/fibers" && debug) {
@@ -392,6 +403,9 @@ void HttpConnection::AnswerRequest(bool keep_alive) {
       AppendResponse("HTTP/1.1 200 OK\r\n", "text/plain", dump.str(), keep_alive);
       return;
     }
+    case Route::kWait:
+      AnswerWait(keep_alive);
+      return;
     case Route::kNotFound:
       AppendResponse("HTTP/1.1 404 Not Found\r\n", "text/plain", "not found\n",
                      keep_alive);
@@ -405,6 +419,66 @@ void HttpConnection::AnswerRequest(bool keep_alive) {
                      "method not allowed\n", keep_alive);
       return;
   }
+}
+
+// GET /wait?ms=N, a stand-in for a handler that calls a slow backend. The handler runs
+// in a fiber of its own, in an execution context with the request's deadline, while
+// this fiber watches the socket in a second context (`watch`) that the handler cancels
+// when it is done: the client's end of stream (or the drain closing the connection)
+// cancels the request, and nobody is answered. Readable data that is not the end of
+// stream is the client's next request (pipelined): the client is there; stop watching.
+void HttpConnection::AnswerWait(bool keep_alive) {
+  const HttpServerOptions& options = server_->options();
+  const absl::string_view target = url_;
+  const std::size_t query = target.find("?ms=");
+  std::int64_t ms = -1;
+  if (query == absl::string_view::npos ||
+      !absl::SimpleAtoi(target.substr(query + 4), &ms) || ms < 0 || ms > kMaxTimeoutMs) {
+    AppendResponse("HTTP/1.1 400 Bad Request\r\n", "text/plain",
+                   absl::StrCat("expected /wait?ms=N with N in [0, ", kMaxTimeoutMs, "]\n"),
+                   keep_alive);
+    return;
+  }
+  ExecutionContext::Options request_options;
+  request_options.deadline = request_start_ + options.request_timeout;
+  const std::shared_ptr<ExecutionContext> request = ExecutionContext::Create(request_options);
+  const std::shared_ptr<ExecutionContext> watch = ExecutionContext::Create();
+  bool slept = false;
+  Fiber handler([&] {
+    ScopedExecutionContext scope(request);
+    slept = this_fiber::SleepFor(std::chrono::milliseconds(ms));  // the "backend call"
+    watch->Cancel();
+  });
+  bool client_gone = false;
+  {
+    ScopedExecutionContext scope(watch);
+    absl::Status readable;
+    while ((readable = stream_.WaitReadable(io::kNoDeadline)).ok()) {
+      char byte;
+      const ssize_t peeked = recv(stream_.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (peeked > 0) break;  // the next request: the client is there
+      if (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+      client_gone = true;  // end of stream, or an error (a reset)
+      break;
+    }
+    // Not the watch's cancellation (the handler's end): the connection is closed.
+    if (!readable.ok() && !absl::IsCancelled(readable)) client_gone = true;
+  }
+  if (client_gone) request->Cancel();
+  handler.join();
+  if (client_gone) {
+    server_->CountCancelled();
+    close_after_answer_ = true;  // nobody to answer: the connection ends
+    return;
+  }
+  if (!slept) {
+    server_->CountTimedOut();
+    AppendResponse("HTTP/1.1 504 Gateway Timeout\r\n", "text/plain",
+                   "request deadline exceeded\n", keep_alive);
+    return;
+  }
+  AppendResponse("HTTP/1.1 200 OK\r\n", "text/plain", absl::StrCat("waited ", ms, " ms\n"),
+                 keep_alive);
 }
 
 void HttpConnection::AnswerError(int status) {

@@ -49,9 +49,10 @@ class HttpConnection {
     kEcho,
     kMetrics,
     kFibers,
+    kWait,
     kNotFound,
     kEchoWrongMethod,    // 405 "Allow: POST"
-    kGetOnlyWrongMethod,  // /, /metrics, /fibers: 405 "Allow: GET, HEAD"
+    kGetOnlyWrongMethod,  // /, /wait, /metrics, /fibers: 405 "Allow: GET, HEAD"
   };
 
   // The parser's callbacks (http_parser_settings); `parser->data` is the connection.
@@ -82,6 +83,7 @@ class HttpConnection {
   bool CountHeaderBytes(std::size_t length);
   void RouteRequest();
   void AnswerRequest(bool keep_alive);
+  void AnswerWait(bool keep_alive);
   void AnswerError(int status);
   void AppendResponse(absl::string_view status_line, absl::string_view content_type,
                       absl::string_view body, bool keep_alive);
@@ -115,6 +117,9 @@ class HttpConnection {
   io::Deadline header_deadline_ = io::kNoDeadline;
   io::Deadline body_deadline_ = io::kNoDeadline;
   io::Deadline read_time_;  // when the last read returned: "now" for the callbacks
+  io::Deadline request_start_;  // when the current request's first byte was read
+  // The request's handler was cancelled (its client went away): answer nothing more.
+  bool close_after_answer_ = false;
   bool flush_pause_ = false;  // OnMessageComplete() paused the parser to flush
   bool out_of_memory_ = false;  // a callback's allocation failed (see Guarded())
   bool in_message_ = false;

@@ -38,6 +38,7 @@ absl::Status ValidateHttpServerOptions(const HttpServerOptions& options) {
       {"idle_timeout_ms", options.idle_timeout},     {"drain_timeout_ms", options.drain_timeout},
       {"header_timeout_ms", options.header_timeout}, {"body_timeout_ms", options.body_timeout},
       {"write_timeout_ms", options.write_timeout},
+      {"request_timeout_ms", options.request_timeout},
   };
   for (const auto& [flag, timeout] : timeouts) {
     status.Update(
@@ -90,6 +91,8 @@ HttpServerStats HttpServer::stats() const {
   // relaxed: statistics.
   stats.requests = requests_.load(std::memory_order_relaxed);
   stats.bad_requests = bad_requests_.load(std::memory_order_relaxed);
+  stats.requests_cancelled = requests_cancelled_.load(std::memory_order_relaxed);
+  stats.requests_timed_out = requests_timed_out_.load(std::memory_order_relaxed);
   stats.peak_pending_output_bytes = peak_pending_output_.load(std::memory_order_relaxed);
   return stats;
 }
@@ -98,14 +101,25 @@ std::string HttpServer::PrometheusText() const {
   const HttpServerStats s = stats();
   return absl::StrCat(
       server_.PrometheusText("spindle_http"),
-      "# HELP spindle_http_requests_total Requests answered, with any status.\n"
+      "# HELP spindle_http_requests_total Requests answered, with any status, or "
+      "cancelled.\n"
       "# TYPE spindle_http_requests_total counter\n"
       "spindle_http_requests_total ",
       s.requests,
       "\n# HELP spindle_http_bad_requests_total Requests answered 400, 413 or 431.\n"
       "# TYPE spindle_http_bad_requests_total counter\n"
       "spindle_http_bad_requests_total ",
-      s.bad_requests, "\n");
+      s.bad_requests,
+      "\n# HELP spindle_http_requests_cancelled_total Handlers cancelled: their client "
+      "went away.\n"
+      "# TYPE spindle_http_requests_cancelled_total counter\n"
+      "spindle_http_requests_cancelled_total ",
+      s.requests_cancelled,
+      "\n# HELP spindle_http_requests_timed_out_total Handlers that reached the request "
+      "deadline (504).\n"
+      "# TYPE spindle_http_requests_timed_out_total counter\n"
+      "spindle_http_requests_timed_out_total ",
+      s.requests_timed_out, "\n");
 }
 
 }  // namespace spindle::examples::http

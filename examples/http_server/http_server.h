@@ -5,6 +5,11 @@
 //
 //   GET /        200 "hello, world\n" (text/plain)
 //   POST /echo   200 with the request body (Content-Length or chunked)
+//   GET /wait?ms=N  200 "waited N ms\n" after N ms (N in [0, 3600000], else 400): a
+//                stand-in for a slow backend call. It runs in an execution context with
+//                the request's deadline (request_timeout from its first byte: 504 when
+//                that ends the wait) and is cancelled when the client goes away (no
+//                answer; the connection closes; counted in requests_cancelled)
 //   GET /metrics 200 the runtime's and this server's counters (Prometheus text), and
 //   GET /fibers  200 spindle::DumpFibers() (text/plain): only with debug_endpoints on
 //                (off by default: they reveal code addresses and cost a walk of every
@@ -56,6 +61,9 @@ struct HttpServerOptions {
   std::chrono::milliseconds body_timeout{10'000};
   std::size_t min_body_rate = 1024;  // bytes per second
   std::chrono::milliseconds write_timeout{10'000};
+  // A request's deadline, from its first byte: the waits of its handler (GET /wait)
+  // end there, and it is answered 504.
+  std::chrono::milliseconds request_timeout{10'000};
   // Answers waiting to be sent: past this, the connection stops parsing the requests
   // it has read (pipelined ones) and sends what it has before it goes on. One answer
   // may be larger (an /echo body); several never pile up past it.
@@ -87,7 +95,11 @@ void CheckValid(const HttpServerOptions& options);
 // Counters since construction; relaxed snapshots, exact once the server is quiet.
 struct HttpServerStats {
   std::uint64_t connections_accepted = 0;
-  std::uint64_t requests = 0;      // answered with any status
+  std::uint64_t requests = 0;      // answered with any status, or cancelled
+  // Handlers cancelled because their client went away (or the drain closed it), and
+  // handlers that reached the request's deadline (answered 504).
+  std::uint64_t requests_cancelled = 0;
+  std::uint64_t requests_timed_out = 0;
   std::uint64_t bad_requests = 0;  // answered 400, 413 or 431
   std::uint64_t live_connections = 0;
   std::uint64_t connections_refused = 0;  // over max_connections, or out of descriptors
@@ -134,6 +146,8 @@ class HttpServer {
     requests_.fetch_add(1, std::memory_order_relaxed);
     if (bad) bad_requests_.fetch_add(1, std::memory_order_relaxed);
   }
+  void CountCancelled() { requests_cancelled_.fetch_add(1, std::memory_order_relaxed); }
+  void CountTimedOut() { requests_timed_out_.fetch_add(1, std::memory_order_relaxed); }
   void NotePendingOutput(std::uint64_t bytes) {
     std::uint64_t peak = peak_pending_output_.load(std::memory_order_relaxed);
     while (bytes > peak && !peak_pending_output_.compare_exchange_weak(
@@ -144,6 +158,8 @@ class HttpServer {
   const HttpServerOptions options_;
   std::atomic<std::uint64_t> requests_{0};
   std::atomic<std::uint64_t> bad_requests_{0};
+  std::atomic<std::uint64_t> requests_cancelled_{0};
+  std::atomic<std::uint64_t> requests_timed_out_{0};
   std::atomic<std::uint64_t> peak_pending_output_{0};
   io::Server server_;
 };

@@ -43,6 +43,9 @@ DEFINE_uint64(min_body_rate, 1024,
 DEFINE_int64(write_timeout_ms, 10000,
              "A client must take each flush of answers within this many milliseconds, or "
              "the connection closes (range [1, 3600000])");
+DEFINE_int64(request_timeout_ms, 10000,
+             "a request's deadline from its first byte, for the waits of its handler "
+             "(GET /wait): 504 past it; in [1, 3600000]");
 DEFINE_uint64(max_pending_output_bytes, 65536,
               "Answers a connection holds before it stops parsing pipelined requests and "
               "sends them (range [1024, 1073741824])");
@@ -77,6 +80,7 @@ HttpServerOptions OptionsFromFlags() {
   options.body_timeout = std::chrono::milliseconds(FLAGS_body_timeout_ms);
   options.min_body_rate = FLAGS_min_body_rate;
   options.write_timeout = std::chrono::milliseconds(FLAGS_write_timeout_ms);
+  options.request_timeout = std::chrono::milliseconds(FLAGS_request_timeout_ms);
   options.max_pending_output_bytes = FLAGS_max_pending_output_bytes;
   options.debug_endpoints = FLAGS_debug_endpoints;
   // uint64 flags past int64: report the flag's own value, not a wrapped one.

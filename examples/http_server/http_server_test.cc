@@ -196,6 +196,8 @@ HttpServerOptions TestOptions() {
   options.idle_timeout = 10s;
   options.drain_timeout = 10s;
   options.debug_endpoints = true;  // /metrics and /fibers; off by default (its own test)
+  // Far beyond any wait of a test: a GET /wait that ends early was cancelled.
+  options.request_timeout = std::chrono::hours(1);
   return options;
 }
 
@@ -270,6 +272,75 @@ TEST_F(HttpServerTest, GetFibersDumpsEveryFiber) {
   response = client.Next();
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->status, 405);
+}
+
+// GET /wait?ms=N answers after N ms; a malformed or out-of-range N is 400; the route
+// takes GET and HEAD only.
+TEST_F(HttpServerTest, WaitAnswersAfterItsTime) {
+  Client client(server_.address());
+  client.Send("GET /wait?ms=5 HTTP/1.1\r\nHost: test\r\n\r\n");
+  absl::StatusOr<Response> response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "waited 5 ms\n");
+  for (const char* bad : {"/wait", "/wait?ms=-1", "/wait?ms=x", "/wait?ms=3600001"}) {
+    client.Send(absl::StrCat("GET ", bad, " HTTP/1.1\r\nHost: test\r\n\r\n"));
+    response = client.Next();
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->status, 400) << bad;
+    EXPECT_NE(response->body.find("[0, 3600000]"), std::string::npos) << response->body;
+  }
+  client.Send("POST /wait?ms=1 HTTP/1.1\r\nHost: test\r\nContent-Length: 0\r\n\r\n");
+  response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 405);
+  EXPECT_EQ(server_.server().stats().requests_cancelled, 0u);
+}
+
+// The request's deadline (request_timeout from its first byte) ends the handler's wait
+// long before its hour: 504, and the connection goes on.
+TEST(HttpServerDeadlineTest, AWaitPastTheRequestDeadlineIsAnswered504) {
+  testing::ScopedRuntime runtime(2);
+  HttpServerOptions options = TestOptions();
+  options.request_timeout = 20ms;
+  TestServer server(options);
+  Client client(server.address());
+  client.Send("GET /wait?ms=3600000 HTTP/1.1\r\nHost: test\r\n\r\n");
+  absl::StatusOr<Response> response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 504);
+  EXPECT_EQ(response->body, "request deadline exceeded\n");
+  EXPECT_TRUE(response->keep_alive);
+  client.Send("GET /wait?ms=0 HTTP/1.1\r\nHost: test\r\n\r\n");
+  response = client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(server.server().stats().requests_timed_out, 1u);
+}
+
+// A client that sends GET /wait?ms=3600000 and goes away: its handler is cancelled (it
+// does not wait an hour), counted, and its connection closes; a client that half-closes
+// (shuts its sending side) is gone too. Other clients are served meanwhile.
+TEST_F(HttpServerTest, AClientThatGoesAwayCancelsItsHandler) {
+  for (bool half_close : {false, true}) {
+    SCOPED_TRACE(half_close ? "half-close" : "close");
+    const std::uint64_t before = server_.server().stats().requests_cancelled;
+    {
+      Client client(server_.address());
+      client.Send("GET /wait?ms=3600000 HTTP/1.1\r\nHost: test\r\n\r\n");
+      ExpectServesFreshClient();  // the handler waits meanwhile
+      if (half_close) {
+        ASSERT_TRUE(client.stream().ShutdownWrite().ok());
+        EXPECT_EQ(client.ReadUntilEof(), "");  // closed by the server, unanswered
+      }
+    }
+    ASSERT_TRUE(testing::WaitFor(
+        [&] { return server_.server().stats().requests_cancelled == before + 1; }))
+        << "the handler was not cancelled";
+    ASSERT_TRUE(
+        testing::WaitFor([&] { return server_.server().stats().live_connections == 0; }));
+  }
+  ExpectServesFreshClient();
 }
 
 TEST_F(HttpServerTest, PostEchoWithContentLengthAndChunked) {
