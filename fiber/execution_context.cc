@@ -2,6 +2,8 @@
 
 #include "fiber/execution_context.h"
 
+#include <algorithm>
+
 #include "fiber/internal/fiber_entity.h"
 #include "glog/logging.h"
 
@@ -22,13 +24,8 @@ std::shared_ptr<ExecutionContext> ExecutionContext::Create(Options options) {
 ExecutionContext::ExecutionContext(Options options)
     : stop_(internal::StopState::Create()), parent_(std::move(options.parent)) {
   limits_.stop = stop_;
-  std::chrono::steady_clock::time_point deadline = options.deadline;
-  if (parent_ != nullptr && parent_->deadline() < deadline) deadline = parent_->deadline();
-  limits_.deadline_ns = deadline == std::chrono::steady_clock::time_point::max()
-                            ? INT64_MAX
-                            : std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                  deadline.time_since_epoch())
-                                  .count();
+  limits_.deadline = parent_ != nullptr ? std::min(options.deadline, parent_->deadline())
+                                        : options.deadline;
   if (parent_ != nullptr) LinkTo(parent_link_, parent_->stop_);
   if (options.stop_token.state_ != nullptr) LinkTo(token_link_, options.stop_token.state_);
 }

@@ -101,7 +101,7 @@ class ExecutionContext : public std::enable_shared_from_this<ExecutionContext> {
   // Stopped when the context is cancelled.
   StopToken stop_token() const { return StopToken(stop_); }
   std::chrono::steady_clock::time_point deadline() const {
-    return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(limits_.deadline_ns));
+    return limits_.deadline;
   }
 
   // Current()'s stop token; a token that is never stopped outside any context.

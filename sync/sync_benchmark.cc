@@ -212,14 +212,16 @@ void BM_CancelParkedWaiters(benchmark::State& state) {
     for (int i = 0; i < n; ++i) {
       fibers.emplace_back([&, i] {
         ScopedExecutionContext scope(context);
-        ids[i] = this_fiber::GetId();
+        ids[i].store(this_fiber::GetId(), std::memory_order_release);
         never.WaitUntil(std::chrono::steady_clock::now() + std::chrono::hours(1));
         returned[i] = std::chrono::steady_clock::now();
       });
     }
     for (int i = 0; i < n; ++i) {
-      while (ids[i].load() == 0) std::this_thread::yield();
-      if (!testing::WaitUntilWaitingIn(ids[i].load(), internal::WaitKind::kEvent)) {
+      // acquire: pairs with the waiter's store, made before its wait.
+      while (ids[i].load(std::memory_order_acquire) == 0) std::this_thread::yield();
+      if (!testing::WaitUntilWaitingIn(ids[i].load(std::memory_order_relaxed),
+                                       internal::WaitKind::kEvent)) {
         state.SkipWithError("a waiter never parked");
       }
     }

@@ -16,6 +16,7 @@
 #ifndef SPINDLE_FIBER_INTERNAL_LOCAL_STORAGE_H_
 #define SPINDLE_FIBER_INTERNAL_LOCAL_STORAGE_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -31,7 +32,7 @@ class StopState;  // sync/internal/stop_state.h
 // and threads that run in it, while they do (the scope that entered it keeps it alive).
 struct WaitLimits {
   StopState* stop = nullptr;  // never null in a context
-  std::int64_t deadline_ns = INT64_MAX;  // steady_clock nanoseconds; INT64_MAX: none
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 // A value's header. Lives as long as the value; destroyed (with the value) only through

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <mutex>
 #include <thread>
@@ -228,11 +229,7 @@ Descriptor::WaitResult Descriptor::Wait(Direction direction,
                                         int* error) {
   // Every wait is interruptible: the caller's execution context bounds it.
   const spindle::internal::WaitLimits* limits = spindle::internal::CurrentWaitLimits();
-  if (limits != nullptr) {
-    const std::chrono::steady_clock::time_point limit{
-        std::chrono::nanoseconds(limits->deadline_ns)};
-    if (limit < deadline) deadline = limit;
-  }
+  if (limits != nullptr) deadline = std::min(deadline, limits->deadline);
   FiberEntity* self = spindle::internal::GetCurrentFiberEntity();
   if (self != nullptr && !self->is_master() && self->scheduling_group != nullptr) {
     return WaitAsFiber(direction, deadline, limits, error);

@@ -37,6 +37,7 @@
 
 #include "sync/internal/timed_waiter.h"
 
+#include <algorithm>
 #include <mutex>
 #include <thread>
 
@@ -59,8 +60,7 @@ TimedWaiter::TimedWaiter() : fiber_(CurrentFiberOrNull()) {}
 
 TimedWaiter::Result TimedWaiter::WaitInterruptibly(TimerClock::time_point deadline,
                                                    WaitKind kind, const WaitLimits* limits) {
-  const TimerClock::time_point limit{std::chrono::nanoseconds(limits->deadline_ns)};
-  if (limit < deadline) deadline = limit;
+  deadline = std::min(deadline, limits->deadline);
   StopState* stop = limits->stop;
   if (stop != nullptr) {
     cancel_node_.run = &TimedWaiter::OnCancel;
