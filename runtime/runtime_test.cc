@@ -351,10 +351,13 @@ TEST_P(RuntimeIdleTest, IdleWorkersUseNoCpu) {
   std::printf("idle runtime (4 workers, strategy %s): %.4f CPU-seconds in 1 s\n",
               spindle::testing::TestStrategy().c_str(), used);
   EXPECT_LT(used, 0.05) << "idle workers used " << used << " s of CPU in 1 s";
-  // No worker woke up and slept again on a timer of its own (a poll every few ms
-  // would show here, however little CPU each costs).
+  // No worker woke up and slept again on a timer of its own: a poll every 250 ms or
+  // more often would show here (4 or more sleeps), however little CPU each costs. A
+  // few are the work's tail: the window opens once one worker has slept, and a sibling
+  // may still take a wake-up posted during the work (a thief's, or under chaos a push
+  // sent to another group), find nothing and sleep again (3 seen under ASan + chaos).
   for (std::size_t w = 0; w < sleeps_after.size(); ++w) {
-    EXPECT_LE(sleeps_after[w] - sleeps_before[w], 2u) << "worker " << w;
+    EXPECT_LE(sleeps_after[w] - sleeps_before[w], 3u) << "worker " << w;
   }
 }
 
