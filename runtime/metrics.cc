@@ -36,6 +36,8 @@ void Accumulate(GroupMetrics& into, const GroupMetrics& from) {
   into.sleeps += from.sleeps;
   into.spurious_wakeups += from.spurious_wakeups;
   into.timers_fired += from.timers_fired;
+  into.hogs += from.hogs;
+  into.hog_fibers_moved += from.hog_fibers_moved;
   into.reactor_polls += from.reactor_polls;
   into.reactor_events += from.reactor_events;
   into.run_queue_spills += from.run_queue_spills;
@@ -59,6 +61,8 @@ GroupMetrics GroupSince(const GroupMetrics& now, const GroupMetrics& before) {
   d.sleeps = Minus(now.sleeps, before.sleeps);
   d.spurious_wakeups = Minus(now.spurious_wakeups, before.spurious_wakeups);
   d.timers_fired = Minus(now.timers_fired, before.timers_fired);
+  d.hogs = Minus(now.hogs, before.hogs);
+  d.hog_fibers_moved = Minus(now.hog_fibers_moved, before.hog_fibers_moved);
   d.reactor_polls = Minus(now.reactor_polls, before.reactor_polls);
   d.reactor_events = Minus(now.reactor_events, before.reactor_events);
   d.run_queue_spills = Minus(now.run_queue_spills, before.run_queue_spills);
@@ -110,6 +114,8 @@ RuntimeMetrics GetRuntimeMetrics() {
     m.steals_in_same_node = group.stats().steals_in_same_node();
     m.steals_in_cross_node = group.stats().steals_in_cross_node();
     m.steals_out = group.stats().steals_out();
+    m.hogs = group.stats().hogs_reported();
+    m.hog_fibers_moved = group.stats().hog_fibers_moved();
     const internal::StrategyStats stats = group.strategy()->stats();
     m.steals_in_group = stats.steals_in_group;
     m.wakeups = stats.wakeups;
@@ -189,6 +195,13 @@ std::string FormatPrometheus(const RuntimeMetrics& metrics) {
             &GroupMetrics::spurious_wakeups);
   per_group("spindle_timers_fired_total", "counter",
             "Timers fired by the group's timer thread.", &GroupMetrics::timers_fired);
+  per_group("spindle_hogs_total", "counter",
+            "Fibers that held a worker past --fiber_hog_report_ms without switching.",
+            &GroupMetrics::hogs);
+  per_group("spindle_hog_fibers_moved_total", "counter",
+            "Fibers moved from behind a fiber that held its worker to where its "
+            "siblings take them.",
+            &GroupMetrics::hog_fibers_moved);
   per_group("spindle_reactor_polls_total", "counter",
             "epoll_wait calls of the group's IO reactor (since process start).",
             &GroupMetrics::reactor_polls);

@@ -66,6 +66,11 @@ struct GroupMetrics {
   std::uint64_t sleeps = 0;                // summed over its workers
   std::uint64_t spurious_wakeups = 0;      // summed over its workers
   std::uint64_t timers_fired = 0;          // by its TimerWorker
+  // Fibers that held a worker past --fiber_hog_report_ms without switching (each
+  // reported once, with its stack, as a glog WARNING), and fibers moved from behind
+  // such a fiber to where its siblings take them (--fiber_hog_rescue_ms; v2).
+  std::uint64_t hogs = 0;
+  std::uint64_t hog_fibers_moved = 0;
   // The group's IO reactor, if io/ is used: epoll_wait calls and descriptor
   // events (since the process started: a reactor outlives runtimes).
   std::uint64_t reactor_polls = 0;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include "fiber/internal/fiber_entity.h"
 #include "fiber/internal/spinlock.h"
@@ -51,6 +52,7 @@ void FiberWorker::Run() {
   const std::string name = "spindle-g" + std::to_string(group_->index()) + "w" +
                            std::to_string(index_);
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+  kernel_thread_id_.store(static_cast<int>(gettid()), std::memory_order_relaxed);
   if (!cpus_.empty()) SetCurrentThreadAffinity(cpus_, affinity_cpus_);
   *CurrentWorkerSlot() = this;
   MarkThisThreadAsRuntimeThread(true);
@@ -63,12 +65,15 @@ void FiberWorker::Run() {
     ChaosBindWorker(group_->index(), index_);  // chaos mode's decisions, reproducibly
   }
   FiberEntity* master = GetMasterFiberEntity();
+  BusyPoll& progress = group_->busy_poll();  // what the hog monitor reads
   for (;;) {
+    progress.NoteIdle(index_, true);
     FiberEntity* fiber = idle_.FindRunnable();
     if (fiber == nullptr) {
       if (group_->stopping()) break;
       continue;
     }
+    progress.NoteIdle(index_, false);
     master->SwitchTo(fiber);
   }
   group_->BindWorkerThread(SchedulingGroup::kNoWorker);

@@ -3,6 +3,9 @@
 #ifndef SPINDLE_RUNTIME_INTERNAL_FIBER_WORKER_H_
 #define SPINDLE_RUNTIME_INTERNAL_FIBER_WORKER_H_
 
+#include <pthread.h>
+
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <thread>
@@ -41,6 +44,10 @@ class FiberWorker final {
 
   SchedulingGroup* group() const { return group_; }
   std::size_t index() const { return index_; }
+  // The worker's thread, between Start() and Join() (the hog monitor signals it), and
+  // its kernel id (0 until the thread has begun; the monitor reads its state).
+  pthread_t thread_handle() { return thread_.native_handle(); }
+  const std::atomic<int>& kernel_thread_id() const { return kernel_thread_id_; }
 
  private:
   void Run();
@@ -51,6 +58,7 @@ class FiberWorker final {
   const std::vector<int> affinity_cpus_;  // FiberWorkerOptions::affinity_cpus
   IdlePath idle_;
   std::thread thread_;
+  std::atomic<int> kernel_thread_id_{0};  // relaxed: a value for /proc look-ups only
 };
 
 // The worker whose thread calls this, or nullptr on other threads. Out of line and never

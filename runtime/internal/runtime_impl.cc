@@ -63,6 +63,12 @@ void Runtime::Start(const RuntimeOptions& options) {
   }
   g_runtime.store(runtime, std::memory_order_release);
   for (auto& worker : runtime->workers_) worker->Start();
+  std::vector<MonitoredWorker> watched;
+  for (auto& worker : runtime->workers_) {
+    watched.push_back({worker->group(), worker->index(), worker->thread_handle(),
+                       &worker->kernel_thread_id()});
+  }
+  runtime->hog_monitor_ = std::make_unique<HogMonitor>(runtime->hog_options_, std::move(watched));
 }
 
 void Runtime::Terminate() {
@@ -76,6 +82,8 @@ void Runtime::Terminate() {
   // A plain thread may still be finishing the wake-up of a fiber that has since run to
   // its end: it must leave the strategy before we free it.
   WaitForForeignProducers();
+  // No fiber is left to watch (it watched the drain: a hog may have held it up).
+  runtime->hog_monitor_.reset();
   for (auto& group : runtime->groups_) group->strategy()->Stop();
   for (auto& worker : runtime->workers_) worker->Join();
   // No worker runs; the timer threads stopped before we were called.
@@ -99,6 +107,8 @@ Runtime::Runtime(const RuntimeOptions& options) {
   const std::string error = ComputeRuntimeLayout(options, &layout_);
   CHECK(error.empty()) << error;  // validated by the caller
   group_size_ = layout_.groups.front().workers;
+  hog_options_.report = options.hog_report;
+  hog_options_.rescue = options.hog_rescue;
   BuildGroups(options);
   BuildWorkers(options);
   std::ostringstream line;

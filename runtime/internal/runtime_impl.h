@@ -11,6 +11,7 @@
 #include "runtime/internal/fiber_worker.h"
 #include "runtime/internal/group/fiber_desc.h"
 #include "runtime/internal/group/scheduling_group.h"
+#include "runtime/internal/hog_monitor.h"
 #include "runtime/internal/runtime_options.h"
 
 namespace spindle::internal {
@@ -57,6 +58,10 @@ class Runtime {
 
   std::vector<std::unique_ptr<SchedulingGroup>> groups_;
   std::vector<std::unique_ptr<FiberWorker>> workers_;
+  // Watches the workers while they run (hog_monitor.h): built after they start,
+  // destroyed before they stop.
+  std::unique_ptr<HogMonitor> hog_monitor_;
+  HogMonitorOptions hog_options_;
   std::size_t group_size_ = 0;
   std::atomic<std::size_t> next_group_{0};
   RuntimeLayout layout_;

@@ -77,8 +77,22 @@ DEFINE_int32(fiber_dump_signal, 0,
              "A signal number that makes the runtime write the fiber dump (DumpFibers()) "
              "to stderr, e.g. 12 for SIGUSR2 (default 0 = none). Range [0, 64]; "
              "SIGKILL, SIGSTOP and the synchronous fault signals (SIGSEGV, SIGBUS, "
-             "SIGFPE, SIGILL) are refused. The dump runs on a runtime thread, not in the "
-             "handler.");
+             "SIGFPE, SIGILL) are refused, and SIGURG (23) while --fiber_hog_report_ms "
+             "is on (it reads a hog's stack). The dump runs on a runtime thread, not in "
+             "the handler.");
+
+DEFINE_uint64(fiber_hog_report_ms, 1000,
+              "A fiber that runs this many milliseconds without switching (it computes, "
+              "or blocks its thread in a system call) is reported once as a warning with "
+              "its id, worker and stack, read by a SIGURG sent to that worker's thread, "
+              "and counted in spindle_hogs_total. Spindle does not preempt fibers. "
+              "Default 1000; range [0, 3600000], 0 = never report.");
+DEFINE_uint64(fiber_hog_rescue_ms, 10,
+              "When a fiber has run this many milliseconds without switching, the "
+              "fibers queued behind it on its worker (v2: its runnext slot and local "
+              "queue) move to its group's shared queue, where its sibling workers take "
+              "them. Default 10; range [0, 60000], 0 = never (then only idle siblings "
+              "steal them).");
 
 DEFINE_uint64(fiber_ready_latency_sample_period, 64,
               "The ready-to-run latency (GetRuntimeMetrics()) times one fiber readiness "
@@ -106,6 +120,8 @@ namespace {
 
 constexpr std::size_t kMaxConcurrency = 1024;
 constexpr std::uint64_t kMaxTerminateGraceMs = 86400000;
+constexpr std::uint64_t kMaxHogReportMs = 3600000;
+constexpr std::uint64_t kMaxHogRescueMs = 60000;
 constexpr int kMaxSignal = 64;
 constexpr std::uint64_t kMaxReadySamplePeriod = 65536;
 constexpr std::size_t kMaxSpinTimeUs = 10000;
@@ -228,6 +244,8 @@ RuntimeOptions RuntimeOptionsFromFlags() {
   options.cross_numa_work_stealing_ratio = FLAGS_fiber_cross_numa_work_stealing_ratio;
   options.terminate_grace = std::chrono::milliseconds(FLAGS_fiber_terminate_grace_ms);
   options.dump_signal = FLAGS_fiber_dump_signal;
+  options.hog_report = std::chrono::milliseconds(FLAGS_fiber_hog_report_ms);
+  options.hog_rescue = std::chrono::milliseconds(FLAGS_fiber_hog_rescue_ms);
   options.chaos_seed = FLAGS_fiber_chaos_seed;
   options.ready_latency_sample_period = FLAGS_fiber_ready_latency_sample_period;
   options.log_layout = FLAGS_fiber_log_layout;
@@ -281,6 +299,23 @@ std::string ValidateRuntimeOptions(const RuntimeOptions& options) {
     return "--fiber_dump_signal=" + std::to_string(options.dump_signal) +
            " is invalid: expected a signal number in [0, " + std::to_string(kMaxSignal) +
            "] (0 = none), not SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGFPE or SIGILL";
+  }
+  if (static_cast<std::uint64_t>(options.hog_report.count()) > kMaxHogReportMs) {
+    return "--fiber_hog_report_ms=" + std::to_string(options.hog_report.count()) +
+           " is invalid: expected milliseconds in [0, " + std::to_string(kMaxHogReportMs) +
+           "] (0 = never report)";
+  }
+  if (static_cast<std::uint64_t>(options.hog_rescue.count()) > kMaxHogRescueMs) {
+    return "--fiber_hog_rescue_ms=" + std::to_string(options.hog_rescue.count()) +
+           " is invalid: expected milliseconds in [0, " + std::to_string(kMaxHogRescueMs) +
+           "] (0 = never)";
+  }
+  if (options.dump_signal == SIGURG && options.hog_report.count() > 0) {
+    return "--fiber_dump_signal=" + std::to_string(options.dump_signal) +
+           " is invalid with --fiber_hog_report_ms=" +
+           std::to_string(options.hog_report.count()) +
+           ": SIGURG reads a hog's stack; choose another signal (e.g. 12, SIGUSR2) or "
+           "--fiber_hog_report_ms=0";
   }
   if (!kTestSeams && options.chaos_seed != 0) {
     return "--fiber_chaos_seed=" + std::to_string(options.chaos_seed) +

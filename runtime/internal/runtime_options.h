@@ -26,6 +26,8 @@ DECLARE_uint64(fiber_work_stealing_ratio);
 DECLARE_uint64(fiber_cross_numa_work_stealing_ratio);
 DECLARE_uint64(fiber_terminate_grace_ms);
 DECLARE_int32(fiber_dump_signal);
+DECLARE_uint64(fiber_hog_report_ms);
+DECLARE_uint64(fiber_hog_rescue_ms);
 DECLARE_uint64(fiber_chaos_seed);
 DECLARE_uint64(fiber_ready_latency_sample_period);
 DECLARE_bool(fiber_log_layout);
@@ -52,6 +54,11 @@ struct RuntimeOptions {
   // again after each further such interval; 0 = never.
   std::chrono::milliseconds terminate_grace{10000};
   int dump_signal = 0;  // 0 = no signal dumps the fibers
+  // The hog monitor (hog_monitor.h): a fiber that holds its worker this long without
+  // switching is reported once; 0 = never.
+  std::chrono::milliseconds hog_report{1000};
+  // ... and after this long the fibers queued behind it move to its siblings; 0 = never.
+  std::chrono::milliseconds hog_rescue{10};
   std::uint64_t chaos_seed = 0;  // chaos scheduling (chaos.h); 0 = off
   // One readiness in this many is timed (a power of two; SchedulingGroup).
   std::uint64_t ready_latency_sample_period = 64;

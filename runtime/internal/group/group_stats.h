@@ -60,17 +60,34 @@ class GroupStats {
                       : 0);
     }
   }
+  // Worker `worker` (its own thread) yielded and kept running: nothing else was ready.
+  // Only for the hog monitor's RunProgress (the fiber offered its worker up). Off the
+  // switching path: a yield that switches counts in NoteRun.
+  void NoteKeptRunning(std::size_t worker) { cells_[worker].kept_running.Add(1); }
   // A worker of this group stole `n` entries from a group on its node (or not).
   void CountStealIn(bool same_node, std::uint64_t n = 1) {
     (same_node ? steals_in_same_node_ : steals_in_cross_node_).Add(n);
   }
   // Another group stole `n` of ours.
   void CountStealOut(std::uint64_t n = 1) { steals_out_.Add(n); }
+  // The hog monitor (its own thread): a fiber of ours reported for holding its worker,
+  // and `n` fibers moved from behind such a fiber to where its siblings take them.
+  void CountHogReported() { hogs_reported_.Add(1); }
+  void CountHogFibersMoved(std::uint64_t n) { hog_fibers_moved_.Add(n); }
 
   // ---- Reading (relaxed snapshots, any thread).
 
   std::uint64_t fibers_run() const;  // fibers made Running by our workers
   std::uint64_t fibers_run(std::size_t worker) const { return cells_[worker].fibers_run.Read(); }
+  // Worker `worker`'s scheduling points: fibers made Running, yields that kept running
+  // and children its fiber ran inline through join() (a fork-join loop is not stuck).
+  // A value that stays put while the worker is not in its idle path means one fiber has
+  // held it all along without one (the hog monitor; relaxed snapshots).
+  std::uint64_t RunProgress(std::size_t worker) const {
+    const WorkerCells& cells = cells_[worker];
+    return cells.fibers_run.Read() + cells.kept_running.Read() +
+           cells.fibers_run_inline.Read();
+  }
   std::uint64_t fibers_started() const;
   // New fibers given a stack here (their first run), and fibers started here that a
   // joiner ran inline (they never get a stack).
@@ -79,6 +96,8 @@ class GroupStats {
   std::uint64_t steals_in_same_node() const { return steals_in_same_node_.Read(); }
   std::uint64_t steals_in_cross_node() const { return steals_in_cross_node_.Read(); }
   std::uint64_t steals_out() const { return steals_out_.Read(); }
+  std::uint64_t hogs_reported() const { return hogs_reported_.Read(); }
+  std::uint64_t hog_fibers_moved() const { return hog_fibers_moved_.Read(); }
   // Ready-to-run latency samples (nanoseconds; see StampReady()) of all workers, or of
   // worker `worker`.
   HistogramSnapshot ready_latency() const;
@@ -143,6 +162,7 @@ class GroupStats {
     SingleWriterCounter fibers_started;
     SingleWriterCounter fibers_begun;
     SingleWriterCounter fibers_run_inline;
+    SingleWriterCounter kept_running;  // NoteKeptRunning()
     SingleWriterHistogram ready_latency;  // nanoseconds
     std::uint32_t ready_tick = 0;  // StampReadyOn()'s count of readinesses
   };
@@ -184,6 +204,8 @@ class GroupStats {
   ThreadCounter steals_in_same_node_;
   ThreadCounter steals_in_cross_node_;
   ThreadCounter steals_out_;
+  ThreadCounter hogs_reported_;
+  ThreadCounter hog_fibers_moved_;
 };
 
 }  // namespace spindle::internal

@@ -176,7 +176,10 @@ __attribute__((always_inline)) inline void SwitchToNext(FiberEntity* self, std::
   // Taken and made Running before self's lock is taken: the yielder holds no lock while
   // it waits for next's (see "Yielding" at the top).
   FiberEntity* next = TakeNextForSwitch<kChaos>(self);
-  if (next == nullptr) return;  // nothing else is ready: keep running
+  if (next == nullptr) {  // nothing else is ready: keep running
+    self->scheduling_group->stats().NoteKeptRunning(self->scheduling_worker);
+    return;
+  }
   self->scheduler_lock.lock();
   self->TransitionJustLocked<FiberState::kRunning, FiberState::kReady>();
   GroupStats::StampReadyAtTick(tick, self);
@@ -221,6 +224,7 @@ __attribute__((always_inline)) inline bool SwapToNext(FiberEntity* self, std::ui
     self->ready_stamp = 0;
     self->TransitionJustLocked<FiberState::kReady, FiberState::kRunning>();
     self->scheduler_lock.unlock();
+    group->stats().NoteKeptRunning(worker);
     return true;
   }
   // 0: a sibling took self too, and waits for our lock: leave for the worker's own
@@ -327,6 +331,9 @@ void DispatchFiber(FiberEntity* self, FiberDesc* desc) ABSL_NO_THREAD_SAFETY_ANA
   // group), so that worker's cells are this thread's.
   group->stats().CountStarted(self->scheduling_worker, 1);
   desc->ready_stamp = 0;  // runs at once: no ready-to-run wait to measure
+  // A fiber made Running on this worker, as NoteRun counts every other (the hog
+  // monitor's progress, GroupStats::RunProgress, must move with it).
+  group->stats().NoteRun(self->scheduling_worker, 0);
   FiberEntity* next = Instantiate(group, desc, self->scheduling_worker);
   next->scheduling_worker = self->scheduling_worker;  // runs on self's worker
   {

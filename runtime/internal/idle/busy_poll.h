@@ -74,6 +74,20 @@ class BusyPoll {
       timers->NoteSleepingUntil(worker, ns);
     }
   }
+  // ---- For the hog monitor (hog_monitor.h): whether worker `worker` is in its idle
+  // path (between fibers, searching or asleep) rather than running a fiber. (Its count
+  // of fibers made Running is GroupStats::RunProgress; the switch count above stays a
+  // plain word: an atomic there made the yield path reload two fields, 5 instructions.)
+  bool InIdlePath(std::size_t worker) const {
+    return per_worker_[worker].idle.load(std::memory_order_relaxed);  // a snapshot
+  }
+  // By worker `worker`'s thread, on entering and leaving its idle path (fiber_worker.cc):
+  // once per idle episode, not per switch. relaxed: the monitor reads a hint, which it
+  // confirms over a whole stall threshold.
+  void NoteIdle(std::size_t worker, bool idle) {
+    per_worker_[worker].idle.store(idle, std::memory_order_relaxed);
+  }
+
   // Makes worker `worker`'s next idle pass poll and fire (FromIdle), e.g. after it woke
   // for its own timer. From that worker's thread.
   void RequestPoll(std::size_t worker) { per_worker_[worker].poll_due = true; }
@@ -96,6 +110,7 @@ class BusyPoll {
   struct alignas(64) PerWorker {
     // Switches and idle passes on this worker: every kPollEvery-th looks at the clock.
     std::uint64_t switches = 0;
+    std::atomic<bool> idle{true};  // NoteIdle(): in the idle path (or not started)
     // Due() said yes, and ParkFiber() could not act on it: the idle path polls and fires.
     bool poll_due = false;
   };

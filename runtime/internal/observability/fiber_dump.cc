@@ -79,17 +79,12 @@ __attribute__((no_sanitize("address", "thread"))) void WalkSavedStack(
       reinterpret_cast<std::uintptr_t>(stack.top()) - FiberControlBlockSize();
   const auto sp = reinterpret_cast<std::uintptr_t>(saved_sp);
   if (sp < low || sp + std::max(kSavedPcOffset, kSavedFpOffset) + sizeof(void*) > high) return;
-  pcs->push_back(reinterpret_cast<void*>(ReadWord(sp + kSavedPcOffset)));
-  std::uintptr_t fp = ReadWord(sp + kSavedFpOffset);
-  std::uintptr_t previous = sp;
-  while (pcs->size() < kMaxFrames && fp > previous && fp % sizeof(void*) == 0 &&
-         fp + 2 * sizeof(void*) <= high) {
-    const std::uintptr_t pc = ReadWord(fp + sizeof(void*));
-    if (pc == 0) break;
-    pcs->push_back(reinterpret_cast<void*>(pc));
-    previous = fp;
-    fp = ReadWord(fp);
-  }
+  void* frames[kMaxFrames];
+  frames[0] = reinterpret_cast<void*>(ReadWord(sp + kSavedPcOffset));
+  const std::size_t n =
+      1 + WalkFramePointers(sp, high, ReadWord(sp + kSavedFpOffset), frames + 1,
+                            kMaxFrames - 1);
+  pcs->assign(frames, frames + n);
 }
 
 // Steps 2-4 of the file comment for one stack; false if it holds no live fiber.
@@ -152,6 +147,22 @@ std::string FormatSeconds(double seconds) {
 
 }  // namespace
 
+__attribute__((no_sanitize("address", "thread"))) std::size_t WalkFramePointers(
+    std::uintptr_t sp, std::uintptr_t high, std::uintptr_t fp, void** out,
+    std::size_t max) {
+  std::size_t n = 0;
+  std::uintptr_t previous = sp;
+  while (n < max && fp > previous && fp % sizeof(void*) == 0 &&
+         fp + 2 * sizeof(void*) <= high) {
+    const std::uintptr_t pc = ReadWord(fp + sizeof(void*));
+    if (pc == 0) break;
+    out[n++] = reinterpret_cast<void*>(pc);
+    previous = fp;
+    fp = ReadWord(fp);
+  }
+  return n;
+}
+
 std::vector<FiberSnapshot> SnapshotFibers(std::size_t max_fibers, std::size_t* total) {
   FiberEntity* current = GetCurrentFiberEntity();
   const FiberEntity* caller =
@@ -186,6 +197,37 @@ std::vector<FiberSnapshot> SnapshotFibers(std::size_t max_fibers, std::size_t* t
   return fibers;
 }
 
+void WriteFiberBlock(std::ostream& out, const FiberSnapshot& fiber) {
+  out << "fiber " << fiber.id << " group ";
+  if (fiber.group >= 0) {
+    out << fiber.group;
+  } else {
+    out << '-';
+  }
+  out << ' ' << DescribeState(fiber);
+  if (fiber.seconds_in_state >= 0) out << " for " << FormatSeconds(fiber.seconds_in_state);
+  if (fiber.is_caller) out << " (this fiber, taking the dump)";
+  out << '\n';
+  if (fiber.pcs.empty()) {
+    out << "  (stack not captured)\n";
+    return;
+  }
+  for (std::size_t i = 0; i < fiber.pcs.size(); ++i) {
+    char symbol[1024];
+    // Every PC is a return address, which points after its call: look up the call
+    // instruction, in case the call ends a function. (On x86-64 the first is the
+    // switch's resume label, or where a signal interrupted a running fiber, not after
+    // a call: one byte back is still inside that function.)
+    const char* name =
+        absl::Symbolize(static_cast<char*>(fiber.pcs[i]) - 1, symbol, sizeof(symbol))
+            ? symbol
+            : "(unknown)";
+    char line[64];
+    std::snprintf(line, sizeof(line), "  #%-2zu %p ", i, fiber.pcs[i]);
+    out << line << name << '\n';
+  }
+}
+
 void WriteFiberDump(std::ostream& out, const std::vector<FiberSnapshot>& fibers,
                     std::size_t live_fibers, std::size_t total,
                     const std::function<void()>& between) {
@@ -201,35 +243,7 @@ void WriteFiberDump(std::ostream& out, const std::vector<FiberSnapshot>& fibers,
         << "shows at most " << fibers.size() << ")\n";
   }
   for (const FiberSnapshot& fiber : fibers) {
-    out << "fiber " << fiber.id << " group ";
-    if (fiber.group >= 0) {
-      out << fiber.group;
-    } else {
-      out << '-';
-    }
-    out << ' ' << DescribeState(fiber);
-    if (fiber.seconds_in_state >= 0) out << " for " << FormatSeconds(fiber.seconds_in_state);
-    if (fiber.is_caller) out << " (this fiber, taking the dump)";
-    out << '\n';
-    if (fiber.pcs.empty()) {
-      out << "  (stack not captured)\n";
-      if (between) between();
-      continue;
-    }
-    for (std::size_t i = 0; i < fiber.pcs.size(); ++i) {
-      char symbol[1024];
-      // Every PC is a return address, which points after its call: look up the call
-      // instruction, in case the call ends a function. (On x86-64 the first is the
-      // switch's resume label, not after a call: one byte back is still inside the
-      // function that switched.)
-      const char* name =
-          absl::Symbolize(static_cast<char*>(fiber.pcs[i]) - 1, symbol, sizeof(symbol))
-              ? symbol
-              : "(unknown)";
-      char line[64];
-      std::snprintf(line, sizeof(line), "  #%-2zu %p ", i, fiber.pcs[i]);
-      out << line << name << '\n';
-    }
+    WriteFiberBlock(out, fiber);
     if (between) between();
   }
   out << "--- end of fiber dump ---\n";

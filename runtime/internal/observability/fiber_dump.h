@@ -47,6 +47,19 @@ void WriteFiberDump(std::ostream& out, const std::vector<FiberSnapshot>& fibers,
                     std::size_t live_fibers, std::size_t total = 0,
                     const std::function<void()>& between = nullptr);
 
+// One fiber's block of WriteFiberDump(): its line (id, group, state, time in it) and
+// its symbolized stack, or "(stack not captured)".
+void WriteFiberBlock(std::ostream& out, const FiberSnapshot& fiber);
+
+// The frame-pointer walk of the dump, for a stack whose frames lie in [sp, high): from
+// frame pointer `fp`, writes each frame's return address to `out` (at most `max`),
+// innermost first, while the chain stays inside the range and grows strictly; returns
+// how many. Reads nothing outside [sp, high) and allocates nothing: callable from a
+// signal handler on the stack's own thread (the hog monitor's capture) or on a stack
+// nobody runs (the dump, under the fiber's lock).
+std::size_t WalkFramePointers(std::uintptr_t sp, std::uintptr_t high, std::uintptr_t fp,
+                              void** out, std::size_t max);
+
 }  // namespace spindle::internal
 
 #endif  // SPINDLE_RUNTIME_INTERNAL_FIBER_DUMP_H_

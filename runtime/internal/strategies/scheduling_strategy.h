@@ -147,6 +147,16 @@ class SchedulingStrategy : public NotifiedQueues {
   // shared queue is worth compacting (GlobalRunQueue::NoteDeadEntries()).
   virtual void NoteDeadEntries() = 0;
 
+  // ---- The hog monitor (hog_monitor.h), from its own thread: worker `worker` has run
+  // one fiber for --fiber_hog_rescue_ms without switching. Moves the entries that only
+  // that worker would take before its siblings do to where busy siblings take from
+  // too, with the producer's wake-up, and returns how many it moved. v2: its runnext
+  // and local queue go to the group's global queue (busy siblings look there every
+  // --fiber_v2_global_check_interval-th take; idle ones at once); its timer inbox stays
+  // (busy siblings already take one entry of a sibling's inbox per take, T0). The
+  // default moves nothing: v1's workers share one queue, relaxed's pick any list.
+  virtual std::size_t RescueStalledWorker(std::size_t /*worker*/) { return 0; }
+
   // ---- Victim side of stealing between groups (callers: other groups' workers).
   // Up to `max` (>= 1) stealable entries, the oldest of one of the victim's queues (v2:
   // up to half of it; relaxed: of each of its lists; v1: one), for a thief that runs the

@@ -208,6 +208,9 @@ StrategyV2::StrategyV2(const SchedulingGroupOptions& options,
     workers_[i]->index = i;
     workers_[i]->inbox_peek = i + 1;
   }
+  // Sized now: a rescue allocates nothing (timer_allocation_test counts every thread's).
+  rescue_entries_.resize(settings.local_queue_capacity + 1);
+  rescue_stealable_.reset(new bool[settings.local_queue_capacity + 1]);
 }
 
 StrategyV2::~StrategyV2() { delete[] workers_; }
@@ -499,6 +502,46 @@ std::uintptr_t StrategyV2::StealFromInboxes(Worker& me, std::size_t worker,
     return grabbed[0];
   }
   return 0;
+}
+
+std::size_t StrategyV2::RescueStalledWorker(std::size_t worker) {
+  if (options_.workers == 1) return 0;  // no sibling to run them: it would only reorder
+  Worker& stalled = *workers_[worker];
+  // relaxed: hints, as a thief's; the CAS and Grab() below decide. Checked first: the
+  // monitor asks every few milliseconds while the fiber runs, mostly about empty queues.
+  if (stalled.runnext.load(std::memory_order_relaxed) == 0 && stalled.local.UnsafeEmpty()) {
+    return 0;
+  }
+  // The monitor's thread is a thief like any sibling: Grab() and the runnext CAS are
+  // the consumers' side of the same protocols (StealInGroup). The entries stay
+  // unclaimed (whoever takes them from the global queue claims them); descriptors their
+  // joiners already ran are dropped here, as PushLocalOverflow() does.
+  std::vector<std::uintptr_t>& moved = rescue_entries_;  // capacity + 1 entries
+  std::size_t n = 0;
+  // runnext first: it would have run before the local queue (T2). relaxed load: a
+  // hint; the acquire CAS decides and pairs with the owner's exchange (as in
+  // StealInGroup).
+  std::uintptr_t next = stalled.runnext.load(std::memory_order_relaxed);
+  if (next != 0 && stalled.runnext.compare_exchange_strong(next, 0, std::memory_order_acquire,
+                                                           std::memory_order_relaxed)) {
+    moved[n++] = next;
+  }
+  // Then the local queue, oldest first, half of what is left at a time.
+  while (n < moved.size()) {
+    const std::size_t got = stalled.local.Grab(moved.data() + n, moved.size() - n, /*half=*/true);
+    if (got == 0) break;
+    n += got;
+  }
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!DropIfRunInline(moved[i])) moved[kept++] = moved[i];
+  }
+  if (kept == 0) return 0;
+  bool* stealable = rescue_stealable_.get();
+  for (std::size_t i = 0; i < kept; ++i) stealable[i] = IsStealable(moved[i]);
+  global_.PushMany(moved.data(), stealable, kept, [this] { Notify(); });
+  Notify();  // as after any push (N1-N5)
+  return kept;
 }
 
 bool StrategyV2::AnyQueued() const {

@@ -76,6 +76,7 @@ class StrategyV2 final : public SchedulingStrategy {
   std::uintptr_t StealInGroup(std::size_t worker) override;
   std::size_t StealBatch(std::uintptr_t* out, std::size_t max) override;
   bool MayHaveStealable() const override;
+  std::size_t RescueStalledWorker(std::size_t worker) override;
   bool TakeBackEntry(std::size_t worker, std::uintptr_t entry) override;
   void NoteDeadEntries() override;
   bool UnsafeEmpty() const override;
@@ -111,6 +112,9 @@ class StrategyV2 final : public SchedulingStrategy {
   // The worker the TimerWorker's next round starts with (EnqueueWoken).
   alignas(64) Atomic<std::size_t> next_woken_{0};
   ThreadCounter steals_in_group_;
+  // RescueStalledWorker()'s, whose one caller is the hog monitor's thread.
+  std::vector<std::uintptr_t> rescue_entries_;
+  std::unique_ptr<bool[]> rescue_stealable_;
   Atomic<std::size_t> next_victim_{0};  // spreads cross-group steals
 };
 
