@@ -6,6 +6,7 @@
 // each and checks every byte that comes back. Every wait has a deadline.
 
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -398,6 +399,84 @@ TEST(EchoServerDeadlineTest, AFrameTrickledBelowTheMinimumRateIsClosed) {
     if (n.ok() || !absl::IsDeadlineExceeded(n.status())) break;
   }
   EXPECT_LT(sent, 400u) << "a trickled frame kept the connection open";
+}
+
+TEST(EchoServerOptionsTest, TheRequestFlagsAreCheckedByName) {
+  EchoServerOptions options;
+  options.reply_delay = -1ms;
+  EXPECT_NE(ValidateEchoServerOptions(options).message().find(
+                "--reply_delay_ms=-1 is out of range: expected an integer in [0, 3600000]"),
+            std::string::npos);
+  options.reply_delay = 0ms;
+  options.request_timeout = 0ms;
+  EXPECT_NE(ValidateEchoServerOptions(options).message().find(
+                "--request_timeout_ms=0 is out of range: expected an integer in [1, 3600000]"),
+            std::string::npos);
+  options.request_timeout = 1ms;
+  EXPECT_TRUE(ValidateEchoServerOptions(options).ok());
+}
+
+// With a reply delay (a handler's slow backend call): each echo waits it first.
+TEST(EchoServerDeadlineTest, AReplyDelayIsWaitedBeforeTheEcho) {
+  testing::ScopedRuntime runtime(2);
+  EchoServerOptions options;
+  options.reply_delay = 50ms;
+  TestServer server(options);
+  io::Stream client = ConnectTo(server.address());
+  const std::string frame = Frame("slow");
+  const auto sent = io::Clock::now();
+  EXPECT_EQ(RoundTrip(client, frame), frame);
+  EXPECT_GE(io::Clock::now() - sent, 50ms);
+  EXPECT_EQ(server.server().stats().requests_cancelled, 0u);
+}
+
+// A client that goes away while its request waits cancels the wait (an hour here):
+// the connection closes at once, nothing is echoed, and it is counted. Closing and
+// half-closing (end of stream) both count as gone.
+TEST(EchoServerDeadlineTest, AClientThatGoesAwayCancelsItsRequest) {
+  testing::ScopedRuntime runtime(2);
+  EchoServerOptions options;
+  options.reply_delay = 1h;
+  options.request_timeout = 3'600'000ms;
+  TestServer server(options);
+  for (const bool half_close : {false, true}) {
+    io::Stream client = ConnectTo(server.address());
+    const std::string frame = Frame("never answered");
+    ASSERT_TRUE(client.WriteAll(frame.data(), frame.size(), io::Clock::now() + kTimeout).ok());
+    ASSERT_TRUE(spindle::testing::WaitFor(
+        [&] { return server.server().stats().live_connections == 1; }));
+    const std::uint64_t before = server.server().stats().requests_cancelled;
+    if (half_close) {
+      ASSERT_EQ(shutdown(client.fd(), SHUT_WR), 0);
+    } else {
+      client = io::Stream();  // closed
+    }
+    EXPECT_TRUE(spindle::testing::WaitFor(
+        [&] { return server.server().stats().requests_cancelled == before + 1; }))
+        << (half_close ? "half-close" : "close") << " did not cancel the request";
+    EXPECT_TRUE(spindle::testing::WaitFor(
+        [&] { return server.server().stats().live_connections == 0; }));
+    if (half_close) {
+      EXPECT_TRUE(ClosedByServer(client));
+    }
+  }
+  EXPECT_EQ(server.server().stats().frames, 0u);
+}
+
+// A request not ready by its deadline (request_timeout from its first byte) has its
+// wait cancelled and its connection closed.
+TEST(EchoServerDeadlineTest, ARequestPastItsDeadlineIsClosed) {
+  testing::ScopedRuntime runtime(2);
+  EchoServerOptions options;
+  options.reply_delay = 1h;
+  options.request_timeout = 100ms;
+  TestServer server(options);
+  io::Stream client = ConnectTo(server.address());
+  const std::string frame = Frame("too slow");
+  ASSERT_TRUE(client.WriteAll(frame.data(), frame.size(), io::Clock::now() + kTimeout).ok());
+  EXPECT_TRUE(ClosedByServer(client));
+  EXPECT_EQ(server.server().stats().requests_timed_out, 1u);
+  EXPECT_EQ(server.server().stats().frames, 0u);
 }
 
 // A client that sends and never reads: the echo's write deadline closes it.

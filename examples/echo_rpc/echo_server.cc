@@ -16,6 +16,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "examples/client_watch.h"
+#include "fiber/execution_context.h"
+#include "fiber/this_fiber.h"
 #include "glog/logging.h"
 
 namespace spindle::examples::echo {
@@ -53,6 +56,7 @@ absl::Status ValidateEchoServerOptions(const EchoServerOptions& options) {
       {"idle_timeout_ms", options.idle_timeout},
       {"frame_timeout_ms", options.frame_timeout},
       {"write_timeout_ms", options.write_timeout},
+      {"request_timeout_ms", options.request_timeout},
   };
   for (const auto& [flag, timeout] : timeouts) {
     if (timeout.count() < 1 || timeout.count() > kMaxTimeoutMs) {
@@ -60,6 +64,11 @@ absl::Status ValidateEchoServerOptions(const EchoServerOptions& options) {
           "--", flag, "=", timeout.count(), " is out of range: expected an integer in [1, ",
           kMaxTimeoutMs, "]"));
     }
+  }
+  if (options.reply_delay.count() < 0 || options.reply_delay.count() > kMaxTimeoutMs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--reply_delay_ms=", options.reply_delay.count(),
+        " is out of range: expected an integer in [0, ", kMaxTimeoutMs, "]"));
   }
   if (options.min_frame_rate < 1 || options.min_frame_rate > kMaxMinFrameRate) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -88,6 +97,8 @@ EchoServerStats EchoServer::stats() const {
   // relaxed: statistics.
   stats.frames = frames_.load(std::memory_order_relaxed);
   stats.bad_frames = bad_frames_.load(std::memory_order_relaxed);
+  stats.requests_cancelled = requests_cancelled_.load(std::memory_order_relaxed);
+  stats.requests_timed_out = requests_timed_out_.load(std::memory_order_relaxed);
   stats.buffer_bytes = buffer_bytes_.load(std::memory_order_relaxed);
   stats.peak_buffer_bytes = peak_buffer_bytes_.load(std::memory_order_relaxed);
   return stats;
@@ -133,6 +144,26 @@ class CountedBuffer {
 
 }  // namespace
 
+bool EchoServer::AwaitReply(io::Stream& stream, io::Deadline request_start) {
+  ExecutionContext::Options request_options;
+  request_options.deadline = request_start + options_.request_timeout;
+  const std::shared_ptr<ExecutionContext> request = ExecutionContext::Create(request_options);
+  bool waited = false;
+  const bool client_gone = RunWatchingClient(stream, request, [&] {
+    waited = this_fiber::SleepFor(options_.reply_delay);  // the "backend call"
+  });
+  // relaxed: statistics.
+  if (client_gone) {
+    requests_cancelled_.fetch_add(1, std::memory_order_relaxed);
+    return false;  // nobody to answer
+  }
+  if (!waited) {
+    requests_timed_out_.fetch_add(1, std::memory_order_relaxed);
+    return false;  // past the request's deadline: closed (no error frame)
+  }
+  return true;
+}
+
 // A std::bad_alloc (a buffer for a large frame) ends this connection only: io::Server
 // catches it around the handler.
 void EchoServer::ServeConnection(io::ServerConnection& connection) {
@@ -145,6 +176,9 @@ void EchoServer::ServeConnection(io::ServerConnection& connection) {
   // The frame in progress must be complete by then (set at its first byte, extended
   // by the bytes that arrive).
   io::Deadline frame_deadline = io::kNoDeadline;
+  // The first byte of the request being read (the frames from begin), for its
+  // handler's deadline (reply_delay).
+  io::Deadline request_start = io::Clock::now();
   const auto per_byte = std::chrono::nanoseconds(1'000'000'000 / options_.min_frame_rate);
   while (true) {
     if (begin + needed > buffer.capacity()) {  // move the partial frame to the front
@@ -169,7 +203,8 @@ void EchoServer::ServeConnection(io::ServerConnection& connection) {
     if (!read.ok() || *read == 0) break;
     if (idle) {
       if (!connection.LeaveIdle()) break;  // the drain closed us first
-      frame_deadline = io::Clock::now() + options_.frame_timeout;
+      request_start = io::Clock::now();
+      frame_deadline = request_start + options_.frame_timeout;
     }
     frame_deadline += per_byte * *read;
     end += *read;
@@ -197,6 +232,7 @@ void EchoServer::ServeConnection(io::ServerConnection& connection) {
       ++frames;
     }
     if (frames_end > begin) {
+      if (options_.reply_delay.count() > 0 && !AwaitReply(stream, request_start)) break;
       if (!stream.WriteAll(buffer.data() + begin, frames_end - begin,
                            io::Clock::now() + options_.write_timeout)
                .ok()) {
@@ -209,8 +245,9 @@ void EchoServer::ServeConnection(io::ServerConnection& connection) {
         // Everything echoed: a buffer a large frame grew goes back to its first size.
         if (buffer.capacity() > kInitialBufferBytes) buffer.Resize(kInitialBufferBytes, 0);
       } else {
-        // The next frame began in this read: its deadline runs from now.
-        frame_deadline = io::Clock::now() + options_.frame_timeout + per_byte * (end - begin);
+        // The next frame began in this read: its deadlines run from now.
+        request_start = io::Clock::now();
+        frame_deadline = request_start + options_.frame_timeout + per_byte * (end - begin);
       }
     }
   }

@@ -38,11 +38,20 @@ struct EchoServerOptions {
   std::chrono::milliseconds frame_timeout{10'000};
   std::size_t min_frame_rate = 1024;  // bytes per second
   std::chrono::milliseconds write_timeout{10'000};
+  // A stand-in for a handler that calls a slow backend: each echo waits this long first
+  // (0: none). The wait runs in a fiber of its own, in an execution context whose
+  // deadline is request_timeout from the request's first byte (the request: the frames
+  // one read completed), while the connection's fiber watches the socket: a client that
+  // closes or resets cancels it, and one that is not answered by the deadline is closed
+  // (the protocol has no error frame).
+  std::chrono::milliseconds reply_delay{0};
+  std::chrono::milliseconds request_timeout{10'000};
 };
 
 // OK, or InvalidArgument naming the flag (--max_payload_bytes, --max_connections,
 // --drain_timeout_ms, --idle_timeout_ms, --frame_timeout_ms, --min_frame_rate,
-// --write_timeout_ms), its value and the accepted range.
+// --write_timeout_ms, --reply_delay_ms, --request_timeout_ms), its value and the
+// accepted range.
 absl::Status ValidateEchoServerOptions(const EchoServerOptions& options);
 
 // Counters since construction; relaxed snapshots, exact once the server is quiet.
@@ -50,6 +59,10 @@ struct EchoServerStats {
   std::uint64_t connections_accepted = 0;
   std::uint64_t frames = 0;      // echoed
   std::uint64_t bad_frames = 0;  // over max_payload_bytes
+  // With a reply_delay: requests whose client went away while they waited (their
+  // handler cancelled), and requests not answered by their deadline (closed).
+  std::uint64_t requests_cancelled = 0;
+  std::uint64_t requests_timed_out = 0;
   std::uint64_t live_connections = 0;
   // Buffer bytes the connections hold now. A connection's buffer grows with the bytes
   // of a frame as they arrive (never ahead of them: at most twice what arrived) and
@@ -88,10 +101,16 @@ class EchoServer {
   // One connection's loop; throws std::bad_alloc when a buffer cannot grow (io::Server
   // then closes that connection).
   void ServeConnection(io::ServerConnection& connection);
+  // The request's handler (reply_delay) while this fiber watches the client: true if
+  // the echo may go out; false if the client went away or the request's deadline
+  // (request_timeout from `request_start`) passed first (counted; the caller closes).
+  bool AwaitReply(io::Stream& stream, io::Deadline request_start);
 
   const EchoServerOptions options_;
   std::atomic<std::uint64_t> frames_{0};      // relaxed: a statistic
   std::atomic<std::uint64_t> bad_frames_{0};  // relaxed: a statistic
+  std::atomic<std::uint64_t> requests_cancelled_{0};  // relaxed: a statistic
+  std::atomic<std::uint64_t> requests_timed_out_{0};  // relaxed: a statistic
   std::atomic<std::uint64_t> buffer_bytes_{0};       // relaxed: a statistic
   std::atomic<std::uint64_t> peak_buffer_bytes_{0};  // relaxed: a statistic
   io::Server server_;

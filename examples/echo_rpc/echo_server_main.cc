@@ -2,7 +2,8 @@
 //
 // echo_server --listen=HOST:PORT [--max_payload_bytes=N] [--max_connections=N]
 //             [--drain_timeout_ms=N] [--idle_timeout_ms=N] [--frame_timeout_ms=N]
-//             [--min_frame_rate=N] [--write_timeout_ms=N] [--fiber_* flags]
+//             [--min_frame_rate=N] [--write_timeout_ms=N] [--reply_delay_ms=N]
+//             [--request_timeout_ms=N] [--fiber_* flags]
 //
 // Serves the echo RPC protocol (echo_protocol.h) until SIGTERM or SIGINT, then closes
 // every connection between frames, lets one in the middle of a frame finish it, and
@@ -43,6 +44,14 @@ DEFINE_uint64(min_frame_rate, 1024,
 DEFINE_int64(write_timeout_ms, 10000,
              "A client must take each echo within this many milliseconds, or the "
              "connection closes (range [1, 3600000])");
+DEFINE_int64(reply_delay_ms, 0,
+             "Each echo waits this many milliseconds first, a stand-in for a handler "
+             "that calls a slow backend; a client that goes away meanwhile cancels the "
+             "wait (range [0, 3600000]; 0 = none)");
+DEFINE_int64(request_timeout_ms, 10000,
+             "A request (the frames one read completed) must be ready to echo within "
+             "this many milliseconds of its first byte, or its wait is cancelled and "
+             "the connection closes (range [1, 3600000])");
 
 namespace {
 
@@ -72,6 +81,8 @@ int main(int argc, char** argv) {
   options.frame_timeout = std::chrono::milliseconds(FLAGS_frame_timeout_ms);
   options.min_frame_rate = FLAGS_min_frame_rate;
   options.write_timeout = std::chrono::milliseconds(FLAGS_write_timeout_ms);
+  options.reply_delay = std::chrono::milliseconds(FLAGS_reply_delay_ms);
+  options.request_timeout = std::chrono::milliseconds(FLAGS_request_timeout_ms);
   if (const absl::Status status = spindle::examples::echo::ValidateEchoServerOptions(options);
       !status.ok()) {
     Fail(std::string(status.message()));
@@ -95,7 +106,9 @@ int main(int argc, char** argv) {
 
   const auto stats = server.stats();
   std::printf("echo_server: stopped; %" PRIu64 " connections, %" PRIu64
-              " frames echoed (%" PRIu64 " refused)\n",
-              stats.connections_accepted, stats.frames, stats.bad_frames);
+              " frames echoed (%" PRIu64 " refused); %" PRIu64 " requests cancelled, %" PRIu64
+              " timed out\n",
+              stats.connections_accepted, stats.frames, stats.bad_frames,
+              stats.requests_cancelled, stats.requests_timed_out);
   return 0;
 }

@@ -12,10 +12,7 @@
 
 #include "examples/http_server/http_connection.h"
 
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstring>
@@ -25,6 +22,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "examples/client_watch.h"
 #include "fiber/execution_context.h"
 #include "fiber/fiber.h"
 #include "fiber/this_fiber.h"
@@ -423,10 +421,9 @@ void HttpConnection::AnswerRequest(bool keep_alive) {
 
 // GET /wait?ms=N, a stand-in for a handler that calls a slow backend. The handler runs
 // in a fiber of its own, in an execution context with the request's deadline, while
-// this fiber watches the socket in a second context (`watch`) that the handler cancels
-// when it is done: the client's end of stream (or the drain closing the connection)
-// cancels the request, and nobody is answered. Readable data that is not the end of
-// stream is the client's next request (pipelined): the client is there; stop watching.
+// this fiber watches the socket (RunWatchingClient, examples/client_watch.h): the
+// client's end of stream (or the drain closing the connection) cancels the request,
+// and nobody is answered.
 void HttpConnection::AnswerWait(bool keep_alive) {
   const HttpServerOptions& options = server_->options();
   const absl::string_view target = url_;
@@ -442,30 +439,10 @@ void HttpConnection::AnswerWait(bool keep_alive) {
   ExecutionContext::Options request_options;
   request_options.deadline = request_start_ + options.request_timeout;
   const std::shared_ptr<ExecutionContext> request = ExecutionContext::Create(request_options);
-  const std::shared_ptr<ExecutionContext> watch = ExecutionContext::Create();
   bool slept = false;
-  Fiber handler([&] {
-    ScopedExecutionContext scope(request);
+  const bool client_gone = RunWatchingClient(stream_, request, [&] {
     slept = this_fiber::SleepFor(std::chrono::milliseconds(ms));  // the "backend call"
-    watch->Cancel();
   });
-  bool client_gone = false;
-  {
-    ScopedExecutionContext scope(watch);
-    absl::Status readable;
-    while ((readable = stream_.WaitReadable(io::kNoDeadline)).ok()) {
-      char byte;
-      const ssize_t peeked = recv(stream_.fd(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-      if (peeked > 0) break;  // the next request: the client is there
-      if (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
-      client_gone = true;  // end of stream, or an error (a reset)
-      break;
-    }
-    // Not the watch's cancellation (the handler's end): the connection is closed.
-    if (!readable.ok() && !absl::IsCancelled(readable)) client_gone = true;
-  }
-  if (client_gone) request->Cancel();
-  handler.join();
   if (client_gone) {
     server_->CountCancelled();
     close_after_answer_ = true;  // nobody to answer: the connection ends
