@@ -307,16 +307,22 @@ void StrategyV2::PushLocalOverflow(Worker& me, std::uintptr_t entry) {
   const std::size_t half = me.local.capacity() / 2 + 1;
   std::uintptr_t* moved = me.overflow_buffer.get();  // half + 1 entries
   const std::size_t grabbed = me.local.Grab(moved, half, /*half=*/true);
+  moved[grabbed] = entry;
+  PushLiveToGlobal(moved, grabbed + 1, me.overflow_stealable.get());
+}
+
+std::size_t StrategyV2::PushLiveToGlobal(std::uintptr_t* entries, std::size_t n,
+                                         bool* stealable) {
   // Descriptors whose joiners ran them inline (and could not take them back) end here
   // rather than costing the global queue capacity.
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < grabbed; ++i) {
-    if (!DropIfRunInline(moved[i])) moved[n++] = moved[i];
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!DropIfRunInline(entries[i])) entries[kept++] = entries[i];
   }
-  moved[n++] = entry;
-  bool* stealable = me.overflow_stealable.get();
-  for (std::size_t i = 0; i < n; ++i) stealable[i] = IsStealable(moved[i]);
-  global_.PushMany(moved, stealable, n, [this] { Notify(); });
+  if (kept == 0) return 0;
+  for (std::size_t i = 0; i < kept; ++i) stealable[i] = IsStealable(entries[i]);
+  global_.PushMany(entries, stealable, kept, [this] { Notify(); });
+  return kept;
 }
 
 // ---- Worker side.
@@ -514,8 +520,7 @@ std::size_t StrategyV2::RescueStalledWorker(std::size_t worker) {
   }
   // The monitor's thread is a thief like any sibling: Grab() and the runnext CAS are
   // the consumers' side of the same protocols (StealInGroup). The entries stay
-  // unclaimed (whoever takes them from the global queue claims them); descriptors their
-  // joiners already ran are dropped here, as PushLocalOverflow() does.
+  // unclaimed (whoever takes them from the global queue claims them).
   std::vector<std::uintptr_t>& moved = rescue_entries_;  // capacity + 1 entries
   std::size_t n = 0;
   // runnext first: it would have run before the local queue (T2). relaxed load: a
@@ -532,15 +537,8 @@ std::size_t StrategyV2::RescueStalledWorker(std::size_t worker) {
     if (got == 0) break;
     n += got;
   }
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!DropIfRunInline(moved[i])) moved[kept++] = moved[i];
-  }
-  if (kept == 0) return 0;
-  bool* stealable = rescue_stealable_.get();
-  for (std::size_t i = 0; i < kept; ++i) stealable[i] = IsStealable(moved[i]);
-  global_.PushMany(moved.data(), stealable, kept, [this] { Notify(); });
-  Notify();  // as after any push (N1-N5)
+  const std::size_t kept = PushLiveToGlobal(moved.data(), n, rescue_stealable_.get());
+  if (kept != 0) Notify();  // as after any push (N1-N5)
   return kept;
 }
 

@@ -94,6 +94,10 @@ class StrategyV2 final : public SchedulingStrategy {
   void PushLocal(std::size_t worker, std::uintptr_t entry);
   // PushLocal()'s slow path: `me`'s local queue is full.
   __attribute__((noinline)) void PushLocalOverflow(Worker& me, std::uintptr_t entry);
+  // Pushes entries[0, n) to the global queue in one batch, dropping descriptors their
+  // joiners already ran (entries is compacted; stealable, n long, is scratch); returns
+  // how many went. No Notify(): the caller's push ends with one.
+  std::size_t PushLiveToGlobal(std::uintptr_t* entries, std::size_t n, bool* stealable);
   // Enqueue() from a thread that is none of our workers: the global queue.
   __attribute__((noinline)) void EnqueueFromOutside(std::uintptr_t entry, bool stealable);
   // Enqueue()'s place for the entry a new runnext displaced: dropped if its joiner ran
