@@ -41,17 +41,28 @@ TEST_P(SyncExtraTest, SeqLockReadersNeverSeeATornValue) {
   SeqLock<Quad> seqlock(Quad{{0, 0, 0, 0}});
   std::atomic<bool> stop{false};
   std::atomic<long> torn{0}, reads{0};
+  std::atomic<int> readers_reading{0};
   auto reader = [&] {
-    while (!stop.load()) {
+    bool first = true;
+    do {
       const Quad q = seqlock.Load();
       if (q.w[0] != q.w[1] || q.w[1] != q.w[2] || q.w[2] != q.w[3]) ++torn;
       ++reads;
+      if (first) {
+        first = false;
+        ++readers_reading;
+      }
       this_fiber::Yield();
-    }
+    } while (!stop.load());
   };
   std::vector<Fiber> readers;
   for (int i = 0; i < 6; ++i) readers.emplace_back(reader);
   std::thread thread_reader(reader);
+  // The writers start once every reader has read (each one then loops until the
+  // writers are done), so every reader is reading while they write, however the threads
+  // are scheduled.
+  EXPECT_TRUE(WaitFor([&] { return readers_reading.load() == 7; }))
+      << readers_reading.load() << " of 7 readers ever ran";
   auto writer = [&](std::uint64_t base) {
     for (std::uint64_t i = 1; i <= Scaled(20000); ++i) {
       const std::uint64_t v = base + i;
@@ -67,7 +78,7 @@ TEST_P(SyncExtraTest, SeqLockReadersNeverSeeATornValue) {
   for (auto& r : readers) r.join();
   thread_reader.join();
   EXPECT_EQ(torn.load(), 0);
-  EXPECT_GT(reads.load(), 0);
+  EXPECT_GE(reads.load(), 7);
 }
 
 // Writers make progress under a flood of readers that always overlap each other.

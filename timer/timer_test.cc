@@ -113,19 +113,37 @@ TEST(TimerTest, APeriodicTimerThatFellBehindMakesEveryCallItOwesAtOnce) {
 }
 
 // KillTimer racing the expiry, 1e4 times: the callback runs at most once, and exactly
-// when KillTimer says it did not prevent it. Both outcomes must occur, or the race was
-// not exercised; how long a timer takes to fire depends on the machine (under TSan it
-// can take longer than the widest spin below, and every kill then wins), so the spin's
-// range widens whenever a stretch of rounds saw no call, and rounds run until both
-// outcomes were seen (at most 20 s; past 5 s, fewer rounds than the usual are enough).
+// when KillTimer says it did not prevent it. Each outcome is first forced (a kill long
+// before the expiry prevents the call; a kill after the call was seen to run does not),
+// so both answers are checked however fast the machine is. Then the two race; the
+// racing rounds must see both outcomes too, or they did not race. How long a timer
+// takes to fire depends on the machine (under TSan it can take longer than the widest
+// spin below, and every kill then wins), so the spin's range widens whenever a stretch
+// of rounds saw no call, and rounds run until both outcomes were seen (at most 20 s;
+// past 5 s, fewer rounds than the usual are enough).
 TEST(TimerTest, KillRacingExpiryReportsWhatHappened) {
   const int rounds = static_cast<int>(Scaled(10000));
   constexpr int kMaxRounds = 1000000;
+  constexpr int kForcedRounds = 20;
   std::vector<std::atomic<int>> ran(kMaxRounds);
   std::vector<char> prevented(kMaxRounds);
+  std::vector<std::atomic<int>> forced_early_ran(kForcedRounds);
+  std::vector<std::atomic<int>> forced_late_ran(kForcedRounds);
   int done = 0;
   {
     ScopedRuntime runtime(2);
+    for (int i = 0; i < kForcedRounds; ++i) {
+      const std::uint64_t early = SetTimer(TimerClock::now() + std::chrono::hours(1),
+                                           [&forced_early_ran, i] { ++forced_early_ran[i]; });
+      EXPECT_TRUE(KillTimer(early)) << "forced round " << i << ": a kill an hour before "
+                                    << "the expiry did not prevent the call";
+      const std::uint64_t late =
+          SetTimer(TimerClock::now(), [&forced_late_ran, i] { ++forced_late_ran[i]; });
+      ASSERT_TRUE(WaitFor([&] { return forced_late_ran[i].load() == 1; }))
+          << "forced round " << i << ": a timer due now never ran";
+      EXPECT_FALSE(KillTimer(late)) << "forced round " << i << ": a kill after the call "
+                                    << "ran says it prevented it";
+    }
     std::mt19937 random(3);
     std::uint64_t spin_range_us = 60;
     int killed_in_stretch = 0;
@@ -155,6 +173,10 @@ TEST(TimerTest, KillRacingExpiryReportsWhatHappened) {
       if (TimerClock::now() > give_up) break;
     }
   }  // TerminateRuntime: every callback that started has finished
+  for (int i = 0; i < kForcedRounds; ++i) {
+    EXPECT_EQ(forced_early_ran[i].load(), 0) << "forced round " << i << ": killed, yet it ran";
+    EXPECT_EQ(forced_late_ran[i].load(), 1) << "forced round " << i;
+  }
   int killed = 0, fired = 0;
   for (int i = 0; i < done; ++i) {
     EXPECT_EQ(ran[i].load(), prevented[i] ? 0 : 1) << "round " << i;

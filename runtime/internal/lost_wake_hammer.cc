@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <random>
 #include <thread>
 
@@ -38,10 +39,16 @@ void BusyWaitMicros(int micros) {
 // still only nanoseconds wide, so a test hook stretches it: every worker pauses 0-3 us
 // right before it marks itself sleeping. (Checked: with the re-check W3 removed from
 // the idle path (v1 at the time), this test failed at round 6295 of the first 10,000.)
+// The pause is drawn below g_pause_below_us: 4 for the hammer; the negative control
+// widens it when its rounds do not find the window (see there).
+std::atomic<int> g_pause_below_us{4};
+
 void PauseBeforeSleep(SchedulerTestPoint point, std::size_t) {
   if (point != SchedulerTestPoint::kBeforeSleep) return;
   thread_local std::minstd_rand random(std::random_device{}());
-  BusyWaitMicros(static_cast<int>(random() % 4));
+  // relaxed: a tuning knob; no other memory is read through it.
+  const int below = g_pause_below_us.load(std::memory_order_relaxed);
+  BusyWaitMicros(static_cast<int>(random() % static_cast<unsigned>(below)));
 }
 
 }  // namespace
@@ -91,7 +98,21 @@ int LostWakeUpHammerNegativeControl(std::size_t workers, int spin_us, int max_ro
   std::mt19937 random(12345);
   std::atomic<int> ran{0};
   int found = 0;
+  // Whether a start lands in the window depends on how the threads are scheduled, which
+  // a loaded or instrumented machine changes: every kWidenEvery rounds that found
+  // nothing, the pause before sleeping doubles (up to 1 ms), so the control still finds
+  // the window there instead of failing on the machine. Without the re-check the
+  // window is still only as wide as the pause; with it, no pause strands a fiber (the
+  // hammer above).
+  constexpr int kWidenEvery = 200000;
+  constexpr int kWidestPauseUs = 1024;
+  g_pause_below_us.store(4, std::memory_order_relaxed);
   for (int round = 1; round <= max_rounds && found == 0; ++round) {
+    if (round % kWidenEvery == 0 &&
+        g_pause_below_us.load(std::memory_order_relaxed) < kWidestPauseUs) {
+      g_pause_below_us.store(2 * g_pause_below_us.load(std::memory_order_relaxed),
+                             std::memory_order_relaxed);
+    }
     BusyWaitMicros(static_cast<int>(random() % static_cast<unsigned>(2 * spin_us + 4)));
     StartFiberDetached([&ran, round] { ran.store(round, std::memory_order_release); });
     int stranded_looks = 0;
@@ -112,6 +133,10 @@ int LostWakeUpHammerNegativeControl(std::size_t workers, int spin_us, int max_ro
   }
   DisableSleepRecheckForTesting(false);
   SetSchedulerTestHook(nullptr);
+  std::printf("negative control: %s at round %d, pausing below %d us before sleeping\n",
+              found > 0 ? "stranded a fiber" : "found nothing", found,
+              g_pause_below_us.load(std::memory_order_relaxed));
+  g_pause_below_us.store(4, std::memory_order_relaxed);
   if (found > 0) {
     StartFiberDetached([] {});  // wakes a worker, which runs it and the stranded one
     EXPECT_TRUE(spindle::testing::WaitFor(

@@ -103,7 +103,9 @@ TEST_P(SchedulingGroupTest, NoLostWakeUpWhenStartingAsWorkersFallAsleep) {
 // this fails, the hammer no longer aims at the window it is meant to cover. One worker:
 // at two, the hammer's rounds found the stranding only after 91,000-188,000 rounds
 // (v1, v2, relaxed); at one, after 1-102,000 (round 1 under chaos), so 2,000,000 rounds
-// (about 8 s here) leave a wide margin.
+// (about 8 s here) leave a wide margin; and past every 200,000 rounds that found
+// nothing, the pause before sleeping doubles, so a machine that schedules the threads
+// so that the usual pause misses the window (a loaded sanitizer lane) still finds it.
 TEST(LostWakeUpHammerControlTest, WithoutTheSleepRecheckTheHammerStrandsAFiber) {
   if constexpr (!kTestSeams) GTEST_SKIP() << "needs the test seams (--config=seams)";
   const int found = LostWakeUpHammerNegativeControl(1, /*spin_us=*/0, 2000000);
