@@ -29,6 +29,7 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <vector>
 
 #include <cxxabi.h>
 #if defined(__x86_64__)
@@ -208,9 +209,19 @@ void FiberEntity::SwitchTo(FiberEntity* target, LandingHook hook) {
   Switch(target, hook, /*leaving_for_good=*/false);
 }
 
-void FiberProc(void* arg) {
+// The entry of every fiber (spindle_make_context's target). Not instrumented by
+// ThreadSanitizer, nor is what it inlines (LeaveForGood's switch): each instrumented
+// function pushes a frame on the TSan fiber's shadow call stack when entered and pops
+// it when it returns, and the frames live at the last switch would never be popped. So
+// everything with memory effects runs in RunToDeath(), which returns first; the TSan
+// fiber then goes back to the pool with an empty shadow stack.
+SPINDLE_NO_SANITIZE_THREAD void FiberProc(void* arg) {
+  FiberEntity::RunToDeath(arg)->LeaveForGood();
+}
+
+__attribute__((noinline)) FiberEntity* FiberEntity::RunToDeath(void* landing) {
   FiberEntity* self = GetCurrentFiberEntity();
-  self->Land(static_cast<FiberEntity::Landing*>(arg));
+  self->Land(static_cast<FiberEntity::Landing*>(landing));
   try {
     self->start_proc();
   } catch (const std::exception& e) {
@@ -221,10 +232,11 @@ void FiberProc(void* arg) {
   self->start_proc = nullptr;
   // On the fiber, before the exit hook: a joiner sees what the destructors did.
   self->locals.DestroyValues(self->id);
-  self->Exit();
+  self->MarkDead();
+  return self;
 }
 
-void FiberEntity::Exit() {
+void FiberEntity::MarkDead() {
   if (exit_barrier_hook != nullptr) {
     void (*const hook)(void*) = exit_barrier_hook;
     exit_barrier_hook = nullptr;
@@ -242,6 +254,12 @@ void FiberEntity::Exit() {
   scheduler_lock.lock();
   SetState(FiberState::kDead);
   scheduler_lock.unlock();
+}
+
+// Uninstrumented under TSan (see FiberProc): the inlined Switch() only copies the
+// exception state and the landing record and writes this thread's current-fiber slot,
+// all before the jump; every call it makes returns before the jump.
+SPINDLE_NO_SANITIZE_THREAD void FiberEntity::LeaveForGood() {
   // The fiber may have migrated while it ran: look the master up now, on this thread.
   Switch(GetMasterFiberEntity(), LandingHook{&ReclaimDeadFiber, this},
          /*leaving_for_good=*/true);
@@ -262,6 +280,89 @@ std::size_t FiberControlBlockSize() {
   return (sizeof(FiberEntity) + kStackHeaderSize + kAlign - 1) / kAlign * kAlign;
 }
 
+#ifdef SPINDLE_TSAN
+// TSan fibers. __tsan_create_fiber() costs 2-6 ms with GCC 12's libtsan (it clears a
+// 0.8 MiB thread state and maps a new thread context with its trace; perf: memset and
+// page faults), a thousand times a fiber's whole life, and the TSan lane spent most of
+// its hour creating them. So a dead fiber's TSan fiber is kept for the next fiber that
+// first runs on the same thread: a pool per thread, taken at a fiber's first switch-in
+// (not at its creation: a thread that only spawns, as a test's main thread does, would
+// never get any back) and given back when the dead fiber is destroyed, on the worker
+// whose master it left for.
+//
+// Reuse adds no happens-before edge TSan would not already see: the pooled fiber's
+// clock is that of a fiber that died on this thread, which this thread's master
+// acquired at the last switch (every switch synchronizes), and the new fiber's first
+// switch-in acquires this thread's clock anyway. No lock is involved (a per-thread
+// pool). Its shadow call stack is empty: a fiber's last switch runs in functions TSan
+// does not instrument (FiberProc, LeaveForGood). Should a frame ever leak there, the
+// stack still cannot overflow: a TSan fiber serves at most kTsanFiberMaxUses fibers.
+// A race report's thread ("fiber T<n>") names the TSan fiber, so its creation stack is
+// that of the first fiber it served.
+namespace {
+
+constexpr std::size_t kTsanFiberPoolMax = 32;          // per thread, 0.8 MiB each
+constexpr std::uint32_t kTsanFiberMaxUses = 1024;
+std::atomic<std::uint64_t> g_tsan_fibers_created{0};
+
+struct PooledTsanFiber {
+  void* fiber;
+  std::uint32_t uses;
+};
+
+struct TsanFiberPool {
+  std::vector<PooledTsanFiber> idle;
+  ~TsanFiberPool();
+};
+
+// Set once this thread's pool was destroyed (thread exit): later fibers get and return
+// TSan fibers directly. Trivially destructible, so readable during thread exit.
+__thread bool tls_tsan_pool_gone = false;
+
+TsanFiberPool& ThisThreadTsanPool() {
+  thread_local TsanFiberPool pool;
+  return pool;
+}
+
+TsanFiberPool::~TsanFiberPool() {
+  tls_tsan_pool_gone = true;
+  for (const PooledTsanFiber& pooled : idle) DestroyTsanFiber(pooled.fiber);
+}
+
+void RecycleTsanFiber(void* fiber, std::uint32_t uses) {
+  if (fiber == nullptr) return;  // the fiber never ran
+  if (!tls_tsan_pool_gone && uses + 1 < kTsanFiberMaxUses) {
+    TsanFiberPool& pool = ThisThreadTsanPool();
+    if (pool.idle.size() < kTsanFiberPoolMax) {
+      pool.idle.push_back({fiber, uses + 1});
+      return;
+    }
+  }
+  DestroyTsanFiber(fiber);
+}
+
+}  // namespace
+
+void AcquireTsanFiber(FiberEntity* fiber) {
+  if (!tls_tsan_pool_gone) {
+    TsanFiberPool& pool = ThisThreadTsanPool();
+    if (!pool.idle.empty()) {
+      fiber->tsan_fiber_ = pool.idle.back().fiber;  // the warmest
+      fiber->tsan_fiber_uses_ = pool.idle.back().uses;
+      pool.idle.pop_back();
+      return;
+    }
+  }
+  g_tsan_fibers_created.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+  fiber->tsan_fiber_ = CreateTsanFiber();
+  fiber->tsan_fiber_uses_ = 0;
+}
+
+std::uint64_t TsanFibersCreated() {
+  return g_tsan_fibers_created.load(std::memory_order_relaxed);  // relaxed: statistic
+}
+#endif  // SPINDLE_TSAN
+
 FiberEntity* InstantiateFiberEntity(const Stack& stack, FiberFunction start_proc,
                                     std::uint64_t id) {
   CHECK_GT(stack.size, FiberControlBlockSize() + 4096) << "fiber stack too small";
@@ -274,7 +375,7 @@ FiberEntity* InstantiateFiberEntity(const Stack& stack, FiberFunction start_proc
   fiber->saved_sp_ = spindle_make_context(control_block, usable, &FiberProc);
   fiber->asan_stack_bottom_ = stack.base;
   fiber->asan_stack_size_ = usable;
-  fiber->tsan_fiber_ = CreateTsanFiber();
+  // The TSan fiber comes at the first switch-in (AcquireTsanFiber()).
   MarkStackEntityLive(stack);  // last: a dump may read the entity from now on
   return fiber;
 }
@@ -284,7 +385,9 @@ Stack DestroyFiberEntity(FiberEntity* fiber) {
   CHECK(fiber->state() == FiberState::kReady || fiber->state() == FiberState::kDead)
       << "fiber " << fiber->id << " destroyed while " << FiberStateName(fiber->state());
   MarkStackEntityGone(fiber->stack());  // first: waits until no dump reads the entity
-  DestroyTsanFiber(fiber->tsan_fiber_);
+#ifdef SPINDLE_TSAN
+  RecycleTsanFiber(fiber->tsan_fiber_, fiber->tsan_fiber_uses_);
+#endif
   const Stack stack = fiber->stack();
   fiber->~FiberEntity();
   return stack;

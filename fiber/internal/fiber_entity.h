@@ -214,6 +214,9 @@ class FiberEntity {
   friend FiberEntity* InstantiateFiberEntity(const Stack&, FiberFunction, std::uint64_t);
   friend Stack DestroyFiberEntity(FiberEntity*);
   friend FiberEntity* GetMasterFiberEntity();
+#ifdef SPINDLE_TSAN
+  friend void AcquireTsanFiber(FiberEntity*);
+#endif
 
   void Switch(FiberEntity* target, LandingHook hook, bool leaving_for_good);
   // SetState()'s failure: aborts naming the fiber, the transition, and whether the lock
@@ -227,11 +230,25 @@ class FiberEntity {
   // Aborts with "fiber stack overflow" if this fiber's unguarded stack overflowed.
   __attribute__((noinline, cold)) void CheckUnguardedStack() const;
   void Land(Landing* landing);
-  [[noreturn]] void Exit();
+  // A fiber's life on its own stack, from its first landing to being marked Dead (the
+  // exit barrier hook, the exception check, the Dead state); returns; then
+  // LeaveForGood() switches to the thread's master for the last time. Split so that
+  // the last switch runs in a function ThreadSanitizer does not instrument: the TSan
+  // fiber then leaves with an empty shadow call stack and can be reused
+  // (fiber_entity.cc, "TSan fibers").
+  static FiberEntity* RunToDeath(void* landing);
+  void MarkDead();
+  [[noreturn]] void LeaveForGood();
 
   FiberState state_;
   std::uint64_t state_since_;
   const bool is_master_;
+#ifdef SPINDLE_TSAN
+  // How many fibers ran on tsan_fiber_ before this one (fiber_entity.cc, "TSan
+  // fibers"). In the padding after is_master_: the layout of the other fields is the
+  // same in every build.
+  std::uint32_t tsan_fiber_uses_ = 0;
+#endif
   const Stack stack_;
   void* saved_sp_ = nullptr;
 
@@ -239,6 +256,8 @@ class FiberEntity {
   void* asan_fake_stack_ = nullptr;
   const void* asan_stack_bottom_ = nullptr;
   std::size_t asan_stack_size_ = 0;
+  // The fiber's TSan fiber; nullptr until its first switch-in, which takes one from the
+  // switching thread's pool (AcquireTsanFiber()).
   void* tsan_fiber_ = nullptr;
   // The C++ exception-handling state while the fiber is switched out (see
   // exception_state.h); the thread's own while it runs. Touched only by Switch().
@@ -282,6 +301,16 @@ class ScopedWaitKind {
 // the first time some fiber SwitchTo()s it. `id` 0 means: take a new one.
 FiberEntity* InstantiateFiberEntity(const Stack& stack, FiberFunction start_proc,
                                     std::uint64_t id = 0);
+
+#ifdef SPINDLE_TSAN
+// ThreadSanitizer's fiber for `fiber`, switched to for the first time by the calling
+// thread: one from the thread's pool of TSan fibers whose fibers died here, or a new one
+// (fiber_entity.cc, "TSan fibers").
+__attribute__((noinline)) void AcquireTsanFiber(FiberEntity* fiber);
+// The number of __tsan_create_fiber() calls so far, process-wide (the test's view of
+// the pool).
+std::uint64_t TsanFibersCreated();
+#endif
 
 // Destroys a fiber that is not running (never started, or dead and switched away from)
 // and returns its stack, which the caller recycles.

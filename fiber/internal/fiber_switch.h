@@ -67,6 +67,9 @@ __attribute__((always_inline)) inline void FiberEntity::Switch(FiberEntity* targ
   // leaves it: a guard page would have stopped the overflow; here we catch it before
   // another fiber runs on memory the overflow may have spilled into.
   if (__builtin_expect(!stack_.guarded && stack_.base != nullptr, 0)) CheckUnguardedStack();
+#ifdef SPINDLE_TSAN
+  if (target->tsan_fiber_ == nullptr) AcquireTsanFiber(target);  // its first run
+#endif
   SanitizerStartSwitch(leaving_for_good ? nullptr : &asan_fake_stack_,
                        target->asan_stack_bottom_, target->asan_stack_size_,
                        target->tsan_fiber_);
