@@ -258,7 +258,11 @@ void FiberEntity::MarkDead() {
 
 // Uninstrumented under TSan (see FiberProc): the inlined Switch() only copies the
 // exception state and the landing record and writes this thread's current-fiber slot,
-// all before the jump; every call it makes returns before the jump.
+// all before the jump; every call it makes returns before the jump. Out of line in every
+// build, and that is needed apart from TSan: it is entered after start_proc() ran, on
+// whatever thread the fiber migrated to, so the plain thread-local accesses of its
+// Switch() are that thread's (fiber_switch.h's rule), never an address kept from
+// before.
 SPINDLE_NO_SANITIZE_THREAD void FiberEntity::LeaveForGood() {
   // The fiber may have migrated while it ran: look the master up now, on this thread.
   Switch(GetMasterFiberEntity(), LandingHook{&ReclaimDeadFiber, this},

@@ -44,16 +44,13 @@
 #include <sanitizer/tsan_interface.h>
 #endif
 
-// Not instrumented by ThreadSanitizer at all: no memory accesses reported and, unlike
-// clang's no_sanitize("thread"), no shadow call stack entry and exit either (GCC's
-// no_sanitize("thread") drops both; clang needs disable_sanitizer_instrumentation). For
-// the few functions on a fiber's stack when it leaves it for the last time.
+// Not instrumented by ThreadSanitizer at all: no memory accesses reported and no shadow
+// call stack entry and exit either (GCC's no_sanitize("thread") drops both; clang's
+// drops only the accesses, and disable_sanitizer_instrumentation both). Out of line in
+// every build. For the few functions on a fiber's stack when it leaves it for the last
+// time.
 #if defined(SPINDLE_TSAN) && defined(__clang__)
-#if __has_attribute(disable_sanitizer_instrumentation)
 #define SPINDLE_NO_SANITIZE_THREAD __attribute__((disable_sanitizer_instrumentation, noinline))
-#else
-#define SPINDLE_NO_SANITIZE_THREAD __attribute__((no_sanitize("thread"), noinline))
-#endif
 #elif defined(SPINDLE_TSAN)
 #define SPINDLE_NO_SANITIZE_THREAD __attribute__((no_sanitize("thread"), noinline))
 #else
@@ -76,8 +73,10 @@ inline constexpr bool kUnderSanitizer = false;
 // on the fiber being left and pop it on the one switched to (the switch happens inside
 // it), unbalancing both fibers' shadow stacks; inlined, the frames are the caller's,
 // which leaves and resumes on the same fiber.
-__attribute__((always_inline)) inline void SanitizerStartSwitch(void** fake_stack_save, const void* target_bottom,
-                                 std::size_t target_size, void* target_tsan_fiber) {
+__attribute__((always_inline)) inline void SanitizerStartSwitch(void** fake_stack_save,
+                                                                const void* target_bottom,
+                                                                std::size_t target_size,
+                                                                void* target_tsan_fiber) {
 #ifdef SPINDLE_ASAN
   __sanitizer_start_switch_fiber(fake_stack_save, target_bottom, target_size);
 #else
