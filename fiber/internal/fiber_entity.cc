@@ -184,6 +184,15 @@ static_assert(!FiberEntity::IsLegalTransition(FiberState::kWaiting, FiberState::
 static_assert(!FiberEntity::IsLegalTransition(FiberState::kDead, FiberState::kReady));
 static_assert(!FiberEntity::IsLegalTransition(static_cast<FiberState>(8), FiberState::kRunning));
 
+// CheckUnguardedStack's report calls syscall() on a stack that may be all but used up.
+// Bound here, when the program loads: with lazy binding (the linker's default without
+// -z now, which Bazel's toolchain passes and a CMake or Makefile build may not), its
+// first call would run the dynamic linker's resolver, which needs kilobytes of stack,
+// there, and the overflow would end in a SIGSEGV without its report. A write of no
+// bytes does nothing else.
+[[maybe_unused]] static const long bind_syscall_at_load =
+    syscall(SYS_write, STDERR_FILENO, "", 0);
+
 void FiberEntity::CheckUnguardedStack() const {
   const char* sp = static_cast<const char*>(__builtin_frame_address(0));
   const bool below = sp < stack_.base;

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Spindle's builds and tests need, those that are missing:
+# Bazel's (./bazelw runs this first) and CMake's. Idempotent and quiet when nothing is
+# missing; needs root or sudo and Debian's mirror when something is. Nothing else is
+# downloaded. Usage: tools/install_deps.sh
+set -euo pipefail
+
+packages=(
+  bazel-bootstrap     # Bazel 4.2.3
+  bazel-platforms     # the @platforms repository, used offline
+  cmake               # the CMake build (CMakeLists.txt), 3.25
+  ninja-build         # its generator
+  pkgconf             # pkg-config: libnuma for CMake, spindle.pc's consumers
+  g++
+  libnuma-dev
+  libabsl-dev
+  libgflags-dev
+  libgoogle-glog-dev
+  libgtest-dev
+  libgmock-dev
+  libbenchmark-dev
+  libhttp-parser-dev  # examples/http_server
+  python3-matplotlib  # tools/scaling_chart.py and its test (and python3, for tools/)
+  relacy-dev          # the model tests (//fiber/internal:model_testing)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "install_deps: installing missing Debian packages: ${missing[*]}" >&2
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq >&2
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
