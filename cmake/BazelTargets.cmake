@@ -35,6 +35,7 @@ set(SPINDLE_LIBRARY_TARGETS
   fiber.internal.stack_allocator
   fiber.internal.stack_overflow
   fiber.internal.switch_safe_tls
+  fiber.internal.wait_types
   io.internal.descriptor
   io.io
   io.server
@@ -142,17 +143,12 @@ set(SPINDLE_INSTALLED_HEADERS
   fiber/fiber.h
   fiber/fiber_local.h
   fiber/internal/atomic.h
-  fiber/internal/batch_pool.h
   fiber/internal/cycle_clock.h
-  fiber/internal/exception_state.h
-  fiber/internal/fiber_entity.h
   fiber/internal/fiber_function.h
-  fiber/internal/idle_release.h
   fiber/internal/local_storage.h
   fiber/internal/os_mutex.h
-  fiber/internal/sanitizers.h
   fiber/internal/spinlock.h
-  fiber/internal/stack_allocator.h
+  fiber/internal/wait_types.h
   fiber/this_fiber.h
   io/address.h
   io/deadline.h
@@ -161,10 +157,6 @@ set(SPINDLE_INSTALLED_HEADERS
   io/run_blocking.h
   io/server.h
   io/stream.h
-  runtime/internal/group/ready_batch.h
-  runtime/internal/idle/futex.h
-  runtime/internal/idle/group_timers.h
-  runtime/internal/idle/parker.h
   runtime/internal/observability/metrics.h
   runtime/metrics.h
   runtime/runtime.h
@@ -173,7 +165,6 @@ set(SPINDLE_INSTALLED_HEADERS
   sync/event.h
   sync/future.h
   sync/internal/stop_state.h
-  sync/internal/timed_waiter.h
   sync/internal/wait_queue.h
   sync/latch.h
   sync/mutex.h
@@ -181,8 +172,6 @@ set(SPINDLE_INSTALLED_HEADERS
   sync/seqlock.h
   sync/shared_mutex.h
   sync/stop_token.h
-  timer/internal/timer_queue.h
-  timer/internal/timer_worker.h
   timer/timer.h
   version.h
 )
@@ -245,6 +234,11 @@ spindle_cc_library(fiber.internal.context
     fiber/internal/context.h
     fiber/internal/context_inline.h)
 
+# //fiber/internal:wait_types
+spindle_cc_library(fiber.internal.wait_types
+  HDRS
+    fiber/internal/wait_types.h)
+
 # //fiber/internal:local_storage
 spindle_cc_library(fiber.internal.local_storage
   SRCS
@@ -252,6 +246,7 @@ spindle_cc_library(fiber.internal.local_storage
   HDRS
     fiber/internal/local_storage.h
   DEPS
+    fiber.internal.wait_types
     third_party.glog)
 
 # //fiber/internal:cycle_clock
@@ -353,6 +348,7 @@ spindle_cc_library(fiber.internal.fiber_entity
     fiber.internal.spinlock
     fiber.internal.stack_allocator
     fiber.internal.stack_overflow
+    fiber.internal.wait_types
     third_party.absl
     third_party.glog)
 
@@ -381,6 +377,8 @@ spindle_cc_library(sync.internal.stop_state
 
 # //sync:stop_token
 spindle_cc_library(sync.stop_token
+  SRCS
+    sync/stop_token.cc
   HDRS
     sync/stop_token.h
   DEPS
@@ -948,6 +946,7 @@ spindle_cc_library(sync.internal.timed_waiter
   DEPS
     sync.internal.stop_state
     fiber.internal.local_storage
+    fiber.internal.wait_types
     fiber.internal.atomic
     runtime.internal.seams.chaos
     runtime.internal.idle.parker
@@ -989,7 +988,8 @@ spindle_cc_library(sync.internal.wait_queue
   DEPS
     sync.internal.timed_waiter
     third_party.glog
-    fiber.internal.spinlock)
+    fiber.internal.spinlock
+    fiber.internal.wait_types)
 
 # //sync:event
 spindle_cc_library(sync.event
@@ -1114,12 +1114,15 @@ spindle_cc_library(sync.latch
 
 # //sync:semaphore
 spindle_cc_library(sync.semaphore
+  SRCS
+    sync/semaphore.cc
   HDRS
     sync/semaphore.h
   DEPS
     third_party.absl
     third_party.glog
     fiber.internal.spinlock
+    fiber.internal.wait_types
     runtime.internal.group.ready_batch
     sync.internal.wait_queue)
 

@@ -191,7 +191,7 @@ endfunction()
 
 # One ctest entry (or one per shard, GoogleTest's sharding variables set as Bazel sets
 # them), run from the repository root as Bazel runs tests from the runfiles root, with
-# a TEST_TMPDIR of its own and Bazel's TEST_TIMEOUT.
+# a fresh TEST_TMPDIR of its own (cmake/run_test.sh) and Bazel's TEST_TIMEOUT.
 function(_spindle_add_test test_name)
   cmake_parse_arguments(T "" "SIZE;TIMEOUT;SHARDS" "TAGS;ENV;COMMAND" ${ARGN})
   if("manual" IN_LIST T_TAGS)
@@ -211,10 +211,10 @@ function(_spindle_add_test test_name)
     endif()
     string(REGEX REPLACE "[^A-Za-z0-9_.-]" "_" tmp "${entry}")
     set(tmp "${SPINDLE_TEST_TMP_ROOT}/${tmp}")
-    file(MAKE_DIRECTORY "${tmp}")
     # COMMAND_EXPAND_LISTS: an argument a select() leaves empty is no argument at all.
-    add_test(NAME "${entry}" COMMAND ${T_COMMAND} WORKING_DIRECTORY ${SPINDLE_SOURCE_DIR}
-      COMMAND_EXPAND_LISTS)
+    # run_test.sh empties TEST_TMPDIR first, as Bazel gives each run a fresh one.
+    add_test(NAME "${entry}" COMMAND bash ${SPINDLE_SOURCE_DIR}/cmake/run_test.sh
+      ${T_COMMAND} WORKING_DIRECTORY ${SPINDLE_SOURCE_DIR} COMMAND_EXPAND_LISTS)
     set(labels ${T_SIZE} ${T_TAGS})
     list(REMOVE_ITEM labels exclusive)
     set_tests_properties("${entry}" PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${labels}"

@@ -1,10 +1,10 @@
 // Copyright 2026 The Spindle Authors.
 //
 // The accept loop, the connection cap and the drain. Connections live in an intrusive
-// list under mu_ so that Shutdown() can reach them: those waiting for a request are
+// list under mu so that Shutdown() can reach them: those waiting for a request are
 // closed at once, the others finish what they began (see ServerConnection::EnterIdle
 // and draining_ for why no idle connection can slip past both sides), and at the drain
-// deadline the rest are closed. A connection unlinks itself under mu_ before it is
+// deadline the rest are closed. A connection unlinks itself under mu before it is
 // destroyed, so the server never touches a destroyed connection.
 
 #include "io/server.h"
@@ -24,6 +24,8 @@
 #include "fiber/this_fiber.h"
 #include "glog/logging.h"
 #include "runtime/runtime.h"
+#include "sync/event.h"
+#include "sync/mutex.h"
 
 namespace spindle::io {
 
@@ -103,17 +105,27 @@ bool ServerConnection::CloseIfIdle() {
 
 // ---- Server.
 
+struct Server::Guarded {
+  Event all_closed;  // set when draining and the last connection has unregistered
+
+  Mutex mu;
+  Listener* listener = nullptr;             // guarded by mu; set while Serve() accepts
+  ServerConnection* connections = nullptr;  // guarded by mu; intrusive list head
+  std::uint64_t open = 0;                   // guarded by mu
+  Deadline drain_deadline = kNoDeadline;    // guarded by mu
+};
+
 Server::Server(const ServerOptions& options, ConnectionHandler handler)
-    : options_(options), handler_(std::move(handler)) {
+    : options_(options), handler_(std::move(handler)), guarded_(std::make_unique<Guarded>()) {
   const absl::Status status = ValidateServerOptions(options_);
   CHECK(status.ok()) << "io::Server: " << status.message();
   CHECK(handler_ != nullptr) << "io::Server: the connection handler is empty";
 }
 
 Server::~Server() {
-  std::lock_guard<Mutex> lock(mu_);
-  CHECK_EQ(open_, 0u) << "io::Server destroyed while connections are open";
-  CHECK(listener_ == nullptr) << "io::Server destroyed while Serve() runs";
+  std::lock_guard<Mutex> lock(guarded_->mu);
+  CHECK_EQ(guarded_->open, 0u) << "io::Server destroyed while connections are open";
+  CHECK(guarded_->listener == nullptr) << "io::Server destroyed while Serve() runs";
 }
 
 void Server::Serve(Listener& listener) {
@@ -123,9 +135,9 @@ void Server::Serve(Listener& listener) {
   // handlers). The handlers' fibers start in none either.
   ScopedExecutionContext no_context(nullptr);
   {
-    std::lock_guard<Mutex> lock(mu_);
-    CHECK(listener_ == nullptr) << "io::Server::Serve() called twice";
-    listener_ = &listener;
+    std::lock_guard<Mutex> lock(guarded_->mu);
+    CHECK(guarded_->listener == nullptr) << "io::Server::Serve() called twice";
+    guarded_->listener = &listener;
     // seq_cst: pairs with Shutdown()'s exchange; one of us closes the listener.
     if (draining_.load(std::memory_order_seq_cst)) listener.Close().IgnoreError();
   }
@@ -185,9 +197,9 @@ void Server::Serve(Listener& listener) {
   Shutdown();  // no-op when it started the exit; else the listener was closed under us
   Deadline drain_deadline;
   {
-    std::lock_guard<Mutex> lock(mu_);
-    listener_ = nullptr;
-    drain_deadline = drain_deadline_;
+    std::lock_guard<Mutex> lock(guarded_->mu);
+    guarded_->listener = nullptr;
+    drain_deadline = guarded_->drain_deadline;
   }
   listener.Close().IgnoreError();
   WaitForConnections(drain_deadline);
@@ -196,14 +208,14 @@ void Server::Serve(Listener& listener) {
 }
 
 void Server::Shutdown() {
-  // Under mu_, with the deadline: whoever sees draining_ under mu_ (Serve()'s own
+  // Under mu, with the deadline: whoever sees draining_ under mu (Serve()'s own
   // Shutdown(), Register()) sees the deadline too.
-  std::lock_guard<Mutex> lock(mu_);
+  std::lock_guard<Mutex> lock(guarded_->mu);
   // seq_cst: the store half of the pattern described at draining_.
   if (draining_.exchange(true, std::memory_order_seq_cst)) return;
-  drain_deadline_ = Clock::now() + options_.drain_timeout;
-  if (listener_ != nullptr) listener_->Close().IgnoreError();
-  for (ServerConnection* c = connections_; c != nullptr; c = c->next_) {
+  guarded_->drain_deadline = Clock::now() + options_.drain_timeout;
+  if (guarded_->listener != nullptr) guarded_->listener->Close().IgnoreError();
+  for (ServerConnection* c = guarded_->connections; c != nullptr; c = c->next_) {
     if (c->CloseIfIdle()) drained_.fetch_add(1, std::memory_order_relaxed);  // a statistic
   }
 }
@@ -217,8 +229,8 @@ ServerStats Server::stats() const {
   stats.drained = drained_.load(std::memory_order_relaxed);
   stats.accept_backoffs = accept_backoffs_.load(std::memory_order_relaxed);
   stats.handler_out_of_memory = handler_out_of_memory_.load(std::memory_order_relaxed);
-  std::lock_guard<Mutex> lock(mu_);
-  stats.open = open_;
+  std::lock_guard<Mutex> lock(guarded_->mu);
+  stats.open = guarded_->open;
   return stats;
 }
 
@@ -245,13 +257,13 @@ std::string Server::PrometheusText(absl::string_view prefix) const {
 }
 
 bool Server::Register(ServerConnection* connection) {
-  std::lock_guard<Mutex> lock(mu_);
-  if (open_ >= options_.max_connections) return false;
-  connection->next_ = connections_;
-  if (connections_ != nullptr) connections_->prev_ = connection;
-  connections_ = connection;
-  ++open_;
-  // relaxed: under mu_, which Shutdown() holds while it sets it and closes the idle
+  std::lock_guard<Mutex> lock(guarded_->mu);
+  if (guarded_->open >= options_.max_connections) return false;
+  connection->next_ = guarded_->connections;
+  if (guarded_->connections != nullptr) guarded_->connections->prev_ = connection;
+  guarded_->connections = connection;
+  ++guarded_->open;
+  // relaxed: under mu, which Shutdown() holds while it sets it and closes the idle
   // connections it finds, so one it missed sees true here. Nothing of a request has
   // begun on it.
   if (draining_.load(std::memory_order_relaxed)) {
@@ -263,22 +275,24 @@ bool Server::Register(ServerConnection* connection) {
 }
 
 void Server::Unregister(ServerConnection* connection) {
-  std::lock_guard<Mutex> lock(mu_);
+  std::lock_guard<Mutex> lock(guarded_->mu);
   if (connection->prev_ != nullptr) {
     connection->prev_->next_ = connection->next_;
   } else {
-    connections_ = connection->next_;
+    guarded_->connections = connection->next_;
   }
   if (connection->next_ != nullptr) connection->next_->prev_ = connection->prev_;
-  // relaxed: draining_ goes false -> true only under mu_ (Shutdown()), which Serve()
-  // calls before it checks the count under mu_: a last connection that reads false here
+  // relaxed: draining_ goes false -> true only under mu (Shutdown()), which Serve()
+  // calls before it checks the count under mu: a last connection that reads false here
   // unlocked before that check, which then sees the count 0.
-  if (--open_ == 0 && draining_.load(std::memory_order_relaxed)) all_closed_.Set();
+  if (--guarded_->open == 0 && draining_.load(std::memory_order_relaxed)) {
+    guarded_->all_closed.Set();
+  }
 }
 
 void Server::CloseAllConnections() {
-  std::lock_guard<Mutex> lock(mu_);
-  for (ServerConnection* c = connections_; c != nullptr; c = c->next_) {
+  std::lock_guard<Mutex> lock(guarded_->mu);
+  for (ServerConnection* c = guarded_->connections; c != nullptr; c = c->next_) {
     // Busy past the drain deadline (an idle one was closed by Shutdown()).
     if (c->state_.load(std::memory_order_relaxed) != ServerConnection::kClosing) {
       drained_.fetch_add(1, std::memory_order_relaxed);  // a statistic
@@ -289,10 +303,10 @@ void Server::CloseAllConnections() {
 
 void Server::WaitForConnections(Deadline deadline) {
   {
-    std::lock_guard<Mutex> lock(mu_);
-    if (open_ == 0) return;
+    std::lock_guard<Mutex> lock(guarded_->mu);
+    if (guarded_->open == 0) return;
   }
-  all_closed_.WaitUntil(deadline);
+  guarded_->all_closed.WaitUntil(deadline);
 }
 
 // ---- ShutdownSignals.

@@ -8,14 +8,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "io/deadline.h"
 #include "io/stream.h"
-#include "sync/event.h"
-#include "sync/mutex.h"
 
 namespace spindle::io {
 
@@ -160,13 +159,10 @@ class Server {
   std::atomic<std::uint64_t> drained_{0};
   std::atomic<std::uint64_t> accept_backoffs_{0};
   std::atomic<std::uint64_t> handler_out_of_memory_{0};
-  Event all_closed_;  // set when draining and the last connection has unregistered
-
-  mutable Mutex mu_;
-  Listener* listener_ = nullptr;             // guarded by mu_; set while Serve() accepts
-  ServerConnection* connections_ = nullptr;  // guarded by mu_; intrusive list head
-  std::uint64_t open_ = 0;                   // guarded by mu_
-  Deadline drain_deadline_ = kNoDeadline;    // guarded by mu_
+  // The connection list, its lock and what they guard (server.cc), behind a pointer so
+  // that this header needs no sync primitive's.
+  struct Guarded;
+  const std::unique_ptr<Guarded> guarded_;
 };
 
 // SIGTERM and SIGINT for a server's main, taken by one plain thread in sigwait() so no

@@ -14,13 +14,13 @@
 namespace spindle {
 
 bool ConditionVariable::WaitUntil(std::unique_lock<Mutex>& lock,
-                                  internal::TimerClock::time_point deadline,
+                                  std::chrono::steady_clock::time_point deadline,
                                   const internal::WaitLimits* limits) {
   internal::UniqueSpinlockGuard guard(lock_);
   lock.unlock();
   const bool notified = waiters_.Wait(guard.unique(), deadline,
                                       internal::WaitKind::kConditionVariable, limits) ==
-                        internal::TimedWaiter::Result::kNotified;
+                        internal::WaitResult::kNotified;
   guard.unlock();
   lock.lock();
   return notified;

@@ -27,13 +27,13 @@ void Event::Set() {
   waiters_.WakeAll();
 }
 
-bool Event::Await(internal::TimerClock::time_point deadline,
+bool Event::Await(std::chrono::steady_clock::time_point deadline,
                   const internal::WaitLimits* limits) {
   if (IsSet()) return true;
   internal::UniqueSpinlockGuard guard(lock_);
   while (!set_.load(std::memory_order_relaxed)) {  // relaxed: under lock_
     if (waiters_.Wait(guard.unique(), deadline, internal::WaitKind::kEvent, limits) !=
-        internal::TimedWaiter::Result::kNotified) {
+        internal::WaitResult::kNotified) {
       return set_.load(std::memory_order_relaxed);  // relaxed: under lock_
     }
   }

@@ -12,10 +12,13 @@
 #include "sync/future.h"
 
 #include "fiber/internal/fiber_entity.h"
+#include "glog/logging.h"
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/runtime_impl.h"
 
 namespace spindle::internal {
+
+void FutureMisuse(const char* message) { LOG(FATAL) << message; }
 namespace {
 
 constexpr std::ptrdiff_t kFiberStackReserve = 32 * 1024;

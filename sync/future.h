@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
-#include "glog/logging.h"
 #include "sync/event.h"
 #include "sync/stop_token.h"
 
@@ -41,6 +40,11 @@ template <class T>
 using FutureValue = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
 
 namespace internal {
+
+// Stops the process with `message`, a misuse of a Promise or a Future (future.cc: glog's
+// FATAL, so the message and a stack trace reach the log). Out of line so that this
+// header needs no logging library.
+[[noreturn]] void FutureMisuse(const char* message);
 
 // A value (index 0) or an exception (index 1); indices, so that T = exception_ptr works.
 template <class T>
@@ -92,7 +96,7 @@ class FutureState {
                                        std::memory_order_acquire)) {
       return;
     }
-    CHECK_EQ(expected, kAttached) << "spindle::Promise fulfilled twice";
+    if (expected != kAttached) FutureMisuse("spindle::Promise fulfilled twice");
     Run();
   }
 
@@ -104,7 +108,7 @@ class FutureState {
                                        std::memory_order_acquire)) {
       return;
     }
-    CHECK_EQ(expected, kFulfilled) << "spindle::Future consumed twice";
+    if (expected != kFulfilled) FutureMisuse("spindle::Future consumed twice");
     Run();
   }
 
@@ -135,7 +139,9 @@ class FutureState {
 struct FutureAccess {
   template <class T, class F>
   static void OnOutcome(Future<T>&& future, F&& f) {
-    CHECK(future.state_ != nullptr) << "spindle::Future used after it was consumed";
+    if (future.state_ == nullptr) {
+      FutureMisuse("spindle::Future used after it was consumed");
+    }
     auto state = std::move(future.state_);
     state->Attach(std::forward<F>(f));
   }
@@ -226,8 +232,10 @@ class Promise {
 
   // The Future of this promise; callable once.
   Future<T> GetFuture() {
-    CHECK(state_ != nullptr && !future_taken_)
-        << "spindle::Promise::GetFuture() called twice or on a moved-from promise";
+    if (state_ == nullptr || future_taken_) {
+      internal::FutureMisuse(
+          "spindle::Promise::GetFuture() called twice or on a moved-from promise");
+    }
     future_taken_ = true;
     return Future<T>(state_);
   }
@@ -240,7 +248,9 @@ class Promise {
                                                         std::forward<Args>(args)...));
   }
   void SetException(std::exception_ptr error) {
-    CHECK(error != nullptr) << "spindle::Promise::SetException(nullptr)";
+    if (error == nullptr) {
+      internal::FutureMisuse("spindle::Promise::SetException(nullptr)");
+    }
     Fulfil(typename internal::FutureState<T>::Outcome(std::in_place_index<1>,
                                                         std::move(error)));
   }
@@ -249,7 +259,9 @@ class Promise {
   friend struct internal::FutureAccess;
 
   void Fulfil(internal::FutureOutcome<T>&& outcome) {
-    CHECK(state_ != nullptr) << "spindle::Promise set twice or used after a move";
+    if (state_ == nullptr) {
+      internal::FutureMisuse("spindle::Promise set twice or used after a move");
+    }
     auto state = std::move(state_);
     state->Fulfil(std::move(outcome));
   }

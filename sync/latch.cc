@@ -28,12 +28,12 @@ bool Latch::try_wait() const {
   return count_ == 0;
 }
 
-bool Latch::Await(internal::TimerClock::time_point deadline,
+bool Latch::Await(std::chrono::steady_clock::time_point deadline,
                   const internal::WaitLimits* limits) const {
   internal::UniqueSpinlockGuard guard(lock_);
   while (count_ != 0) {
     if (waiters_.Wait(guard.unique(), deadline, internal::WaitKind::kLatch, limits) !=
-        internal::TimedWaiter::Result::kNotified) {
+        internal::WaitResult::kNotified) {
       return count_ == 0;
     }
   }

@@ -63,12 +63,12 @@ constexpr std::uintptr_t kHandOffTag = 1;
 
 }  // namespace
 
-bool Mutex::LockSlow(internal::TimerClock::time_point deadline,
+bool Mutex::LockSlow(std::chrono::steady_clock::time_point deadline,
                      const internal::WaitLimits* limits) {
   bool awoke = false;     // we hold the `woken` claim
   bool starving = false;  // we have waited longer than kStarvationThreshold
   bool waited = false;
-  internal::TimerClock::time_point wait_start;
+  std::chrono::steady_clock::time_point wait_start;
   int spins = 0;
   // relaxed: every decision below is made by a CAS that re-reads the word.
   std::uint32_t state = state_.load(std::memory_order_relaxed);
@@ -118,16 +118,16 @@ bool Mutex::LockSlow(internal::TimerClock::time_point deadline,
     detail.front = waited;
     if (!waited) {
       waited = true;
-      wait_start = internal::TimerClock::now();
+      wait_start = std::chrono::steady_clock::now();
     }
     if (waiters_.Wait(guard.unique(), deadline, detail, internal::WaitKind::kMutex, limits) !=
-        internal::TimedWaiter::Result::kNotified) {
+        internal::WaitResult::kNotified) {
       // relaxed: under lock_, like every change of the count.
       if (detail.removed_self) state_.fetch_sub(kOneWaiter, std::memory_order_relaxed);
       return false;
     }
     guard.unlock();
-    starving = starving || internal::TimerClock::now() - wait_start > kStarvationThreshold;
+    starving = starving || std::chrono::steady_clock::now() - wait_start > kStarvationThreshold;
     state = state_.load(std::memory_order_relaxed);
     if (detail.tag == kHandOffTag) {  // step 4: the lock is ours
       for (;;) {

@@ -9,11 +9,35 @@
 
 #include "absl/base/thread_annotations.h"
 #include "fiber/internal/spinlock.h"
-#include "glog/logging.h"
-#include "runtime/internal/group/ready_batch.h"
+#include "fiber/internal/wait_types.h"
 #include "sync/internal/wait_queue.h"
 
 namespace spindle {
+namespace internal {
+
+// What every CountingSemaphore<N> shares, out of line (semaphore.cc): the count, its
+// waiters, and the checks of the permits against the semaphore's max(). Thread-safe.
+class SemaphoreCore {
+ public:
+  // Stops the process with a message if `desired` is outside [0, max].
+  SemaphoreCore(std::ptrdiff_t desired, std::ptrdiff_t max);
+  SemaphoreCore(const SemaphoreCore&) = delete;
+  SemaphoreCore& operator=(const SemaphoreCore&) = delete;
+
+  // Each permit goes to a waiter if one can take it, else to the count. Stops the
+  // process with a message if the count would pass `max`.
+  void Release(std::ptrdiff_t n, std::ptrdiff_t max);
+  bool TryAcquire();
+  // Woken means a Release() handed the caller its permit.
+  bool Acquire(std::chrono::steady_clock::time_point deadline, const WaitLimits* limits);
+
+ private:
+  Spinlock lock_;
+  std::ptrdiff_t count_ ABSL_GUARDED_BY(lock_);
+  WaitQueue waiters_ ABSL_GUARDED_BY(lock_);
+};
+
+}  // namespace internal
 
 // A counting semaphore, shaped like std::counting_semaphore, for fibers and plain
 // threads. release() hands a permit straight to the oldest waiter (FIFO), so waiters
@@ -24,35 +48,16 @@ class CountingSemaphore {
  public:
   static constexpr std::ptrdiff_t max() { return kLeastMaxValue; }
 
-  explicit CountingSemaphore(std::ptrdiff_t desired) : count_(desired) {
-    CHECK(desired >= 0 && desired <= kLeastMaxValue)
-        << "spindle::CountingSemaphore: initial count " << desired
-        << " is outside [0, " << kLeastMaxValue << "]";
-  }
+  explicit CountingSemaphore(std::ptrdiff_t desired) : core_(desired, kLeastMaxValue) {}
   CountingSemaphore(const CountingSemaphore&) = delete;
   CountingSemaphore& operator=(const CountingSemaphore&) = delete;
 
-  void release(std::ptrdiff_t n = 1) {
-    internal::ReadyBatch batch;
-    internal::SpinlockGuard guard(lock_);
-    CHECK(n >= 0 && n <= kLeastMaxValue - count_)
-        << "spindle::CountingSemaphore::release(" << n << ") with count " << count_
-        << " exceeds max() = " << kLeastMaxValue;
-    // Each permit goes to a waiter if one can take it, else to the count.
-    for (; n > 0 && waiters_.WakeOne(); --n) {
-    }
-    count_ += n;
-  }
+  void release(std::ptrdiff_t n = 1) { core_.Release(n, kLeastMaxValue); }
 
   // Not interruptible (see try_acquire_until()).
-  void acquire() { Acquire(std::chrono::steady_clock::time_point::max(), nullptr); }
+  void acquire() { core_.Acquire(std::chrono::steady_clock::time_point::max(), nullptr); }
 
-  bool try_acquire() {
-    internal::SpinlockGuard guard(lock_);
-    if (count_ == 0) return false;
-    --count_;
-    return true;
-  }
+  bool try_acquire() { return core_.TryAcquire(); }
 
   template <class Rep, class Period>
   bool try_acquire_for(std::chrono::duration<Rep, Period> timeout) {
@@ -64,25 +69,11 @@ class CountingSemaphore {
   // True with a permit; false if `deadline` came first or the caller's execution
   // context was cancelled (interruptible, as Event::WaitUntil()).
   bool try_acquire_until(std::chrono::steady_clock::time_point deadline) {
-    return Acquire(deadline, internal::CurrentWaitLimits());
+    return core_.Acquire(deadline, internal::CurrentWaitLimits());
   }
 
  private:
-  bool Acquire(std::chrono::steady_clock::time_point deadline,
-               const internal::WaitLimits* limits) {
-    internal::UniqueSpinlockGuard guard(lock_);
-    if (count_ > 0 && waiters_.empty()) {
-      --count_;
-      return true;
-    }
-    // Woken means a release() handed us its permit.
-    return waiters_.Wait(guard.unique(), deadline, internal::WaitKind::kSemaphore, limits) ==
-           internal::TimedWaiter::Result::kNotified;
-  }
-
-  internal::Spinlock lock_;
-  std::ptrdiff_t count_ ABSL_GUARDED_BY(lock_);
-  internal::WaitQueue waiters_ ABSL_GUARDED_BY(lock_);
+  internal::SemaphoreCore core_;
 };
 
 using BinarySemaphore = CountingSemaphore<1>;

@@ -21,9 +21,9 @@ void SharedMutex::lock() {
   bool starving = false;
   while (writer_ || readers_ != 0) {
     const auto result = writer_queue_.Wait(
-        guard.unique(), internal::TimerClock::now() + std::chrono::milliseconds(1),
+        guard.unique(), std::chrono::steady_clock::now() + std::chrono::milliseconds(1),
         internal::WaitKind::kSharedMutex);
-    if (result == internal::TimedWaiter::Result::kTimedOut && !starving) {
+    if (result == internal::WaitResult::kTimedOut && !starving) {
       starving = true;
       ++starving_writers_;
     }
@@ -55,7 +55,7 @@ void SharedMutex::unlock() {
 void SharedMutex::lock_shared() {
   internal::UniqueSpinlockGuard guard(lock_);
   while (!ReadersMayEnter()) {
-    reader_queue_.Wait(guard.unique(), internal::TimerClock::time_point::max(),
+    reader_queue_.Wait(guard.unique(), std::chrono::steady_clock::time_point::max(),
                        internal::WaitKind::kSharedMutex);
   }
   ++readers_;

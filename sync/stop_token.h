@@ -16,12 +16,36 @@
 #ifndef SPINDLE_SYNC_STOP_TOKEN_H_
 #define SPINDLE_SYNC_STOP_TOKEN_H_
 
+#include <cstddef>
 #include <type_traits>
 #include <utility>
 
-#include "sync/internal/stop_state.h"
-
 namespace spindle {
+namespace internal {
+
+class StopState;  // sync/internal/stop_state.h
+
+// What the classes below do to their StopState, out of line (stop_token.cc), so that
+// this header (and sync/future.h, which includes it) brings none of the engine's.
+StopState* StopStateCreate();                   // one reference, the caller's
+void StopStateRef(StopState* state);            // relaxed: a new holder
+void StopStateUnref(StopState* state);          // the last one deletes the state
+bool StopStateRequested(const StopState* state);
+bool StopStateRequest(StopState* state);
+
+// Room inside a StopCallback for the node it registers (a StopState::Callback, its
+// function and its owner); stop_token.cc checks that the node fits.
+struct alignas(alignof(void*)) StopCallbackRoom {
+  unsigned char bytes[8 * sizeof(void*)];
+};
+// Registers `run(owner)` on `state` in `room`; false (nothing registered) if the stop
+// was requested already.
+bool StopCallbackAdd(StopState* state, StopCallbackRoom& room,
+                     void (*run)(void* owner) noexcept, void* owner);
+// Unregisters it; if it runs on another thread now, returns once it has returned.
+void StopCallbackRemove(StopState* state, StopCallbackRoom& room);
+
+}  // namespace internal
 
 // A view of a cancellation: tells whether its stop was requested. Cheap to copy (a
 // reference count). A default-constructed token has no source: it is never stopped.
@@ -30,7 +54,7 @@ class StopToken {
  public:
   StopToken() = default;
   StopToken(const StopToken& other) : state_(other.state_) {
-    if (state_ != nullptr) state_->Ref();
+    if (state_ != nullptr) internal::StopStateRef(state_);
   }
   StopToken(StopToken&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
   StopToken& operator=(StopToken other) noexcept {
@@ -38,11 +62,13 @@ class StopToken {
     return *this;
   }
   ~StopToken() {
-    if (state_ != nullptr) state_->Unref();
+    if (state_ != nullptr) internal::StopStateUnref(state_);
   }
 
   // True once the stop was requested (and for ever after).
-  bool stop_requested() const { return state_ != nullptr && state_->stop_requested(); }
+  bool stop_requested() const {
+    return state_ != nullptr && internal::StopStateRequested(state_);
+  }
   // False for a token with no source.
   bool stop_possible() const { return state_ != nullptr; }
 
@@ -53,7 +79,7 @@ class StopToken {
   friend class StopCallback;
 
   explicit StopToken(internal::StopState* state) : state_(state) {
-    if (state_ != nullptr) state_->Ref();
+    if (state_ != nullptr) internal::StopStateRef(state_);
   }
 
   internal::StopState* state_ = nullptr;
@@ -63,22 +89,24 @@ class StopToken {
 // Thread-safe.
 class StopSource {
  public:
-  StopSource() : state_(internal::StopState::Create()) {}
-  StopSource(const StopSource& other) : state_(other.state_) { state_->Ref(); }
+  StopSource() : state_(internal::StopStateCreate()) {}
+  StopSource(const StopSource& other) : state_(other.state_) {
+    internal::StopStateRef(state_);
+  }
   StopSource& operator=(StopSource other) noexcept {
     std::swap(state_, other.state_);
     return *this;
   }
   ~StopSource() {
-    if (state_ != nullptr) state_->Unref();
+    if (state_ != nullptr) internal::StopStateUnref(state_);
   }
 
   StopToken token() const { return StopToken(state_); }
   // Requests the stop: runs every StopCallback registered on it, on this thread, and
   // wakes every interruptible wait under it. True if this call made the request; false
   // if it had been made before.
-  bool RequestStop() { return state_->RequestStop(); }
-  bool stop_requested() const { return state_->stop_requested(); }
+  bool RequestStop() { return internal::StopStateRequest(state_); }
+  bool stop_requested() const { return internal::StopStateRequested(state_); }
 
  private:
   friend class ExecutionContext;
@@ -96,12 +124,10 @@ class StopCallback {
  public:
   template <class G>
   StopCallback(const StopToken& token, G&& f) : f_(std::forward<G>(f)) {
-    node_.run = &Run;
-    node_.owner = this;
     if (token.state_ != nullptr) {
-      if (token.state_->Add(&node_)) {
+      if (internal::StopCallbackAdd(token.state_, room_, &Run, this)) {
         state_ = token.state_;
-        state_->Ref();
+        internal::StopStateRef(state_);
       } else {
         f_();  // requested already
       }
@@ -109,24 +135,19 @@ class StopCallback {
   }
   ~StopCallback() {
     if (state_ != nullptr) {
-      state_->Remove(&node_);
-      state_->Unref();
+      internal::StopCallbackRemove(state_, room_);
+      internal::StopStateUnref(state_);
     }
   }
   StopCallback(const StopCallback&) = delete;
   StopCallback& operator=(const StopCallback&) = delete;
 
  private:
-  struct Node : internal::StopState::Callback {
-    StopCallback* owner;
-  };
   // noexcept: an exception from `f` terminates (as std::stop_callback's).
-  static void Run(internal::StopState::Callback* node) noexcept {
-    static_cast<Node*>(node)->owner->f_();
-  }
+  static void Run(void* owner) noexcept { static_cast<StopCallback*>(owner)->f_(); }
 
   F f_;
-  Node node_;
+  internal::StopCallbackRoom room_;
   internal::StopState* state_ = nullptr;  // registered on it (holds a reference)
 };
 

@@ -12,6 +12,7 @@
 #include "fiber/internal/local_storage.h"
 #include "fiber/internal/spinlock.h"
 #include "fiber/internal/stack_allocator.h"
+#include "fiber/internal/wait_types.h"
 
 namespace spindle::internal {
 
@@ -29,27 +30,6 @@ enum class FiberState : std::uint8_t { kReady, kRunning, kWaiting, kDead };
 
 const char* FiberStateName(FiberState state);
 
-// What a Waiting fiber waits for, for the fiber dump (runtime/internal/observability/fiber_dump.h).
-// Recorded by the park path (TimedWaiter) under the fiber's scheduler_lock; meaningful
-// only while the state is kWaiting.
-enum class WaitKind : std::uint8_t {
-  kNone,
-  kMutex,
-  kConditionVariable,
-  kEvent,
-  kLatch,
-  kFuture,
-  kSleep,
-  kSocket,
-  kSharedMutex,
-  kSemaphore,
-  kBarrier,
-  kJoin,         // Fiber::join()
-  kRunBlocking,  // io/run_blocking.h
-  kOther,
-};
-
-const char* WaitKindName(WaitKind kind);
 
 
 // Work that the context switched *to* runs for the context switched *from*, right after

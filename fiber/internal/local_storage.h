@@ -22,6 +22,8 @@
 #include <new>
 #include <utility>
 
+#include "fiber/internal/wait_types.h"
+
 namespace spindle::internal {
 
 class StopState;  // sync/internal/stop_state.h
@@ -132,9 +134,8 @@ class FiberLocalStorage {
 // out of line like GetCurrentFiberEntity(), and never to be cached across a switch.
 FiberLocalStorage& CurrentFiberLocalStorage();
 
-// The limits of the execution context the calling fiber (or plain thread) runs in; null
-// if none. Creates nothing (a plain thread with no master fiber yet runs in no context).
-const WaitLimits* CurrentWaitLimits();
+// CurrentWaitLimits(), the limits of the calling fiber's context, is declared in
+// wait_types.h (for the light public headers) and defined in fiber_entity.cc.
 
 }  // namespace spindle::internal
 

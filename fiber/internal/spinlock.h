@@ -9,7 +9,10 @@
 #include <mutex>
 
 #include "absl/base/thread_annotations.h"
-#include "fiber/internal/atomic.h"
+
+#ifdef SPINDLE_MODEL_CHECK
+#include "fiber/internal/atomic.h"  // ModelMutex: the Spinlock of a model build
+#endif
 
 namespace spindle::internal {
 

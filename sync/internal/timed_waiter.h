@@ -9,6 +9,7 @@
 #include "fiber/internal/atomic.h"
 #include "fiber/internal/fiber_entity.h"
 #include "fiber/internal/local_storage.h"
+#include "fiber/internal/wait_types.h"
 #include "runtime/internal/idle/parker.h"
 #include "sync/internal/stop_state.h"
 #include "timer/internal/timer_worker.h"
@@ -30,7 +31,7 @@ namespace spindle::internal {
 // leaves before WaitUntil() returns. Not copyable or movable.
 class TimedWaiter {
  public:
-  enum class Result { kNotified, kTimedOut, kCancelled };
+  using Result = WaitResult;  // kNotified, kTimedOut, kCancelled (wait_types.h)
 
   TimedWaiter();
   TimedWaiter(const TimedWaiter&) = delete;

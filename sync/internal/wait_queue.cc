@@ -2,9 +2,23 @@
 
 #include "sync/internal/wait_queue.h"
 
+#include <type_traits>
+
 #include "glog/logging.h"
+#include "sync/internal/timed_waiter.h"
 
 namespace spindle::internal {
+
+static_assert(std::is_same_v<TimerClock, std::chrono::steady_clock>,
+              "sync/'s public deadlines are steady_clock time points");
+
+struct WaitQueue::Node {
+  TimedWaiter waiter;
+  Node* next = nullptr;
+  Node* prev = nullptr;
+  std::uintptr_t tag = 0;  // written by the waker under the lock, before Notify()
+  bool linked = false;
+};
 
 WaitQueue::~WaitQueue() {
   CHECK(head_ == nullptr) << "a synchronization primitive was destroyed while fibers or "

@@ -3,20 +3,19 @@
 #ifndef SPINDLE_SYNC_INTERNAL_WAIT_QUEUE_H_
 #define SPINDLE_SYNC_INTERNAL_WAIT_QUEUE_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
-#include <type_traits>
 
 #include "fiber/internal/spinlock.h"
-#include "sync/internal/timed_waiter.h"
+#include "fiber/internal/wait_types.h"
 
 namespace spindle::internal {
 
 // The public primitives (sync/*.h) take std::chrono::steady_clock deadlines so that users
-// name no internal type; they pass them here unchanged.
-static_assert(std::is_same_v<TimerClock, std::chrono::steady_clock>,
-              "sync/'s public deadlines are steady_clock time points");
+// name no internal type; they pass them here unchanged (wait_queue.cc checks that the
+// timers' clock is that one).
 
 // The one wait-queue core every synchronization primitive is built on: a FIFO of
 // waiters (fibers or plain threads), each a TimedWaiter on the waiter's own stack.
@@ -45,11 +44,11 @@ class WaitQueue {
 
   // Enqueues the caller, releases `lock` while waiting, and returns with `lock` held
   // again: kNotified if a WakeOne/WakeAll chose it, kTimedOut at `deadline`
-  // (TimerClock::time_point::max() for none), kCancelled if `limits` (an interruptible
+  // (std::chrono::steady_clock::time_point::max() for none), kCancelled if `limits` (an interruptible
   // wait's: TimedWaiter::WaitUntil) were cancelled. `kind` is what the fiber dump shows
   // a parked fiber waiting for.
-  TimedWaiter::Result Wait(std::unique_lock<Spinlock>& lock,
-                           TimerClock::time_point deadline,
+  WaitResult Wait(std::unique_lock<Spinlock>& lock,
+                           std::chrono::steady_clock::time_point deadline,
                            WaitKind kind = WaitKind::kOther,
                            const WaitLimits* limits = nullptr);
 
@@ -61,7 +60,7 @@ class WaitQueue {
     // out: timed out or cancelled, and unlinked itself (no waker popped it)
     bool removed_self = false;
   };
-  TimedWaiter::Result Wait(std::unique_lock<Spinlock>& lock, TimerClock::time_point deadline,
+  WaitResult Wait(std::unique_lock<Spinlock>& lock, std::chrono::steady_clock::time_point deadline,
                            WaitDetail& detail, WaitKind kind = WaitKind::kOther,
                            const WaitLimits* limits = nullptr);
 
@@ -75,13 +74,11 @@ class WaitQueue {
   bool empty() const { return head_ == nullptr; }
 
  private:
-  struct Node {
-    TimedWaiter waiter;
-    Node* next = nullptr;
-    Node* prev = nullptr;
-    std::uintptr_t tag = 0;  // written by the waker under the lock, before Notify()
-    bool linked = false;
-  };
+  // A waiter's link, on its own stack. Defined in wait_queue.cc: it holds the waiter's
+  // TimedWaiter, whose header is the engine's (the timers, the parker), which a public
+  // header that embeds a WaitQueue must not bring in.
+  struct Node;
+
   void Link(Node* node, bool front);
   void Unlink(Node* node);
   Node* PopFront();
