@@ -181,7 +181,8 @@ function(_spindle_executable name output_name)
   target_compile_options(${name} PRIVATE ${SPINDLE_COMMON_FLAGS} ${SPINDLE_WARNING_FLAGS}
     ${E_COPTS})
   target_include_directories(${name} PRIVATE ${SPINDLE_SOURCE_DIR})
-  target_link_options(${name} PRIVATE ${E_LINKOPTS})
+  # Bound at load, as Bazel's toolchain links (-z now): see CMakeLists.txt's spindle.
+  target_link_options(${name} PRIVATE -Wl,-z,relro,-z,now ${E_LINKOPTS})
   if(E_LINKSTATIC)
     _spindle_link_executable(${name} TRUE ${E_DEPS})
   else()
@@ -209,8 +210,12 @@ function(_spindle_add_test test_name)
       set(entry "${test_name}/shard_${number}_of_${T_SHARDS}")
       list(APPEND env GTEST_TOTAL_SHARDS=${T_SHARDS} GTEST_SHARD_INDEX=${shard})
     endif()
+    # The entry's name made a folder name, with a hash of the name so that two entries
+    # whose names differ only in the characters replaced never share one.
     string(REGEX REPLACE "[^A-Za-z0-9_.-]" "_" tmp "${entry}")
-    set(tmp "${SPINDLE_TEST_TMP_ROOT}/${tmp}")
+    string(MD5 hash "${entry}")
+    string(SUBSTRING "${hash}" 0 8 hash)
+    set(tmp "${SPINDLE_TEST_TMP_ROOT}/${tmp}.${hash}")
     # COMMAND_EXPAND_LISTS: an argument a select() leaves empty is no argument at all.
     # run_test.sh empties TEST_TMPDIR first, as Bazel gives each run a fresh one.
     add_test(NAME "${entry}" COMMAND bash ${SPINDLE_SOURCE_DIR}/cmake/run_test.sh
@@ -249,8 +254,10 @@ function(spindle_cc_test name)
   endif()
   _spindle_executable(${name} ${output_name} ${link} SRCS ${A_SRCS} DEPS ${A_DEPS}
     COPTS ${A_COPTS} LINKOPTS ${A_LINKOPTS})
-  set(common SIZE ${A_SIZE} TIMEOUT ${A_TIMEOUT} SHARDS ${A_SHARDS} TAGS ${A_TAGS})
-  _spindle_add_test(${A_LABEL} ${common} COMMAND $<TARGET_FILE:${name}> ${A_ARGS})
+  # The shards are the plain test's: Bazel's twins are sh_tests without shard_count.
+  set(common SIZE ${A_SIZE} TIMEOUT ${A_TIMEOUT} TAGS ${A_TAGS})
+  _spindle_add_test(${A_LABEL} ${common} SHARDS ${A_SHARDS}
+    COMMAND $<TARGET_FILE:${name}> ${A_ARGS})
   if(A_STRATEGY_TWINS)
     foreach(strategy v2 relaxed)
       _spindle_add_test(${A_LABEL}_${strategy} ${common} COMMAND bash
@@ -265,7 +272,7 @@ function(spindle_cc_test name)
         set(suffix _chaos)
       endif()
       _spindle_add_test(${A_LABEL}${suffix} SIZE ${A_SIZE} TIMEOUT ${A_TIMEOUT}
-        SHARDS ${A_SHARDS} TAGS ${A_TAGS} chaos COMMAND bash
+        TAGS ${A_TAGS} chaos COMMAND bash
         ${SPINDLE_SOURCE_DIR}/bazel/run_under_chaos.sh ${strategy} ${seed}
         $<TARGET_FILE:${name}>)
     endwhile()
