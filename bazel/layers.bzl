@@ -1,5 +1,6 @@
-"""Who may depend on each layer's internal packages (../shared/ARCHITECTURE.md, the
-README's "Layers"): the layer itself and the layers above it, never a layer below.
+"""Who may depend on each layer's internal packages (../shared/ARCHITECTURE.md;
+docs/internals/layout.md, "Layers"): the layer itself and the layers above it, never a
+layer below.
 Bazel enforces it through each internal package's default_visibility; the includes
 themselves are checked by tools/layering_check.py."""
 

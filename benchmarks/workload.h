@@ -35,7 +35,7 @@ using RunFunction = std::vector<Metric> (*)(double scale);
 
 struct Workload {
   const char* name;
-  const char* description;  // one line, for --help and the README
+  const char* description;  // one line, for --help and docs/performance.md
   RuntimeShape shape;
   RunFunction run;
   // Run each repetition in a forked child with a runtime of its own. For a workload

@@ -2941,9 +2941,20 @@ spindle_cc_test(tests.hog_test
 # //tests:readme_samples_cc
 spindle_genrule(tests.readme_samples_cc
   OUTPUT ${SPINDLE_GEN_DIR}/tests/readme_samples.cc
-  COMMAND "bash ${SPINDLE_SOURCE_DIR}/tests/readme_samples.sh ${SPINDLE_SOURCE_DIR}/README.md > ${SPINDLE_GEN_DIR}/tests/readme_samples.cc"
+  COMMAND "bash ${SPINDLE_SOURCE_DIR}/tests/readme_samples.sh ${SPINDLE_SOURCE_DIR}/README.md ${SPINDLE_SOURCE_DIR}/docs/cancellation.md ${SPINDLE_SOURCE_DIR}/docs/configuration.md ${SPINDLE_SOURCE_DIR}/docs/fibers.md ${SPINDLE_SOURCE_DIR}/docs/getting-started.md ${SPINDLE_SOURCE_DIR}/docs/io.md ${SPINDLE_SOURCE_DIR}/docs/operating.md ${SPINDLE_SOURCE_DIR}/docs/performance.md ${SPINDLE_SOURCE_DIR}/docs/sync.md ${SPINDLE_SOURCE_DIR}/docs/testing.md ${SPINDLE_SOURCE_DIR}/docs/timers.md ${SPINDLE_SOURCE_DIR}/docs/troubleshooting.md > ${SPINDLE_GEN_DIR}/tests/readme_samples.cc"
   INPUTS
     ${SPINDLE_SOURCE_DIR}/README.md
+    ${SPINDLE_SOURCE_DIR}/docs/cancellation.md
+    ${SPINDLE_SOURCE_DIR}/docs/configuration.md
+    ${SPINDLE_SOURCE_DIR}/docs/fibers.md
+    ${SPINDLE_SOURCE_DIR}/docs/getting-started.md
+    ${SPINDLE_SOURCE_DIR}/docs/io.md
+    ${SPINDLE_SOURCE_DIR}/docs/operating.md
+    ${SPINDLE_SOURCE_DIR}/docs/performance.md
+    ${SPINDLE_SOURCE_DIR}/docs/sync.md
+    ${SPINDLE_SOURCE_DIR}/docs/testing.md
+    ${SPINDLE_SOURCE_DIR}/docs/timers.md
+    ${SPINDLE_SOURCE_DIR}/docs/troubleshooting.md
     ${SPINDLE_SOURCE_DIR}/tests/readme_samples.sh)
 
 # //tests:readme_samples_test

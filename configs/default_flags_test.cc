@@ -5,7 +5,13 @@
 // says why not with the words "not the built-in default". A flag added to the library
 // without a line here, a default changed in one place only, or a line for a flag that
 // no longer exists fails this test.
+//
+// docs/configuration.md's flag tables name every flag the library defines too, each with
+// its built-in default, and an "accepted" column quoted from the flag's own help text (so
+// that neither can drift from the code); every numeric flag's help states its range.
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <set>
@@ -97,6 +103,118 @@ TEST(DefaultFlagsTest, NamesEveryLibraryFlagWithItsBuiltInDefault) {
     EXPECT_EQ(library.count(name), 1u)
         << "configs/default.flags:" << flag.line << ": --" << name
         << " is not a flag the library defines";
+  }
+}
+
+struct DocRow {
+  std::string default_value;
+  std::string accepted;
+  int line = 0;
+};
+
+std::string Trim(const std::string& text) {
+  const std::size_t begin = text.find_first_not_of(" `");
+  if (begin == std::string::npos) return "";
+  const std::size_t end = text.find_last_not_of(" `");
+  return text.substr(begin, end - begin + 1);
+}
+
+// Lower case, runs of blanks as one space: the form in which a quoted range is compared.
+std::string Normalized(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return out;
+}
+
+// Table rows `| `--name` | `default` | accepted | meaning |`.
+std::map<std::string, DocRow> ReadFlagTables(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "cannot read " << path;
+  std::map<std::string, DocRow> rows;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.rfind("| `--", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::size_t start = 1;
+    for (std::size_t bar = line.find('|', start); bar != std::string::npos;
+         bar = line.find('|', start)) {
+      cells.push_back(line.substr(start, bar - start));
+      start = bar + 1;
+    }
+    EXPECT_GE(cells.size(), 4u) << path << ":" << number
+                                << ": a flag row has 4 cells (flag, default, accepted, "
+                                   "what it does): "
+                                << line;
+    if (cells.size() < 4) continue;
+    const std::string name = Trim(cells[0]).substr(2);
+    EXPECT_EQ(rows.count(name), 0u) << path << ":" << number << ": --" << name
+                                    << " has two rows";
+    std::string default_value = Trim(cells[1]);
+    if (default_value == "\"\"") default_value.clear();
+    rows[name] = {default_value, Trim(cells[2]), number};
+  }
+  return rows;
+}
+
+TEST(FlagReferenceTest, ConfigurationPageListsEveryLibraryFlag) {
+  const std::string path = "docs/configuration.md";
+  const std::map<std::string, DocRow> rows = ReadFlagTables(path);
+  std::vector<gflags::CommandLineFlagInfo> all;
+  gflags::GetAllFlags(&all);
+  std::set<std::string> library;
+  for (const gflags::CommandLineFlagInfo& flag : all) {
+    if (!DefinedByTheLibrary(flag)) continue;
+    library.insert(flag.name);
+    const bool numeric = flag.type != "bool" && flag.type != "string";
+    if (numeric) {
+      EXPECT_NE(flag.description.find('['), std::string::npos)
+          << "--" << flag.name << "'s help text (" << flag.filename
+          << ") does not state its range as [low, high]: " << flag.description;
+    }
+    auto it = rows.find(flag.name);
+    if (it == rows.end()) {
+      ADD_FAILURE() << path << " has no row for --" << flag.name << " (defined in "
+                    << flag.filename << ", default '" << flag.default_value << "')";
+      continue;
+    }
+    const DocRow& row = it->second;
+    EXPECT_EQ(row.default_value, flag.default_value)
+        << path << ":" << row.line << ": --" << flag.name << "'s default is '"
+        << flag.default_value << "' (write `\"\"` for an empty string)";
+    if (flag.type == "bool") {
+      EXPECT_EQ(row.accepted, "true, false") << path << ":" << row.line << ": --"
+                                             << flag.name;
+    } else {
+      EXPECT_FALSE(row.accepted.empty()) << path << ":" << row.line << ": --" << flag.name
+                                         << " has an empty accepted column";
+      // The whole cell, or each of its comma-separated values ("v1, v2, relaxed").
+      const std::string help = Normalized(flag.description);
+      bool quoted = help.find(Normalized(row.accepted)) != std::string::npos;
+      if (!quoted && row.accepted.find('[') == std::string::npos) {
+        quoted = true;
+        std::size_t start = 0;
+        while (start <= row.accepted.size()) {
+          std::size_t comma = row.accepted.find(',', start);
+          if (comma == std::string::npos) comma = row.accepted.size();
+          const std::string value = Normalized(Trim(row.accepted.substr(start, comma - start)));
+          quoted = quoted && !value.empty() && help.find(value) != std::string::npos;
+          start = comma + 1;
+        }
+      }
+      EXPECT_TRUE(quoted)
+          << path << ":" << row.line << ": --" << flag.name << "'s accepted column '"
+          << row.accepted << "' is not quoted from its help text: " << flag.description;
+    }
+  }
+  for (const auto& [name, row] : rows) {
+    EXPECT_EQ(library.count(name), 1u)
+        << path << ":" << row.line << ": --" << name << " is not a flag the library defines";
   }
 }
 

@@ -1,6 +1,6 @@
 // Copyright 2026 The Spindle Authors.
 //
-// The README's first example: two fibers, joined from a third.
+// The README's first program: two fibers, joined from a third.
 
 #include <cstdio>
 

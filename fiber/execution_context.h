@@ -59,6 +59,8 @@
 
 namespace spindle {
 
+// Declared ahead for ExecutionContext's friend declaration; defined below, where its
+// thread-safety is described.
 template <class T>
 class ExecutionLocal;
 
@@ -89,6 +91,11 @@ class ExecutionContext : public std::enable_shared_from_this<ExecutionContext> {
         std::chrono::steady_clock::time_point::max();
   };
 
+  // A new context tied as `options` say (the first overload: no parent, no token, no
+  // deadline). It starts cancelled if the parent is cancelled or the token's stop was
+  // requested already; its deadline is the earlier of `options.deadline` and the
+  // parent's. It is not entered: enter it with ScopedExecutionContext. Thread-safe. It
+  // allocates (std::bad_alloc propagates) and has no other failure.
   static std::shared_ptr<ExecutionContext> Create() { return Create(Options()); }
   static std::shared_ptr<ExecutionContext> Create(Options options);
 
@@ -170,6 +177,9 @@ class ExecutionContext : public std::enable_shared_from_this<ExecutionContext> {
 // moved to another worker meanwhile: that is fine).
 class ScopedExecutionContext {
  public:
+  // Enters `context` (null: leaves every context for the scope) and holds a reference
+  // to it until the scope ends. Misuse is not detected: a scope destroyed out of order,
+  // or on another fiber than its own, leaves its fiber in the wrong context.
   explicit ScopedExecutionContext(std::shared_ptr<ExecutionContext> context);
   ~ScopedExecutionContext();
   ScopedExecutionContext(const ScopedExecutionContext&) = delete;
@@ -204,6 +214,9 @@ auto CaptureExecutionContext(F&& f) {
 template <class T>
 class ExecutionLocal {
  public:
+  // Takes a key of the execution-context key space (a destroyed ExecutionLocal's index
+  // may be reused; values left under its key are never seen through the new one).
+  // Thread-safe. Running out of keys (2^32 - 1) stops the process with a message.
   ExecutionLocal()
       : key_(internal::AllocateLocalKey(internal::LocalKeySpace::kExecutionContext)) {}
   ~ExecutionLocal() {
@@ -212,6 +225,9 @@ class ExecutionLocal {
   ExecutionLocal(const ExecutionLocal&) = delete;
   ExecutionLocal& operator=(const ExecutionLocal&) = delete;
 
+  // The calling fiber's (or thread's) current context's value, constructed on first
+  // use; nullptr when the caller runs in no context. Valid while the context lives. An
+  // exception from T() propagates and leaves no value behind.
   T* get() {
     ExecutionContext* context = ExecutionContext::Current();
     return context != nullptr ? get(context) : nullptr;

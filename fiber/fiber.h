@@ -38,8 +38,8 @@ inline constexpr bool kIsFiberCallable =
 // How a new fiber starts.
 enum class Launch {
   kPost,      // queue the new fiber; the caller goes on
-  kDispatch,  // run the new fiber now on this worker; the caller is queued (from a fiber;
-              // on a plain thread this is kPost)
+  kDispatch,  // run the new fiber now on this worker; the caller is queued (from a fiber
+              // of the new fiber's scheduling group; anywhere else this is kPost)
 };
 
 // Where a fiber started by a fiber (kPost) waits for a worker: seed 002's choice between
@@ -57,10 +57,19 @@ enum class StartOrder {
 // The handle itself is not thread-safe; the fiber it names runs independently.
 class Fiber {
  public:
+  // Attributes::scheduling_group's default: the caller's group on a worker; elsewhere
+  // the groups of the calling CPU's NUMA node (or all groups) in turn.
   static constexpr std::size_t kNearestSchedulingGroup =
       std::numeric_limits<std::size_t>::max();
 
+  // How a fiber is started. The defaults: queued, in the nearest group, free to move,
+  // with the default stack, in no execution context, in the StartOrder of the flags.
+  // Checked when the fiber starts: a scheduling_group out of range, a stack_size over
+  // 1 GiB or a start_order that is not an enumerator stops the process with a message
+  // naming the field and its value.
   struct Attributes {
+    // Queue the fiber (kPost) or run it at once (kDispatch; see Launch). kDispatch acts
+    // as kPost unless the caller is a fiber of the fiber's scheduling group.
     Launch launch_policy = Launch::kPost;
     // Which scheduling group runs the fiber; by default the caller's (on a worker) or
     // the groups in turn (elsewhere). Otherwise a group index < GetSchedulingGroupCount().
@@ -85,6 +94,10 @@ class Fiber {
   };
 
   Fiber() = default;
+  // Starts a fiber that runs `start_proc`, as `attributes` say (the first overload: the
+  // defaults), and returns its handle, joinable. Callable from fibers and plain threads
+  // while the runtime runs; without a running runtime, with an empty function or with
+  // invalid attributes (see Attributes) it stops the process with a message.
   explicit Fiber(absl::AnyInvocable<void()> start_proc);
   Fiber(const Attributes& attributes, absl::AnyInvocable<void()> start_proc);
   // The same for any callable taking no arguments (a lambda, usually), stored without a
@@ -101,6 +114,9 @@ class Fiber {
   }
   ~Fiber();
 
+  // Moves the handle: `other` then names no fiber (get_id() 0, not joinable). Assigning
+  // to a handle that is still joinable stops the process with a message, as destroying
+  // one does: join() or detach() it first.
   Fiber(Fiber&& other) noexcept;
   Fiber& operator=(Fiber&& other) noexcept;
   Fiber(const Fiber&) = delete;

@@ -43,6 +43,9 @@ namespace spindle {
 template <class T>
 class FiberLocal {
  public:
+  // Takes a key of the fiber-local key space (a destroyed FiberLocal's index may be
+  // reused; values left under its key are never seen through the new one).
+  // Thread-safe. Running out of keys (2^32 - 1) stops the process with a message.
   FiberLocal() : key_(internal::AllocateLocalKey(internal::LocalKeySpace::kFiber)) {}
   ~FiberLocal() { internal::FreeLocalKey(internal::LocalKeySpace::kFiber, key_); }
   FiberLocal(const FiberLocal&) = delete;

@@ -19,8 +19,14 @@ namespace spindle::io {
 // error (resolve names with getaddrinfo() inside RunBlocking()).
 class Address {
  public:
-  Address();  // an empty address (family AF_UNSPEC)
+  // An empty address: family() AF_UNSPEC, length() 0, ToString() "(no address)".
+  Address();
 
+  // The address `text` spells in one of the forms above. InvalidArgument naming the
+  // text and the fault: no port, a port that is not a number in [0, 65535], a host that
+  // is not a numeric IPv4 or IPv6 address (names are not resolved), or a "unix:" path
+  // whose length is not in [1, 107] (sizeof sun_path - 1; an abstract "@name" counts
+  // its '@').
   static absl::StatusOr<Address> Parse(absl::string_view text);
   // From a kernel socket address; `length` bytes at `address` (at most sizeof
   // sockaddr_storage are kept).
@@ -30,6 +36,8 @@ class Address {
   static Address Ipv6Loopback(int port);
   static absl::StatusOr<Address> Unix(absl::string_view path);
 
+  // The address family as the kernel spells it (AF_INET, AF_INET6, AF_UNIX; AF_UNSPEC
+  // for an empty address), and whether the address is empty.
   int family() const { return storage_.ss_family; }
   bool empty() const { return family() == AF_UNSPEC; }
   // The port (IPv4/IPv6), or -1.

@@ -59,7 +59,7 @@ struct BlockingResult<void> {
 // throws std::system_error (resource_unavailable_try_again) with that message. Not
 // interruptible.
 //
-// A fiber parked here shows as "waiting on RunBlocking" in the fiber dump, and
+// A fiber parked here shows as "waiting on run_blocking" in the fiber dump, and
 // TerminateRuntime() names the pool's running calls and their age when it logs the
 // fibers it still waits for.
 template <typename F>
@@ -73,7 +73,6 @@ std::invoke_result_t<F&> RunBlocking(F&& f) {
     return std::move(*result);
   }
 }
-
 template <typename F>
 typename internal::BlockingResult<std::invoke_result_t<F&>>::type RunBlocking(
     F&& f, Deadline deadline) {

@@ -20,6 +20,8 @@ namespace spindle::io {
 
 class Server;
 
+// How a Server admits and drains connections. Check it with ValidateServerOptions();
+// Server's constructor stops the process with a message on an invalid one.
 struct ServerOptions {
   // Connections open at once. One accepted beyond it is closed at once (its client sees
   // the connection end rather than a silent wait) and counted in ServerStats::refused;
@@ -30,6 +32,8 @@ struct ServerOptions {
   std::chrono::milliseconds drain_timeout{5000};
 };
 
+// The largest values ValidateServerOptions() accepts: ServerOptions::max_connections,
+// and ServerOptions::drain_timeout in milliseconds (the least is 1 for both).
 inline constexpr std::size_t kMaxServerConnections = std::size_t{1} << 24;
 inline constexpr std::int64_t kMaxDrainTimeoutMs = 3'600'000;
 
@@ -63,6 +67,10 @@ struct ServerStats {
 // error. The server owns it; it lives until the handler returns.
 class ServerConnection {
  public:
+  // The connection's stream, for the handler to read and write (one reader and one
+  // writer at a time, as Stream says). The server may close it from another thread
+  // (Shutdown(), the drain deadline): its calls then fail with FailedPrecondition.
+  // Valid until the handler returns; the server closes it then.
   Stream& stream() { return stream_; }
   // The connection now waits for a new request: from here Shutdown() may close it.
   // False if the server is draining: the handler should return (nothing is begun).
@@ -129,6 +137,9 @@ class Server {
   // Starts the shutdown described above and returns at once. Idempotent.
   void Shutdown();
 
+  // The counters now (see ServerStats). Thread-safe: from any fiber or thread, also
+  // after Serve() has returned. Takes the server's lock briefly (a fiber parks, a thread
+  // blocks, while another holds it).
   ServerStats stats() const;
   // stats() in the Prometheus text format, each metric named `prefix` + "_" + what it
   // counts (e.g. "spindle_http" gives spindle_http_connections_accepted_total).

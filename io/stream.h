@@ -40,6 +40,8 @@ class Stream {
  public:
   Stream() = default;  // not open
   ~Stream();
+  // Moves the stream: `other` is then not open. Assigning first closes the stream this
+  // one held (as Close()). No other call may run on either stream meanwhile.
   Stream(Stream&& other) noexcept;
   Stream& operator=(Stream&& other) noexcept;
   Stream(const Stream&) = delete;
@@ -107,6 +109,7 @@ class Stream {
   Address peer_;
 };
 
+// How Listener::Listen() sets up its socket. A backlog below 1 is InvalidArgument.
 struct ListenOptions {
   int backlog = 4096;       // listen(2)'s backlog (the kernel caps it at somaxconn)
   bool reuse_address = true;  // SO_REUSEADDR
@@ -136,16 +139,34 @@ class Listener {
  public:
   Listener() = default;
   ~Listener();
+  // Moves the listener, its counters and its spare descriptor: `other` is then not
+  // open. Assigning first closes the listener this one held and releases its spare. No
+  // other call may run on either listener meanwhile.
   Listener(Listener&& other) noexcept;
   Listener& operator=(Listener&& other) noexcept;
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
 
+  // Binds a stream socket to `address` and listens on it (SO_REUSEADDR, except for a
+  // Unix socket, and SO_REUSEPORT as `options` say). InvalidArgument for an empty
+  // address or a backlog below 1; a failed socket(), setsockopt(), bind() or listen()
+  // gives the status of its errno (absl::ErrnoToStatusCode), naming the address. A
+  // Unix socket's file is not removed, neither before bind() nor by Close().
   static absl::StatusOr<Listener> Listen(const Address& address,
                                          const ListenOptions& options = {});
+  // Waits for a connection and returns it as an open Stream (its peer: the client's
+  // address; for a Unix socket, the listener's own). Errors as Stream's:
+  // FailedPrecondition if the listener is closed (before or during the wait) or another
+  // Accept() runs, DeadlineExceeded, Cancelled; ResourceExhausted at the deadline while
+  // out of descriptors or memory (see above); another OS error as the status of its
+  // errno. Errors of one pending connection (ECONNABORTED and the like) are skipped.
   absl::StatusOr<Stream> Accept(Deadline deadline = kNoDeadline);
+  // Closes the listening socket: a waiting Accept() wakes with FailedPrecondition, and
+  // later ones fail so. Callable from any thread; always OK (closing a closed or never
+  // opened listener too).
   absl::Status Close();
 
+  // Whether the listener was opened and not closed yet (a snapshot, from any thread).
   bool is_open() const;
   // The bound address (with the port the kernel chose for port 0).
   const Address& address() const { return address_; }

@@ -225,7 +225,7 @@ std::string FormatPrometheus(const RuntimeMetrics& metrics) {
 
   family("spindle_ready_latency_seconds", "histogram",
          "From a fiber becoming ready to it starting to run (one readiness in "
-         "8 sampled).");
+         "--fiber_ready_latency_sample_period, 64 by default, sampled).");
   char le[32];
   for (const GroupMetrics& g : metrics.groups) {
     const Histogram& h = g.ready_latency;

@@ -37,6 +37,7 @@ using Histogram = internal::HistogramSnapshot;
 
 // One worker of a group (counters since StartRuntime()).
 struct WorkerMetrics {
+  // The worker's index in its group, in [0, GroupMetrics::workers).
   std::size_t index = 0;
   std::uint64_t fibers_run = 0;         // times it made a fiber Running
   std::uint64_t sleeps = 0;             // times it went to sleep (futex or poller)
@@ -50,6 +51,7 @@ struct WorkerMetrics {
 // depths are gauges read now. Each figure is a relaxed snapshot: the figures
 // agree with each other exactly only when the runtime is quiet.
 struct GroupMetrics {
+  // The group's index, in [0, GetSchedulingGroupCount()); 0 in Total().
   std::size_t index = 0;
   int numa_node = -1;  // -1 when the runtime is not NUMA-aware
   std::size_t workers = 0;
@@ -87,12 +89,18 @@ struct GroupMetrics {
   std::uint64_t local_queue_depth = 0;  // v2: all workers' local queues, now
 
   // From a fiber becoming Ready (started, woken, yielded) to a worker starting
-  // to run it, in nanoseconds; one readiness in eight is timed.
+  // to run it, in nanoseconds; one readiness in --fiber_ready_latency_sample_period
+  // (64 by default) is timed.
   Histogram ready_latency;
 
+  // Its workers, in index order; empty in Total(). Since() subtracts their counters and
+  // histograms worker by worker.
   std::vector<WorkerMetrics> per_worker;
 };
 
+// A snapshot of the whole runtime (GetRuntimeMetrics()): its scheduling strategy, its
+// live fibers and every group, in group order. A plain value, safe to copy and read
+// from any thread once taken.
 struct RuntimeMetrics {
   std::string strategy;           // "v1", "v2" or "relaxed"
   std::uint64_t live_fibers = 0;  // started and not yet finished, now

@@ -31,8 +31,9 @@ namespace spindle {
 // accepted range. Call once (again only after TerminateRuntime()), from a plain thread.
 void StartRuntime();
 
-// Like StartRuntime(), but returns the validation error instead of stopping the
-// process ("" when the runtime started).
+// Like StartRuntime(), but returns a flag's validation error instead of stopping the
+// process ("" when the runtime started). Calling it while the runtime runs still stops
+// the process, as StartRuntime() does.
 std::string TryStartRuntime();
 
 // Waits until every fiber started so far (and every fiber they start) has finished,
@@ -46,6 +47,10 @@ void TerminateRuntime();
 // fiber, it simply calls `f`.
 void RunAsFiber(absl::AnyInvocable<void()> f);
 
+// RunAsFiber() for an `f` that returns a value: returns what `f` returned (moved out).
+// From a plain thread it needs a running runtime (else it stops the process with a
+// message), and an exception escaping `f` stops the process as one escaping any fiber
+// does; from a fiber, `f` is simply called, and its exception propagates.
 template <class F, class R = std::invoke_result_t<F&>,
           class = std::enable_if_t<!std::is_void_v<R>>>
 R RunAsFiber(F&& f) {
@@ -64,6 +69,7 @@ std::size_t GetFiberCount();
 // independent relaxed snapshots: consistent with each other only once the runtime is
 // quiet.
 struct SchedulingGroupStats {
+  // The group's index, in [0, GetSchedulingGroupCount()).
   std::size_t index = 0;
   int numa_node = -1;         // -1 when the runtime is not NUMA-aware
   std::size_t workers = 0;
@@ -93,9 +99,9 @@ std::vector<SchedulingGroupStats> GetSchedulingGroupStats();
 //     #0  0x55d0c0a1b2c3 spindle::internal::ParkFiber()
 //     ...
 //     #9  0x55d0c0a1c4d5 ParkOnEvent()
-//   fiber 1026 group 0 running on worker 1 for 0.002s
+//   fiber 1026 group 0 running on worker 1
 //     (stack not captured)
-//   fiber 1027 group - ready for 0.000s
+//   fiber 1027 group - ready
 //     ...
 //   --- end of fiber dump ---
 //

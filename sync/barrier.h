@@ -16,6 +16,8 @@ namespace spindle {
 // Thread-safe.
 class Barrier {
  public:
+  // Starts the first phase, expecting `expected` participants in each phase. `expected`
+  // below 1 stops the process with a message.
   explicit Barrier(std::ptrdiff_t expected);
   Barrier(const Barrier&) = delete;
   Barrier& operator=(const Barrier&) = delete;

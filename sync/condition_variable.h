@@ -25,11 +25,16 @@ class ConditionVariable {
   ConditionVariable(const ConditionVariable&) = delete;
   ConditionVariable& operator=(const ConditionVariable&) = delete;
 
-  // Not interruptible (see wait_until()).
+  // Releases `lock`'s mutex, waits for a notify (a fiber parks, a thread blocks), and
+  // returns with it locked again. `lock` must own its mutex: otherwise
+  // std::unique_lock::unlock() throws std::system_error and nothing waits. Not
+  // interruptible (see wait_until()).
   void wait(std::unique_lock<Mutex>& lock) {
     WaitUntil(lock, std::chrono::steady_clock::time_point::max(), nullptr);
   }
 
+  // Waits as wait() until `predicate()` (called with the mutex held) is true; returns at
+  // once if it is already. Not interruptible.
   template <class Predicate>
   void wait(std::unique_lock<Mutex>& lock, Predicate predicate) {
     while (!predicate()) wait(lock);
@@ -45,6 +50,8 @@ class ConditionVariable {
                                                                     : std::cv_status::timeout;
   }
 
+  // Waits as the overload above until `predicate()` (called with the mutex held) is
+  // true: true once it is; at the deadline or a cancellation, the predicate's value.
   template <class Predicate>
   bool wait_until(std::unique_lock<Mutex>& lock, std::chrono::steady_clock::time_point deadline,
                   Predicate predicate) {
@@ -55,18 +62,22 @@ class ConditionVariable {
     return true;
   }
 
+  // wait_until() with a deadline `timeout` from now (steady clock), with or without a
+  // predicate; interruptible as it is.
   template <class Rep, class Period>
   std::cv_status wait_for(std::unique_lock<Mutex>& lock,
                           std::chrono::duration<Rep, Period> timeout) {
     return wait_until(lock, Deadline(timeout));
   }
-
   template <class Rep, class Period, class Predicate>
   bool wait_for(std::unique_lock<Mutex>& lock, std::chrono::duration<Rep, Period> timeout,
                 Predicate predicate) {
     return wait_until(lock, Deadline(timeout), std::move(predicate));
   }
 
+  // Wakes the oldest waiter (notify_one) or every waiter (notify_all) that is waiting
+  // now; nothing if none is (a later wait is not woken by it). Callable from any fiber
+  // or thread, with or without the mutex held; never parks.
   void notify_one();
   void notify_all();
 

@@ -22,6 +22,8 @@
 
 namespace spindle {
 
+// Declared ahead with their default argument (T = void: a completion with no value);
+// defined below, where their use across threads is described.
 template <class T = void>
 class Future;
 template <class T = void>
@@ -29,8 +31,10 @@ class Promise;
 
 // What a Promise that was destroyed unfulfilled leaves in its Future: BlockingGet()
 // throws it, and continuations are skipped in favour of passing it on.
+// Thread-safety: immutable once made; its const members may be used from any threads.
 class BrokenPromise : public std::logic_error {
  public:
+  // what(): "spindle::Promise destroyed without a value".
   BrokenPromise() : std::logic_error("spindle::Promise destroyed without a value") {}
 };
 
@@ -220,8 +224,15 @@ void InvokeAndFulfil(Promise<R>& promise, F& f, FutureValue<T>&& value) {
 template <class T>
 class Promise {
  public:
+  // A promise with a new shared state (allocated: std::bad_alloc propagates), unset,
+  // its future not yet taken. Take the future before setting the promise: a set
+  // promise is empty, and GetFuture() on it stops the process.
   Promise() : state_(std::make_shared<internal::FutureState<T>>()) {}
   Promise(Promise&&) noexcept = default;
+  // Moving (this and the constructor above) hands over the state; the moved-from
+  // promise is empty (setting it, or GetFuture(), stops the process; destroying it does
+  // nothing). Assigning first breaks this promise if it is unset (its future gets a
+  // BrokenPromise).
   Promise& operator=(Promise&& other) noexcept {
     BreakIfUnset();
     state_ = std::move(other.state_);
@@ -279,12 +290,15 @@ class Promise {
 template <class T>
 class Future {
  public:
+  // The type of the value it carries (void for a completion).
   using ValueType = T;
 
   Future() = default;  // not valid(); for assigning to later
   Future(Future&&) noexcept = default;
   Future& operator=(Future&&) noexcept = default;
 
+  // Whether it still has a state to consume: false when default-constructed, moved
+  // from or consumed. Consuming a future that is not valid stops the process.
   bool valid() const { return state_ != nullptr; }
   // True once the value or exception is in (a continuation may still run later).
   bool is_ready() const { return state_ != nullptr && state_->fulfilled(); }
@@ -511,6 +525,8 @@ Future<std::tuple<FutureValue<Ts>...>> WhenAll(Future<Ts>&&... futures) {
 // What WhenAny() hands back: which future arrived first, and its value.
 template <class T>
 struct WhenAnyResult {
+  // The first future's index in WhenAny()'s vector, and its value (std::monostate for a
+  // Future<void>).
   std::size_t index;
   FutureValue<T> value;
 };

@@ -17,11 +17,16 @@ namespace spindle {
 // Counting below zero stops the process with a message.
 class Latch {
  public:
+  // Starts at `count`; 0 starts released. A negative `count` stops the process with a
+  // message.
   explicit Latch(std::ptrdiff_t count);
   Latch(const Latch&) = delete;
   Latch& operator=(const Latch&) = delete;
 
+  // Subtracts `n`; reaching zero wakes every waiter. Never parks. An `n` below zero or
+  // above the count left stops the process with a message.
   void count_down(std::ptrdiff_t n = 1);
+  // Whether the count is zero now; never waits.
   bool try_wait() const;
   // Not interruptible (see WaitUntil()).
   void wait() const { Await(std::chrono::steady_clock::time_point::max(), nullptr); }

@@ -37,6 +37,9 @@ class Mutex {
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
 
+  // Takes the lock, waiting as long as it takes: a fiber parks, a thread blocks. Not
+  // interruptible (see try_lock_until()). Locking a mutex the caller holds already
+  // deadlocks: the mutex does not record its owner, so this is not detected.
   void lock() {
     std::uint32_t expected = 0;
     // acquire: pairs with the release in unlock(); the previous holder's writes are
@@ -48,6 +51,9 @@ class Mutex {
     LockSlow(std::chrono::steady_clock::time_point::max(), nullptr);  // not interruptible
   }
 
+  // Takes the lock if it is free now; never waits. False if it is held, or while the
+  // mutex is in hand-off mode (the lock then goes to the oldest waiter, even if it is
+  // free at this instant).
   bool try_lock() {
     // relaxed: a hint; the CAS below decides.
     std::uint32_t state = state_.load(std::memory_order_relaxed);
@@ -61,6 +67,7 @@ class Mutex {
     return false;
   }
 
+  // try_lock_until() with a deadline `timeout` from now (steady clock).
   template <class Rep, class Period>
   bool try_lock_for(std::chrono::duration<Rep, Period> timeout) {
     return try_lock_until(
@@ -75,6 +82,10 @@ class Mutex {
     return try_lock() || LockSlow(deadline, internal::CurrentWaitLimits());
   }
 
+  // Releases the lock, waking a waiter to compete for it (in hand-off mode, handing it
+  // to the oldest waiter). Never parks. Unlocking a mutex that is not locked stops the
+  // process with a message; an unlock by another fiber or thread than the one that
+  // locked it is not detected (the mutex does not record its owner).
   void unlock() {
     // relaxed: a first guess for the CAS (under contention other bits are usually set,
     // and a CAS bound to fail would cost a locked instruction for nothing).

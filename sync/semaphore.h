@@ -46,19 +46,27 @@ class SemaphoreCore {
 template <std::ptrdiff_t kLeastMaxValue = std::numeric_limits<std::ptrdiff_t>::max()>
 class CountingSemaphore {
  public:
+  // The most permits the semaphore may hold: exactly kLeastMaxValue.
   static constexpr std::ptrdiff_t max() { return kLeastMaxValue; }
 
+  // Starts with `desired` permits. A `desired` outside [0, max()] stops the process
+  // with a message.
   explicit CountingSemaphore(std::ptrdiff_t desired) : core_(desired, kLeastMaxValue) {}
   CountingSemaphore(const CountingSemaphore&) = delete;
   CountingSemaphore& operator=(const CountingSemaphore&) = delete;
 
+  // Adds `n` permits: each goes to the oldest waiter while any waits, the rest to the
+  // count. Never parks. A negative `n`, or a count that would pass max(), stops the
+  // process with a message.
   void release(std::ptrdiff_t n = 1) { core_.Release(n, kLeastMaxValue); }
 
   // Not interruptible (see try_acquire_until()).
   void acquire() { core_.Acquire(std::chrono::steady_clock::time_point::max(), nullptr); }
 
+  // Takes a permit if one is free now; never waits.
   bool try_acquire() { return core_.TryAcquire(); }
 
+  // try_acquire_until() with a deadline `timeout` from now (steady clock).
   template <class Rep, class Period>
   bool try_acquire_for(std::chrono::duration<Rep, Period> timeout) {
     return try_acquire_until(
@@ -76,6 +84,7 @@ class CountingSemaphore {
   internal::SemaphoreCore core_;
 };
 
+// A semaphore of at most one permit: releasing a second one stops the process.
 using BinarySemaphore = CountingSemaphore<1>;
 
 }  // namespace spindle

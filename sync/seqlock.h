@@ -25,10 +25,14 @@ class SeqLock {
   static constexpr std::size_t kWords = (sizeof(T) + 7) / 8;
 
  public:
+  // Holds `initial` (T() by default).
   explicit SeqLock(const T& initial = T()) { Write(initial); }
   SeqLock(const SeqLock&) = delete;
   SeqLock& operator=(const SeqLock&) = delete;
 
+  // The value of the last Store() (or the initial one), never torn. Takes no lock and
+  // never parks: while a Store() is writing it spins (busy-waits), and it retries while
+  // stores keep overlapping its read, so a stream of writes can hold it up. Thread-safe.
   T Load() const {
     std::uint64_t words[kWords];
     for (;;) {
@@ -53,6 +57,8 @@ class SeqLock {
     return value;
   }
 
+  // Replaces the value. Stores serialise on a Mutex (a fiber parks, a thread blocks,
+  // while another Store() runs); a store never waits for readers. Thread-safe.
   void Store(const T& value) {
     std::lock_guard<Mutex> guard(writer_);
     Write(value);

@@ -24,9 +24,22 @@ class SharedMutex {
   SharedMutex(const SharedMutex&) = delete;
   SharedMutex& operator=(const SharedMutex&) = delete;
 
+  // Exclusive (writer) ownership. lock() waits until nobody holds the lock (a fiber
+  // parks, a thread blocks; not interruptible, and there are no timed variants); after
+  // 1 ms of waiting it keeps new readers out until it has had its turn. try_lock() takes
+  // it only if nobody holds it now, never waiting. unlock() wakes every waiting reader,
+  // unless a writer has waited over 1 ms or no reader waits: then one waiting writer.
+  // unlock() without an exclusive hold stops the process with a message.
   void lock();
   bool try_lock();
   void unlock();
+  // Shared (reader) ownership. lock_shared() waits while a writer holds the lock or a
+  // writer has waited over 1 ms (not interruptible); try_lock_shared() is false then
+  // instead. unlock_shared() gives back one shared hold; the last wakes one waiting
+  // writer. unlock_shared() with no shared hold out stops the process with a message;
+  // holders are not recorded, so a release by a non-holder while others hold it is not
+  // detected. Not recursive: a second lock_shared() by a holder deadlocks if a writer
+  // has meanwhile waited over 1 ms.
   void lock_shared();
   bool try_lock_shared();
   void unlock_shared();

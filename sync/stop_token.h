@@ -53,6 +53,9 @@ void StopCallbackRemove(StopState* state, StopCallbackRoom& room);
 class StopToken {
  public:
   StopToken() = default;
+  // Copies share the state (one reference more); a moved-from token has no source
+  // (stop_possible() false). They never fail. Each StopToken object is used by one
+  // thread at a time; copies of it may be used concurrently.
   StopToken(const StopToken& other) : state_(other.state_) {
     if (state_ != nullptr) internal::StopStateRef(state_);
   }
@@ -89,10 +92,15 @@ class StopToken {
 // Thread-safe.
 class StopSource {
  public:
+  // A source with a new state of its own, not stopped. Allocates the state
+  // (std::bad_alloc propagates).
   StopSource() : state_(internal::StopStateCreate()) {}
+  // Copies share the state (one reference more). There is no move constructor: a move
+  // copies, so that no source is ever left without a state.
   StopSource(const StopSource& other) : state_(other.state_) {
     internal::StopStateRef(state_);
   }
+  // Makes this source share `other`'s state, dropping its reference to its own.
   StopSource& operator=(StopSource other) noexcept {
     std::swap(state_, other.state_);
     return *this;
@@ -101,6 +109,8 @@ class StopSource {
     if (state_ != nullptr) internal::StopStateUnref(state_);
   }
 
+  // A token of this source's state: stop_possible(), and stopped once any source
+  // sharing the state requests the stop. Thread-safe.
   StopToken token() const { return StopToken(state_); }
   // Requests the stop: runs every StopCallback registered on it, on this thread, and
   // wakes every interruptible wait under it. True if this call made the request; false
@@ -122,6 +132,11 @@ class StopSource {
 template <class F>
 class StopCallback {
  public:
+  // Registers `f` on `token`'s state. If the stop was requested already, calls `f` at
+  // once, here, on this thread: an exception from it then propagates out of the
+  // constructor (one from a call by RequestStop() terminates). With a token that has no
+  // source, nothing is registered and `f` never runs. A RequestStop() racing with the
+  // constructor runs `f` once, there or here.
   template <class G>
   StopCallback(const StopToken& token, G&& f) : f_(std::forward<G>(f)) {
     if (token.state_ != nullptr) {
@@ -151,6 +166,8 @@ class StopCallback {
   internal::StopState* state_ = nullptr;  // registered on it (holds a reference)
 };
 
+// Deduces StopCallback<F> from the function, by value:
+// `spindle::StopCallback on_stop(token, [&] { ... });`.
 template <class F>
 StopCallback(const StopToken&, F) -> StopCallback<F>;
 

@@ -20,6 +20,7 @@
 
 namespace spindle {
 
+// The clock of every timer's time points: std::chrono::steady_clock.
 using TimerClock = std::chrono::steady_clock;
 
 // Calls `callback` once, at `at` or soon after (never before).
@@ -34,8 +35,10 @@ std::uint64_t SetTimer(TimerClock::time_point at, TimerClock::duration interval,
 
 // Cancels the timer and releases `id`. Returns true if this prevented a call that would
 // otherwise have started (a one-shot timer that had not fired, or any periodic timer);
-// false if the one-shot call had already started (it may still be running) or the
-// timer was already cancelled. No call starts after KillTimer returns.
+// false if the one-shot call had already started (it may still be running). No call
+// starts after KillTimer returns. `id` is gone afterwards: a second KillTimer or
+// DetachTimer of it touches freed memory (the id is the timer's address, reused by a
+// later timer), and KillTimer(0) stops the process. TimerKiller owns an id for you.
 bool KillTimer(std::uint64_t id);
 
 // Releases `id` and lets the timer run on (a periodic one for the rest of the runtime).
@@ -47,11 +50,19 @@ void SetDetachedTimer(TimerClock::time_point at, TimerClock::duration interval,
                       absl::AnyInvocable<void()> callback);
 
 // Kills the timer it holds when destroyed (unless Release()d). Movable, not copyable.
+// Thread-safety: one TimerKiller is used by one thread at a time; the timer's callback
+// may be running on another thread when it is killed, and KillTimer() does not wait
+// for it (it only guarantees that no call starts afterwards).
 class TimerKiller {
  public:
   TimerKiller() = default;
+  // Holds `id`, from SetTimer() and given to neither KillTimer() nor DetachTimer(): the
+  // TimerKiller now owns that duty. An id given to one of them already is not detected
+  // (it names freed memory; killing it then is undefined).
   explicit TimerKiller(std::uint64_t id) : id_(id) {}
   ~TimerKiller() { Reset(); }
+  // Moving hands the id over (`other` then holds none). Assigning first kills the timer
+  // this one held.
   TimerKiller(TimerKiller&& other) noexcept : id_(other.id_) { other.id_ = 0; }
   TimerKiller& operator=(TimerKiller&& other) noexcept {
     Reset(other.id_);

@@ -170,6 +170,20 @@ class Workspace:
         def ignore(*args, **kwargs):
             del args, kwargs
 
+        def glob(include, exclude=()):
+            """Bazel's glob: the package's files that match, not those of subpackages."""
+            root = REPO / package
+            found = set()
+            for pattern in include:
+                for path in root.glob(pattern):
+                    rel = path.relative_to(root)
+                    inner = [root.joinpath(*rel.parts[:i]) for i in range(1, len(rel.parts))]
+                    if path.is_file() and not any((d / "BUILD.bazel").exists() for d in inner):
+                        found.add(rel.as_posix())
+            for pattern in exclude:
+                found -= {f for f in found if pathlib.PurePosixPath(f).match(pattern)}
+            return sorted(found)
+
         def load(path, *symbols):
             if path == "//bazel:layers.bzl":
                 layers = {}
@@ -198,6 +212,7 @@ class Workspace:
             "select": Select,
             "package": ignore,
             "exports_files": ignore,
+            "glob": glob,
             "config_setting": ignore,
             "cc_library": record("cc_library"),
             "cc_test": record("cc_test"),
@@ -458,7 +473,8 @@ class Writer:
             if len(outs) != 1:
                 sys.exit("%s: %s: bazel_to_cmake.py takes genrules of one output"
                          % (rule.build_file, rule.label))
-            command = self.substitute(rule, a["cmd"]).replace("$@", outs[0])
+            command = self.substitute(rule, a["cmd"]).replace("$@", outs[0]).replace(
+                "$(SRCS)", " ".join(self.location(rule, label) for label in a.get("srcs", [])))
             if "$(" in command:
                 sys.exit("%s: %s: cmd has a make variable bazel_to_cmake.py does not "
                          "know" % (rule.build_file, rule.label))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Fails on an #include that climbs the layers of ../shared/ARCHITECTURE.md (as the
-README's "Layers" section lists them): a library file may include headers of its own
-layer and of the layers below, never of a layer above. Tests, benchmarks and test
+"""Fails on an #include that climbs the layers of ../shared/ARCHITECTURE.md (as
+docs/internals/layout.md's "Layers" lists them): a library file may include headers of
+its own layer and of the layers below, never of a layer above. Tests, benchmarks and test
 helpers of a component may use the layers above it (they exercise it through the public
 API), so they are not checked; examples/, benchmarks/ and tests/ are the top layer.
 

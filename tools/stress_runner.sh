@@ -5,7 +5,7 @@
 #
 #   tools/stress_runner.sh                       build (default and tsan) and run
 #   tools/stress_runner.sh --configs=tsan --repeat=3 --only=sync
-#   tools/stress_runner.sh --print-binaries=tsan pack these (see README, "Testing")
+#   tools/stress_runner.sh --print-binaries=tsan pack these (docs/internals/testing-and-ci.md, "Stress runs")
 #   tools/stress_runner.sh --bin-dir=DIR --config=tsan
 #                                                run binaries built elsewhere: DIR holds
 #                                                the *_test executables, or is a folder

@@ -86,7 +86,7 @@ DEFINE_uint64(fiber_stack_thread_cache_size, 32,
 DEFINE_uint64(fiber_stack_pool_idle_max, 256,
               "Idle fiber stacks the global pool keeps with their memory (default 256). "
               "Beyond it, idle stacks give their memory back to the system after "
-              "--fiber_stack_release_delay_ms, so RSS falls after a burst of fibers. "
+              "--fiber_release_delay_ms, so RSS falls after a burst of fibers. "
               "Range [0, 2^32].");
 namespace spindle::internal {
 namespace {

@@ -107,7 +107,8 @@ DEFINE_uint64(fiber_chaos_seed, 0,
               "reproducibly from the seed (the same seed gives the same order on one "
               "worker). Several times slower: never in production. Compiled in only in "
               "test builds with --config=seams (--define=spindle_test_seams=1); other "
-              "builds accept only 0. Default 0 = off; any other 64-bit value is a seed.");
+              "builds accept only 0. Default 0 = off; any other value, in "
+              "[1, 2^64-1], is a seed.");
 
 DEFINE_bool(fiber_log_layout, false,
             "Write the runtime's layout (groups, workers, CPUs, strategy, stacks) as one "

@@ -30,19 +30,18 @@
 //     Go puts a timer's goroutine in runnext of the P that runs the timer.
 //
 // Timer rounds (EnqueueWoken). Due timers are fired by busy workers themselves (an
-// assist, group_timers.h), every 64th switch, or by the group's TimerWorker thread when
-// no worker does. An assist's fibers go to the firing worker's own inbox, which it
-// takes from next (Go's runnext of the P that runs the timer, for a whole round). The
-// thread's rounds are spread in equal shares over the workers that do not sleep,
-// starting one further each round; if all sleep, they go to the global queue (N4 wakes
-// one). Each post is made under the inbox's lock, then one Notify (N1-N5), as after
+// assist, group_timers.h), every 16th switch (busy_poll.h), or by the group's TimerWorker
+// thread when no worker does. An assist's fibers go to the firing worker's own inbox,
+// which it takes from next (Go's runnext of the P that runs the timer, for a whole
+// round). The thread's rounds are spread in equal shares over the workers that do not
+// sleep, starting one further each round; if all sleep, they go to the global queue (N4
+// wakes one). Each post is made under the inbox's lock, then one Notify (N1-N5), as after
 // any push. A worker in one long fiber (the sleep workload's spawner) leaves its inbox
-// alone: its busy siblings take from it one entry per take when theirs is empty (T0),
-// its idle ones half of it (I3). (A first version chose workers whose count of takes
-// had moved in the last 100 us instead; it cost every take a store.)
-// Rejected: one shared priority queue (every worker's take would read a line the timer
-// thread writes, and all wake-ups would go through one queue again); the global
-// queue's head (its ring is FIFO).
+// alone: its busy siblings take from it one entry per take when theirs is empty (T0), its
+// idle ones half of it (I3). (A first version chose workers whose count of takes had
+// moved in the last 100 us instead; it cost every take a store.) Rejected: one shared
+// priority queue (every worker's take would read a line the timer thread writes, and all
+// wake-ups would go through one queue again); the global queue's head (its ring is FIFO).
 //
 // Taking (TakeNext, the worker's own sources, no blocking):
 //   T1. For every `global_check_interval`-th fiber taken (61, as Go), the global queue
