@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Spindle's builds and tests need, those that are missing:
-# Bazel's (./bazelw runs this first) and CMake's. Idempotent and quiet when nothing is
-# missing; needs root or sudo and Debian's mirror when something is. Nothing else is
-# downloaded. Usage: tools/install_deps.sh
+# Bazel's (./bazelw runs this first) and CMake's. Idempotent; says in one line that
+# nothing was missing (unless SPINDLE_DEPS_QUIET=1, as ./bazelw sets it); needs root or
+# sudo and Debian's mirror when something is. Nothing else is downloaded. Usage, from
+# anywhere: /path/to/spindle/tools/install_deps.sh
 set -euo pipefail
 
 packages=(
@@ -38,4 +39,7 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq >&2
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  echo "install_deps: installed ${#missing[@]} package(s)" >&2
+elif [ "${SPINDLE_DEPS_QUIET:-0}" != 1 ]; then
+  echo "install_deps: all ${#packages[@]} packages Spindle needs are installed" >&2
 fi

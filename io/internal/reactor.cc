@@ -38,12 +38,12 @@
 //     its siblings sleep on futexes; it then wakes one sleeper (after clearing its own
 //     sleeping bit), which finds nothing, sleeps again and takes the token. Without
 //     this a long-running fiber on the former poller would delay every network event.
-// R5. Busy workers: every 64th fiber switch a worker looks at the clock, and if nobody
-//     holds the token and nobody polled for 100 us (GroupPoller::kBusyPollIntervalNs),
-//     polls without blocking (in ParkFiber() by a detour through the worker's loop, where no
-//     fiber lock is held). This is Go's "busy Ps poll", and it closes tRPC v2's
-//     saturation hole. A fiber that never switches still blocks its own worker (no
-//     preemption), but not the others.
+// R5. Busy workers: every 16th fiber switch (BusyPoll::kPollEvery) a worker looks at
+//     the clock, and if nobody holds the token and nobody polled for 100 us
+//     (GroupPoller::kBusyPollIntervalNs), polls without blocking (in ParkFiber() by a
+//     detour through the worker's loop, where no fiber lock is held). This is Go's
+//     "busy Ps poll", and it closes tRPC v2's saturation hole. A fiber that never
+//     switches still blocks its own worker (no preemption), but not the others.
 //
 // Registration: once per descriptor, edge-triggered, EPOLLIN|EPOLLOUT|EPOLLRDHUP, on
 // its first wait from a fiber, with the reactor of that fiber's group (so a connection

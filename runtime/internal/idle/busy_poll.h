@@ -92,8 +92,8 @@ class BusyPoll {
   // for its own timer. From that worker's thread.
   void RequestPoll(std::size_t worker) { per_worker_[worker].poll_due = true; }
   // Step 1 of the idle path (idle_path.cc), on worker `worker`'s own stack: poll and
-  // fire when ParkFiber() found them due, every 64th pass, or on every pass while the group
-  // has a poller.
+  // fire when ParkFiber() found them due, every kPollEvery-th pass, or on every pass
+  // while the group has a poller.
   void FromIdle(std::size_t worker);
   // Called by a fiber about to park on IO: if nobody holds the poller token while
   // descriptors are registered, wakes a sleeping worker to poll (one that slept on its
