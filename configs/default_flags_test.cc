@@ -162,6 +162,53 @@ std::map<std::string, DocRow> ReadFlagTables(const std::string& path) {
   return rows;
 }
 
+// The first "[low, high]" in a help text ("" if none).
+std::string RangeIn(const std::string& help) {
+  for (std::size_t open = help.find('['); open != std::string::npos;
+       open = help.find('[', open + 1)) {
+    const std::size_t close = help.find(']', open);
+    if (close == std::string::npos) break;
+    const std::string range = help.substr(open, close - open + 1);
+    if (range.find(", ") != std::string::npos) return range;
+  }
+  return "";
+}
+
+// Comma-separated values, each trimmed of blanks and backticks.
+std::set<std::string> Values(const std::string& list) {
+  std::set<std::string> values;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    std::size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    values.insert(Trim(list.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return values;
+}
+
+// The values a help text lists after "Accepted: ", up to the sentence's end, without
+// their explanations in parentheses ("Accepted: v1 (one queue), v2 (...)." -> v1, v2).
+std::set<std::string> AcceptedIn(const std::string& help) {
+  const std::string marker = "Accepted: ";
+  const std::size_t at = help.find(marker);
+  if (at == std::string::npos) return {};
+  std::string list;
+  int depth = 0;
+  for (std::size_t i = at + marker.size(); i < help.size(); ++i) {
+    const char c = help[i];
+    if (c == '(') {
+      ++depth;
+    } else if (c == ')') {
+      --depth;
+    } else if (depth == 0) {
+      if (c == '.' && (i + 1 == help.size() || help[i + 1] == ' ')) break;
+      list += c;
+    }
+  }
+  return Values(list);
+}
+
 TEST(FlagReferenceTest, ConfigurationPageListsEveryLibraryFlag) {
   const std::string path = "docs/configuration.md";
   const std::map<std::string, DocRow> rows = ReadFlagTables(path);
@@ -172,8 +219,9 @@ TEST(FlagReferenceTest, ConfigurationPageListsEveryLibraryFlag) {
     if (!DefinedByTheLibrary(flag)) continue;
     library.insert(flag.name);
     const bool numeric = flag.type != "bool" && flag.type != "string";
+    const std::string range = RangeIn(flag.description);
     if (numeric) {
-      EXPECT_NE(flag.description.find('['), std::string::npos)
+      EXPECT_FALSE(range.empty())
           << "--" << flag.name << "'s help text (" << flag.filename
           << ") does not state its range as [low, high]: " << flag.description;
     }
@@ -184,32 +232,33 @@ TEST(FlagReferenceTest, ConfigurationPageListsEveryLibraryFlag) {
       continue;
     }
     const DocRow& row = it->second;
+    const std::string where = path + ":" + std::to_string(row.line) + ": --" + flag.name;
     EXPECT_EQ(row.default_value, flag.default_value)
-        << path << ":" << row.line << ": --" << flag.name << "'s default is '"
-        << flag.default_value << "' (write `\"\"` for an empty string)";
+        << where << "'s default is '" << flag.default_value
+        << "' (write `\"\"` for an empty string)";
+    const std::set<std::string> listed = AcceptedIn(flag.description);
     if (flag.type == "bool") {
-      EXPECT_EQ(row.accepted, "true, false") << path << ":" << row.line << ": --"
-                                             << flag.name;
+      EXPECT_EQ(row.accepted, "true, false") << where;
+    } else if (numeric) {
+      // The range itself, with any words around it taken from the help text.
+      EXPECT_NE(row.accepted.find(range), std::string::npos)
+          << where << "'s accepted column '" << row.accepted << "' does not give its range "
+          << range << " (help text: " << flag.description << ")";
+      EXPECT_NE(Normalized(flag.description).find(Normalized(row.accepted)),
+                std::string::npos)
+          << where << "'s accepted column '" << row.accepted
+          << "' is not quoted from its help text: " << flag.description;
+    } else if (!listed.empty()) {
+      EXPECT_EQ(Values(row.accepted), listed)
+          << where << "'s accepted column '" << row.accepted
+          << "' is not the help text's list of accepted values: " << flag.description;
     } else {
-      EXPECT_FALSE(row.accepted.empty()) << path << ":" << row.line << ": --" << flag.name
-                                         << " has an empty accepted column";
-      // The whole cell, or each of its comma-separated values ("v1, v2, relaxed").
-      const std::string help = Normalized(flag.description);
-      bool quoted = help.find(Normalized(row.accepted)) != std::string::npos;
-      if (!quoted && row.accepted.find('[') == std::string::npos) {
-        quoted = true;
-        std::size_t start = 0;
-        while (start <= row.accepted.size()) {
-          std::size_t comma = row.accepted.find(',', start);
-          if (comma == std::string::npos) comma = row.accepted.size();
-          const std::string value = Normalized(Trim(row.accepted.substr(start, comma - start)));
-          quoted = quoted && !value.empty() && help.find(value) != std::string::npos;
-          start = comma + 1;
-        }
-      }
-      EXPECT_TRUE(quoted)
-          << path << ":" << row.line << ": --" << flag.name << "'s accepted column '"
-          << row.accepted << "' is not quoted from its help text: " << flag.description;
+      // A format (a CPU list, a topology): quoted from the help text.
+      EXPECT_FALSE(row.accepted.empty()) << where << " has an empty accepted column";
+      EXPECT_NE(Normalized(flag.description).find(Normalized(row.accepted)),
+                std::string::npos)
+          << where << "'s accepted column '" << row.accepted
+          << "' is not quoted from its help text: " << flag.description;
     }
   }
   for (const auto& [name, row] : rows) {

@@ -104,9 +104,13 @@ class ExecutionContext : public std::enable_shared_from_this<ExecutionContext> {
   // thread, any number of times (later calls do nothing). Runs the StopCallbacks
   // registered on stop_token() on the calling thread.
   void Cancel() { stop_->RequestStop(); }
+  // Whether the context is cancelled: by Cancel(), by its parent's cancellation or by
+  // its token's stop. A passed deadline does not make it cancelled. Thread-safe.
   bool cancelled() const { return stop_->stop_requested(); }
   // Stopped when the context is cancelled.
   StopToken stop_token() const { return StopToken(stop_); }
+  // The deadline fixed by Create(): the earlier of `Options::deadline` and the parent's;
+  // max() if none. It never changes. Thread-safe.
   std::chrono::steady_clock::time_point deadline() const {
     return limits_.deadline;
   }

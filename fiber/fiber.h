@@ -137,6 +137,7 @@ class Fiber {
   // its deadline, first (the handle stays joinable: join it again or detach it). It
   // never runs the fiber inline.
   bool join_until(std::chrono::steady_clock::time_point deadline);
+  // join_until() with the deadline `timeout` from now.
   template <class Rep, class Period>
   bool join_for(std::chrono::duration<Rep, Period> timeout) {
     return join_until(std::chrono::steady_clock::now() +
@@ -144,6 +145,9 @@ class Fiber {
   }
   // Lets the fiber run on its own; the handle no longer refers to it.
   void detach();
+  // Whether the handle names a fiber not yet joined or detached. join(), join_until(),
+  // join_for() and detach() on a handle that is not joinable stop the process with a
+  // message.
   bool joinable() const { return join_state_ != nullptr; }
   // The fiber's id (0 for a handle that names no fiber).
   std::uint64_t get_id() const { return id_; }

@@ -62,6 +62,7 @@ class FiberLocal {
     }
     return Create(storage);
   }
+  // get(), as a pointer and as a reference: the calling fiber's value.
   T* operator->() { return get(); }
   T& operator*() { return *get(); }
 

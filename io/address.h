@@ -31,21 +31,34 @@ class Address {
   // From a kernel socket address; `length` bytes at `address` (at most sizeof
   // sockaddr_storage are kept).
   static Address FromSockaddr(const sockaddr* address, socklen_t length);
+  // The IPv4 address `host_order_ip` (in host byte order: 0x7f000001 is 127.0.0.1) with
+  // `port`. The port is not checked: one outside [0, 65535] is kept modulo 65536.
   static Address Ipv4(std::uint32_t host_order_ip, int port);
+  // 127.0.0.1 with `port`, which is not checked either (as in Ipv4()).
   static Address Ipv4Loopback(int port);
+  // [::1] with `port`, which is not checked either (as in Ipv4()).
   static Address Ipv6Loopback(int port);
+  // The Unix-domain socket at `path` (no "unix:" prefix); a path starting with '@' names
+  // an abstract socket. InvalidArgument naming the path if its length (the '@'
+  // included) is not in [1, 107].
   static absl::StatusOr<Address> Unix(absl::string_view path);
 
   // The address family as the kernel spells it (AF_INET, AF_INET6, AF_UNIX; AF_UNSPEC
-  // for an empty address), and whether the address is empty.
+  // for an empty address).
   int family() const { return storage_.ss_family; }
+  // Whether the address is empty (family() AF_UNSPEC), as a default-constructed one is.
   bool empty() const { return family() == AF_UNSPEC; }
   // The port (IPv4/IPv6), or -1.
   int port() const;
+  // The address as the kernel takes it (for bind(), connect() and the like), length()
+  // bytes long. Valid while this Address lives and is not assigned to.
   const sockaddr* sockaddr_ptr() const {
     return reinterpret_cast<const sockaddr*>(&storage_);
   }
+  // The size in bytes of the address at sockaddr_ptr(); 0 for an empty address.
   socklen_t length() const { return length_; }
+  // The address in the text forms above; "unix:(unnamed)" for an unnamed Unix-domain
+  // socket, and "(no address)" for an empty address or one of another family.
   std::string ToString() const;
 
   friend bool operator==(const Address& a, const Address& b);

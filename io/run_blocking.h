@@ -97,6 +97,8 @@ struct BlockingPoolStats {
   std::uint64_t timed_out = 0;  // calls whose deadline passed in the queue, since the start
   std::uint64_t cancelled = 0;  // calls whose context was cancelled in the queue
 };
+// The pool's counts now, all taken at one instant (under the pool's lock). Callable from
+// any fiber or thread; it never fails.
 BlockingPoolStats GetBlockingPoolStats();
 
 }  // namespace spindle::io

@@ -144,6 +144,8 @@ class Server {
   // stats() in the Prometheus text format, each metric named `prefix` + "_" + what it
   // counts (e.g. "spindle_http" gives spindle_http_connections_accepted_total).
   std::string PrometheusText(absl::string_view prefix) const;
+  // The options the server was constructed with; they never change. Thread-safe; the
+  // reference is valid as long as the server.
   const ServerOptions& options() const { return options_; }
 
  private:

@@ -30,8 +30,9 @@ class Descriptor;
 // when cancelled (Cancelled); a call whose socket is ready does not wait.
 //
 // Thread-safety: one reader (Read, ReadFull, WaitReadable) and one writer (Write,
-// WriteAll, WaitWritable, ShutdownWrite) may run at the same time, from any fibers or
-// threads; a second concurrent reader (or writer) is refused with FailedPrecondition.
+// WriteAll, WriteVectored, WriteAllVectored, WaitWritable, ShutdownWrite) may run at the
+// same time, from any fibers or threads; a second concurrent reader (or writer) is
+// refused with FailedPrecondition.
 // Close() may be called from anywhere at any time, also while others wait: it wakes
 // them with an error, and the descriptor is released (close(2)) once the last operation
 // in flight returns, so its number cannot be reused under a running call. Moving or
@@ -75,6 +76,8 @@ class Stream {
   // have been written). Empty pieces are allowed.
   absl::StatusOr<std::size_t> WriteVectored(absl::Span<const absl::string_view> pieces,
                                             Deadline deadline = kNoDeadline);
+  // Writes all the bytes of `pieces`, in as many sendmsg() calls as it takes; OK at once
+  // if every piece is empty. On failure some of the bytes may have been written.
   absl::Status WriteAllVectored(absl::Span<const absl::string_view> pieces,
                                 Deadline deadline = kNoDeadline);
   // Waits until a Read() would not block (data, end of stream or an error is pending).
@@ -89,6 +92,9 @@ class Stream {
 
   // Whether the stream was opened and not closed yet.
   bool is_open() const;
+  // The peer's address: the one given to Connect() or Adopt(); for an accepted stream,
+  // the client's (for a Unix socket, the listener's own address). Empty for a stream
+  // never opened. Kept after Close(); it changes only when the stream is assigned to.
   const Address& peer() const { return peer_; }
   // The kernel's descriptor number, while open (for setsockopt and the like; do not
   // close it or read from it directly).
@@ -170,10 +176,11 @@ class Listener {
   bool is_open() const;
   // The bound address (with the port the kernel chose for port 0).
   const Address& address() const { return address_; }
-  // Times Accept() backed off for lack of descriptors or memory, and connections it
-  // refused for lack of descriptors (tests, metrics). Read them where Accept() is not
-  // running (its caller's fiber, or after it returned).
+  // Times Accept() backed off for lack of descriptors or memory (tests, metrics). Read
+  // it where Accept() is not running (its caller's fiber, or after it returned).
   std::uint64_t resource_backoffs() const { return resource_backoffs_; }
+  // Connections Accept() refused for lack of descriptors (closed at once; see above).
+  // Read it, as resource_backoffs(), where Accept() is not running.
   std::uint64_t refused() const { return refused_; }
 
  private:

@@ -59,10 +59,14 @@ R RunAsFiber(F&& f) {
   return std::move(*result);
 }
 
-// The runtime's shape: scheduling groups, workers in the first group, and fibers started
-// and not yet finished. Valid while the runtime runs.
+// How many scheduling groups the runtime runs. Thread-safe; callable while the runtime
+// runs (without a running runtime it stops the process with a message).
 std::size_t GetSchedulingGroupCount();
+// How many workers the first scheduling group has. Thread-safe; callable while the
+// runtime runs (without a running runtime it stops the process with a message).
 std::size_t GetSchedulingGroupSize();
+// How many fibers have been started and not yet finished, over all groups: a snapshot,
+// stale once fibers start or finish meanwhile. Thread-safe; it never fails.
 std::size_t GetFiberCount();
 
 // One scheduling group's placement and counters since StartRuntime(). The counters are
@@ -124,6 +128,8 @@ struct DumpFibersOptions {
   // the slow part, done outside every lock), so a large dump does not hold its worker.
   bool yield_between_fibers = true;
 };
+// DumpFibers(out) within the bounds `options` set: at most `options.max_fibers` fibers
+// written, and from a fiber a yield after each block if `yield_between_fibers`.
 void DumpFibers(std::ostream& out, const DumpFibersOptions& options);
 
 }  // namespace spindle

@@ -75,10 +75,12 @@ class ConditionVariable {
     return wait_until(lock, Deadline(timeout), std::move(predicate));
   }
 
-  // Wakes the oldest waiter (notify_one) or every waiter (notify_all) that is waiting
-  // now; nothing if none is (a later wait is not woken by it). Callable from any fiber
-  // or thread, with or without the mutex held; never parks.
+  // Wakes the oldest waiter that is waiting now; nothing if none is (a later wait is not
+  // woken by it). Callable from any fiber or thread, with or without the mutex held;
+  // never parks.
   void notify_one();
+  // Wakes every waiter that is waiting now, as notify_one() wakes one: nothing if none
+  // is, from any fiber or thread, with or without the mutex held; never parks.
   void notify_all();
 
  private:

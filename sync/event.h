@@ -25,6 +25,8 @@ class Event {
 
   // Sets the event and wakes every waiter. Later calls do nothing.
   void Set();
+  // Whether the event is set; never waits. A caller that sees true also sees what the
+  // setter wrote before Set().
   bool IsSet() const { return set_.load(std::memory_order_acquire); }  // acquire: Set()
 
   // Waits until the event is set (not interruptible: see WaitUntil()).
@@ -35,6 +37,8 @@ class Event {
   bool WaitUntil(std::chrono::steady_clock::time_point deadline) {
     return Await(deadline, internal::CurrentWaitLimits());
   }
+  // WaitUntil() with the deadline `timeout` from now (steady clock); interruptible as
+  // it is.
   template <class Rep, class Period>
   bool WaitFor(std::chrono::duration<Rep, Period> timeout) {
     return WaitUntil(std::chrono::steady_clock::now() +

@@ -258,6 +258,9 @@ class Promise {
     Fulfil(typename internal::FutureState<T>::Outcome(std::in_place_index<0>,
                                                         std::forward<Args>(args)...));
   }
+  // Sets the exception `error` instead of a value, as SetValue() sets a value: it runs
+  // the attached continuation, if any, on this thread. A null `error` stops the process
+  // with a message, as does setting a promise twice or a moved-from one.
   void SetException(std::exception_ptr error) {
     if (error == nullptr) {
       internal::FutureMisuse("spindle::Promise::SetException(nullptr)");
@@ -286,7 +289,13 @@ class Promise {
 
 // The consuming side: a value of type T (or completion, for Future<void>), or an
 // exception, that arrives later. Consumed exactly once: by Then(), BlockingGet(),
-// BlockingTryGet() or WhenAll(). Move-only; not for concurrent use.
+// BlockingTryGet(), WhenAll() or WhenAny(). Move-only.
+//
+// Thread-safety: not for concurrent use. A Future may be moved to another thread (or
+// fiber) and used or consumed there, but calls on one Future object must not overlap:
+// not even valid() or is_ready() while another thread moves or consumes it. Its Promise
+// may be set from any thread at the same time as any call on the Future; the shared
+// state orders the two, and a continuation runs on whichever side comes second.
 template <class T>
 class Future {
  public:
@@ -351,6 +360,9 @@ inline Future<void> MakeReadyFuture() {
   promise.SetValue();
   return future;
 }
+// A future that holds the exception `error` from the start; T is given explicitly
+// (MakeExceptionalFuture<int>(error)). A null `error` stops the process with a message,
+// as Promise::SetException() does.
 template <class T>
 Future<T> MakeExceptionalFuture(std::exception_ptr error) {
   Promise<T> promise;

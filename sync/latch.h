@@ -30,6 +30,8 @@ class Latch {
   bool try_wait() const;
   // Not interruptible (see WaitUntil()).
   void wait() const { Await(std::chrono::steady_clock::time_point::max(), nullptr); }
+  // count_down(n), then wait(): not interruptible either. An `n` count_down() refuses
+  // stops the process with a message, as there.
   void arrive_and_wait(std::ptrdiff_t n = 1) {
     count_down(n);
     wait();
@@ -41,6 +43,9 @@ class Latch {
     return WaitUntil(std::chrono::steady_clock::now() +
                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
   }
+  // wait_for() with an absolute deadline: true if the count reached zero, false if
+  // `deadline` came first or the caller's execution context was cancelled or reached
+  // its own deadline (interruptible, as Event::WaitUntil()).
   bool WaitUntil(std::chrono::steady_clock::time_point deadline) const {
     return Await(deadline, internal::CurrentWaitLimits());
   }

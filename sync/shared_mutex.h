@@ -24,24 +24,28 @@ class SharedMutex {
   SharedMutex(const SharedMutex&) = delete;
   SharedMutex& operator=(const SharedMutex&) = delete;
 
-  // Exclusive (writer) ownership. lock() waits until nobody holds the lock (a fiber
+  // Takes exclusive (writer) ownership: waits until nobody holds the lock (a fiber
   // parks, a thread blocks; not interruptible, and there are no timed variants); after
-  // 1 ms of waiting it keeps new readers out until it has had its turn. try_lock() takes
-  // it only if nobody holds it now, never waiting. unlock() wakes every waiting reader,
-  // unless a writer has waited over 1 ms or no reader waits: then one waiting writer.
-  // unlock() without an exclusive hold stops the process with a message.
+  // 1 ms of waiting it keeps new readers out until it has had its turn.
   void lock();
+  // Takes exclusive ownership only if nobody holds the lock now, never waiting; true if
+  // it took it.
   bool try_lock();
+  // Gives back exclusive ownership and wakes every waiting reader, unless a writer has
+  // waited over 1 ms or no reader waits: then one waiting writer. Without an exclusive
+  // hold it stops the process with a message (the holder is not recorded, so a release
+  // by another fiber than the holder is not detected).
   void unlock();
-  // Shared (reader) ownership. lock_shared() waits while a writer holds the lock or a
-  // writer has waited over 1 ms (not interruptible); try_lock_shared() is false then
-  // instead. unlock_shared() gives back one shared hold; the last wakes one waiting
-  // writer. unlock_shared() with no shared hold out stops the process with a message;
-  // holders are not recorded, so a release by a non-holder while others hold it is not
-  // detected. Not recursive: a second lock_shared() by a holder deadlocks if a writer
-  // has meanwhile waited over 1 ms.
+  // Takes shared (reader) ownership: waits while a writer holds the lock or a writer has
+  // waited over 1 ms (not interruptible). Not recursive: a second lock_shared() by a
+  // holder deadlocks if a writer has meanwhile waited over 1 ms.
   void lock_shared();
+  // Takes shared ownership only if lock_shared() would not wait now (no writer holds
+  // the lock or has waited over 1 ms), never waiting; true if it took it.
   bool try_lock_shared();
+  // Gives back one shared hold; the last one out wakes one waiting writer. With no
+  // shared hold out it stops the process with a message; holders are not recorded, so a
+  // release by a non-holder while others hold it is not detected.
   void unlock_shared();
 
  private:

@@ -116,6 +116,8 @@ class StopSource {
   // wakes every interruptible wait under it. True if this call made the request; false
   // if it had been made before.
   bool RequestStop() { return internal::StopStateRequest(state_); }
+  // True once the stop was requested, through any source sharing the state (and for
+  // ever after). Thread-safe; never waits.
   bool stop_requested() const { return internal::StopStateRequested(state_); }
 
  private:

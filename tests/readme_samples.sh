@@ -5,15 +5,16 @@
 #
 #   tests/readme_samples.sh README.md docs/fibers.md ... > readme_samples.cc
 #
-# A sample with `int main(` is a complete program: its main() is renamed
-# readme_sample_N_main and the test runs it, expecting 0. A sample that defines a
-# function (a line at column 0 ending in `) {`) is a set of declarations, compiled as
-# they stand. Any other sample is a fragment: its statements become the body of a
-# function that is compiled, never run (they may bind ports or need a workload).
-# Declarations and fragments may leave variables unused (they show a call, not a
-# program), so -Wunused-variable is off for them only. Each sample
-# sits in its own namespace; its #include lines move to the top of the file. Fails if
-# a file has no C++ sample (tools/docs_check.py samples says which files have them).
+# A sample that defines main (`int main(` or `auto main(` at a line's start) is a
+# complete program: its main() is renamed readme_sample_N_main and the test runs it,
+# expecting 0. A sample that defines a function (a line at column 0 ending in `) {`) is
+# a set of declarations, compiled as they stand. Any other sample is a fragment: its
+# statements become the body of a function that is compiled, never run (they may bind
+# ports or need a workload). Declarations and fragments may leave variables unused (they
+# show a call, not a program), so -Wunused-variable is off for them only. Each sample
+# sits in its own namespace; its #include lines move to the top of the file. Fails if a
+# file has no C++ sample (tools/docs_check.py samples says which files have them, and
+# compiles each sample alone, so that none leans on another's #include lines).
 set -euo pipefail
 if [[ $# -eq 0 ]]; then
   echo "usage: readme_samples.sh FILE.md..." >&2
@@ -22,7 +23,7 @@ fi
 awk '
   function flush_sample() {
     body[n] = text
-    complete[n] = (text ~ /int main\(/)
+    complete[n] = (text ~ /(^|\n)(int|auto)[ \t]+main[ \t]*\(/)
     declarations[n] = !complete[n] && (text ~ /(^|\n)[A-Za-z_][^\n]*\) *(const *)?\{ *(\/\/[^\n]*)?\n/)
   }
   FNR == 1 { if (NR > 1 && samples_in_file == 0) no_sample = no_sample " " previous_file

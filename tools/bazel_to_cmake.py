@@ -170,19 +170,10 @@ class Workspace:
         def ignore(*args, **kwargs):
             del args, kwargs
 
-        def glob(include, exclude=()):
-            """Bazel's glob: the package's files that match, not those of subpackages."""
-            root = REPO / package
-            found = set()
-            for pattern in include:
-                for path in root.glob(pattern):
-                    rel = path.relative_to(root)
-                    inner = [root.joinpath(*rel.parts[:i]) for i in range(1, len(rel.parts))]
-                    if path.is_file() and not any((d / "BUILD.bazel").exists() for d in inner):
-                        found.add(rel.as_posix())
-            for pattern in exclude:
-                found -= {f for f in found if pathlib.PurePosixPath(f).match(pattern)}
-            return sorted(found)
+        def glob(*args, **kwargs):
+            del args, kwargs
+            sys.exit("%s: glob() in a BUILD file (STYLE.md: no globs; list the files)"
+                     % build_file)
 
         def load(path, *symbols):
             if path == "//bazel:layers.bzl":

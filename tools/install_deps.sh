@@ -3,7 +3,9 @@
 # Bazel's (./bazelw runs this first) and CMake's. Idempotent; says in one line that
 # nothing was missing (unless SPINDLE_DEPS_QUIET=1, as ./bazelw sets it); needs root or
 # sudo and Debian's mirror when something is. Nothing else is downloaded. Usage, from
-# anywhere: /path/to/spindle/tools/install_deps.sh
+# anywhere: /path/to/spindle/tools/install_deps.sh [EXTRA_PACKAGE...]; the extra
+# packages are tools a lane needs beyond the builds (clang, for the thread-safety
+# analysis and the doc-comment check).
 set -euo pipefail
 
 packages=(
@@ -23,6 +25,7 @@ packages=(
   libhttp-parser-dev  # examples/http_server
   python3-matplotlib  # tools/scaling_chart.py and its test (and python3, for tools/)
   relacy-dev          # the model tests (//fiber/internal:model_testing)
+  "$@"
 )
 
 missing=()

@@ -21,14 +21,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
-if ! command -v clang++ >/dev/null; then
-  echo "thread_safety_check: installing Debian's clang" >&2
-  sudo=""
-  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq >&2
-  $sudo apt-get install -y -qq --no-install-recommends clang >&2 || exit 2
-fi
+SPINDLE_DEPS_QUIET=1 tools/install_deps.sh clang || exit 2
 
 jobs=${JOBS:-2}
 if (($#)); then
