@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gflags/gflags.h"
@@ -61,20 +62,25 @@ std::map<std::string, FileFlag> ReadFlagFile(const std::string& path) {
   return flags;
 }
 
-bool DefinedByTheLibrary(const gflags::CommandLineFlagInfo& flag) {
-  for (const char* prefix : {"fiber/", "runtime/", "sync/", "timer/", "io/"}) {
-    if (flag.filename.rfind(prefix, 0) == 0) return true;
+// The flags linked in from the library (fiber/, runtime/, sync/, timer/, io/).
+std::vector<gflags::CommandLineFlagInfo> LibraryFlags() {
+  std::vector<gflags::CommandLineFlagInfo> all, library;
+  gflags::GetAllFlags(&all);
+  for (gflags::CommandLineFlagInfo& flag : all) {
+    for (const char* prefix : {"fiber/", "runtime/", "sync/", "timer/", "io/"}) {
+      if (flag.filename.rfind(prefix, 0) == 0) {
+        library.push_back(std::move(flag));
+        break;
+      }
+    }
   }
-  return false;
+  return library;
 }
 
 TEST(DefaultFlagsTest, NamesEveryLibraryFlagWithItsBuiltInDefault) {
   const std::map<std::string, FileFlag> file = ReadFlagFile("configs/default.flags");
-  std::vector<gflags::CommandLineFlagInfo> all;
-  gflags::GetAllFlags(&all);
   std::set<std::string> library;
-  for (const gflags::CommandLineFlagInfo& flag : all) {
-    if (!DefinedByTheLibrary(flag)) continue;
+  for (const gflags::CommandLineFlagInfo& flag : LibraryFlags()) {
     library.insert(flag.name);
     auto it = file.find(flag.name);
     if (it == file.end()) {
@@ -212,11 +218,8 @@ std::set<std::string> AcceptedIn(const std::string& help) {
 TEST(FlagReferenceTest, ConfigurationPageListsEveryLibraryFlag) {
   const std::string path = "docs/configuration.md";
   const std::map<std::string, DocRow> rows = ReadFlagTables(path);
-  std::vector<gflags::CommandLineFlagInfo> all;
-  gflags::GetAllFlags(&all);
   std::set<std::string> library;
-  for (const gflags::CommandLineFlagInfo& flag : all) {
-    if (!DefinedByTheLibrary(flag)) continue;
+  for (const gflags::CommandLineFlagInfo& flag : LibraryFlags()) {
     library.insert(flag.name);
     const bool numeric = flag.type != "bool" && flag.type != "string";
     const std::string range = RangeIn(flag.description);

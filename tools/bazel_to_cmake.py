@@ -464,14 +464,13 @@ class Writer:
             if len(outs) != 1:
                 sys.exit("%s: %s: bazel_to_cmake.py takes genrules of one output"
                          % (rule.build_file, rule.label))
+            srcs = [self.location(rule, label) for label in a.get("srcs", [])]
             command = self.substitute(rule, a["cmd"]).replace("$@", outs[0]).replace(
-                "$(SRCS)", " ".join(self.location(rule, label) for label in a.get("srcs", [])))
+                "$(SRCS)", " ".join(srcs))
             if "$(" in command:
                 sys.exit("%s: %s: cmd has a make variable bazel_to_cmake.py does not "
                          "know" % (rule.build_file, rule.label))
-            inputs = []
-            for label in list(a.get("srcs", [])) + list(a.get("tools", [])):
-                inputs.append(self.location(rule, label))
+            inputs = srcs + [self.location(rule, label) for label in a.get("tools", [])]
             self.emit("spindle_genrule", name, [
                 ("OUTPUT", outs[0]), ("COMMAND", command), ("INPUTS", inputs),
             ])

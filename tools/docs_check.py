@@ -56,8 +56,9 @@ import subprocess
 import sys
 import tempfile
 
+import bazel_to_cmake  # the public headers, as the install and header_weight.py list them
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
-PUBLIC_DIRS = ("fiber", "runtime", "sync", "timer", "io")
 SKIPPED_DIRS = {".git", "build", "node_modules"}
 SAMPLE_FENCE = re.compile(r"^```(c\+\+|cpp)[ \t]*$")
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([^\s`]*)(.*)$")
@@ -274,52 +275,17 @@ def listed_sample_pages():
     return listed
 
 
-def samples_of(md):
-    """(line, includes, body) of each sample the samples test sees in `md`."""
-    samples = []
-    lines = md.read_text(encoding="utf-8").splitlines()
-    index = 0
-    while index < len(lines):
-        if SAMPLE_FENCE.match(lines[index]):
-            start = index + 1
-            end = start
-            while end < len(lines) and not lines[end].startswith("```"):
-                end += 1
-            body = lines[start:end]
-            samples.append((start, [l for l in body if l.startswith("#include")],
-                            [l for l in body if not l.startswith("#include")]))
-            index = end
-        index += 1
-    return samples
-
-
-def sample_alone(includes, body):
-    """A sample as its own translation unit, shaped as readme_samples.sh shapes it."""
-    text = "\n".join(body) + "\n"
-    head = "\n".join(includes) + "\n"
-    if re.search(r"(^|\n)(int|auto)[ \t]+main[ \t]*\(", text):
-        return head + text
-    if re.search(r"(^|\n)[A-Za-z_][^\n]*\) *(const *)?\{ *(//[^\n]*)?\n", text):
-        return head + "#pragma GCC diagnostic ignored \"-Wunused-variable\"\n" + text
-    return (head + "#pragma GCC diagnostic ignored \"-Wunused-variable\"\n"
-            "[[maybe_unused]] void Fragment() {\n" + text + "}\n")
-
-
-def compile_alone(job):
-    where, source = job
-    with tempfile.NamedTemporaryFile("w", suffix=".cc", delete=False) as file:
-        file.write(source)
-        name = file.name
-    try:
-        result = subprocess.run(
-            ["g++", "-std=c++17", "-I", str(REPO), "-Wall", "-Wextra", "-Werror",
-             "-fsyntax-only", name], capture_output=True, text=True)
-    finally:
-        os.unlink(name)
+def compile_alone(source):
+    """None, or why `source` (one sample, as readme_samples.sh --alone writes it) does
+    not compile."""
+    where = re.search(r"// Sample \d+: the block at (\S+)", source.read_text()).group(1)
+    result = subprocess.run(
+        ["g++", "-std=c++17", "-I", str(REPO), "-Wall", "-Wextra", "-Werror",
+         "-fsyntax-only", str(source)], capture_output=True, text=True, cwd=REPO)
     if result.returncode == 0:
         return None
     return "%s: does not compile alone (an #include missing?):\n%s" % (
-        where, result.stderr.replace(name, where)[-2000:])
+        where, result.stderr.replace(str(source), where)[-2000:])
 
 
 def check_samples():
@@ -328,8 +294,7 @@ def check_samples():
         return ["tests/BUILD.bazel: no DOC_PAGES_WITH_SAMPLES list (readme_samples_cc's "
                 "srcs)"], ""
     problems = []
-    jobs = []
-    pages = 0
+    pages = []
     for md in markdown_files():
         rel = str(md.relative_to(REPO))
         if rel.startswith("examples/"):
@@ -340,21 +305,23 @@ def check_samples():
             if info.lower() in CPP_INFO and not seen:
                 problems.append("%s:%d: a C++ block the samples test cannot see: fence it "
                                 "with ```c++ at the start of a line" % (rel, number))
-        samples = samples_of(md)
-        if not samples:
+        if not any(SAMPLE_FENCE.match(l) for l in MarkdownDoc(md).lines):
             continue
-        pages += 1
+        pages.append(rel)
         if rel not in listed:
             problems.append("%s has C++ samples but is not in tests/BUILD.bazel's "
                             "DOC_PAGES_WITH_SAMPLES (add it)" % rel)
-        jobs += [("%s:%d" % (rel, line), sample_alone(includes, body))
-                 for line, includes, body in samples]
     for rel in sorted(listed - {str(m.relative_to(REPO)) for m in markdown_files()}):
         problems.append("tests/BUILD.bazel: DOC_PAGES_WITH_SAMPLES lists %s, which does "
                         "not exist" % rel)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        problems += [p for p in pool.map(compile_alone, jobs) if p]
-    return problems, "%d samples in %d files, each compiles alone" % (len(jobs), pages)
+    with tempfile.TemporaryDirectory() as alone:
+        subprocess.run(["bash", str(REPO / "tests" / "readme_samples.sh"), "--alone", alone]
+                       + pages, cwd=REPO, check=True)
+        sources = sorted(pathlib.Path(alone).glob("sample_*.cc"))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+            problems += [p for p in pool.map(compile_alone, sources) if p]
+    return problems, "%d samples in %d files, each compiles alone" % (len(sources),
+                                                                     len(pages))
 
 
 # --- Doc comments ----------------------------------------------------------------------
@@ -367,12 +334,6 @@ DATA_KINDS = {"FieldDecl", "VarDecl"}
 CHECKED_KINDS = RECORD_KINDS | FUNCTION_KINDS | DATA_KINDS | {
     "EnumDecl", "TypeAliasDecl", "TypedefDecl", "TypeAliasTemplateDecl"}
 SCOPE_KINDS = {"NamespaceDecl", "LinkageSpecDecl"} | RECORD_KINDS
-
-
-def public_headers():
-    headers = sorted(str(p.relative_to(REPO)) for d in PUBLIC_DIRS
-                     for p in (REPO / d).glob("*.h"))
-    return headers + ["version.h"]
 
 
 def comment_text(comment):
@@ -544,7 +505,7 @@ class CommentChecker:
 
 
 def check_comments():
-    headers = public_headers()
+    headers = bazel_to_cmake.Writer(None).public_headers()
     if shutil.which("clang++") is None:
         return ["the comments check needs clang++: tools/install_deps.sh clang"], ""
     with tempfile.TemporaryDirectory() as tmp:
