@@ -8,6 +8,7 @@ themselves are checked by tools/layering_check.py."""
 _TOP = [
     "//benchmarks:__pkg__",
     "//examples:__subpackages__",
+    "//integrations:__subpackages__",
     "//tests:__pkg__",
 ]
 
@@ -40,3 +41,6 @@ SYNC_INTERNAL_USERS = ["//sync:__subpackages__"] + _PUBLIC_AND_IO
 
 # Layer 7: the reactor; only io itself and the top layer.
 IO_INTERNAL_USERS = ["//io:__subpackages__"] + _TOP
+
+# Layer 8: integrations/grpc's engine; only the integration itself.
+GRPC_INTERNAL_USERS = ["//integrations/grpc:__subpackages__"]

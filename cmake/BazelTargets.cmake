@@ -10,6 +10,7 @@ set(SPINDLE_THIRD_PARTY
   benchmark_main
   gflags
   glog
+  grpc
   gtest
   gtest_main
   http_parser
@@ -1266,6 +1267,16 @@ spindle_cc_library(bazel.third_party.benchmark_main
   LINKOPTS
     -lbenchmark_main)
 
+# //bazel/third_party:grpc
+spindle_cc_library(bazel.third_party.grpc
+  DEPS
+    third_party.absl
+  LINKOPTS
+    -lgrpc++
+    -lgrpc
+    -lgpr
+    -lprotobuf)
+
 # //bazel/third_party:gtest
 spindle_cc_library(bazel.third_party.gtest
   LINKOPTS
@@ -1886,6 +1897,64 @@ spindle_cc_test(fiber.stack_test
   TIMEOUT 300
   TAGS
     exclusive)
+
+# //integrations/grpc/internal:op_slot
+spindle_cc_library(integrations.grpc.internal.op_slot
+  SRCS
+    integrations/grpc/internal/deadline.cc
+    integrations/grpc/internal/op_slot.cc
+  HDRS
+    integrations/grpc/internal/deadline.h
+    integrations/grpc/internal/op_slot.h
+  DEPS
+    third_party.glog
+    sync.sync)
+
+# //integrations/grpc:grpc
+spindle_cc_library(integrations.grpc.grpc
+  SRCS
+    integrations/grpc/client.cc
+    integrations/grpc/server.cc
+  HDRS
+    integrations/grpc/client.h
+    integrations/grpc/server.h
+  DEPS
+    third_party.absl
+    third_party.glog
+    third_party.grpc
+    fiber.fiber
+    fiber.execution_context
+    integrations.grpc.internal.op_slot
+    io.server
+    sync.sync)
+
+# //integrations/grpc:test_service_proto
+spindle_grpc_proto_library(integrations.grpc.test_service_proto
+  TESTONLY
+  SRC integrations/grpc/test_service.proto)
+
+# //integrations/grpc:grpc_test
+spindle_cc_test(integrations.grpc.grpc_test
+  STRATEGY_TWINS
+  LABEL integrations/grpc:grpc_test
+  SRCS
+    integrations/grpc/grpc_test.cc
+  DEPS
+    integrations.grpc.grpc
+    integrations.grpc.test_service_proto
+    third_party.glog
+    third_party.grpc
+    third_party.gtest_main
+    fiber.fiber
+    fiber.async
+    fiber.execution_context
+    runtime.runtime
+    runtime.internal.runtime_testing
+    sync.sync
+  SIZE small
+  TIMEOUT 60
+  TAGS
+    no_tsan)
 
 # //io:run_blocking_test
 spindle_cc_test(io.run_blocking_test

@@ -77,3 +77,26 @@ if(SPINDLE_BUILD_TESTS)
   endif()
   add_library(third_party.relacy INTERFACE)
 endif()
+
+# gRPC and protobuf (libgrpc++-dev, libprotobuf-dev, protobuf-compiler,
+# protobuf-compiler-grpc): integrations/grpc and examples/grpc_fanout. Optional: without
+# them (or with -DSPINDLE_GRPC=OFF) those targets are not defined and the rest builds.
+# On by default in Spindle's own build, off when Spindle is a subproject (set it ON there
+# to build the integration).
+option(SPINDLE_GRPC "Build the gRPC integration (integrations/grpc) when gRPC is found"
+  ${PROJECT_IS_TOP_LEVEL})
+set(SPINDLE_GRPC_FOUND FALSE)
+if(SPINDLE_GRPC)
+  pkg_check_modules(GRPC IMPORTED_TARGET GLOBAL grpc++ protobuf)
+  find_program(SPINDLE_PROTOC protoc)
+  find_program(SPINDLE_GRPC_CPP_PLUGIN grpc_cpp_plugin)
+  if(GRPC_FOUND AND SPINDLE_PROTOC AND SPINDLE_GRPC_CPP_PLUGIN)
+    set(SPINDLE_GRPC_FOUND TRUE)
+    add_library(third_party.grpc INTERFACE)
+    target_link_libraries(third_party.grpc INTERFACE PkgConfig::GRPC third_party.absl)
+  else()
+    message(STATUS "gRPC, protoc or grpc_cpp_plugin not found: integrations/grpc and "
+      "examples/grpc_fanout are skipped (install libgrpc++-dev, protobuf-compiler and "
+      "protobuf-compiler-grpc: tools/install_deps.sh does)")
+  endif()
+endif()

@@ -310,3 +310,32 @@ function(spindle_genrule name)
   add_custom_command(OUTPUT "${A_OUTPUT}" COMMAND bash -c "${A_COMMAND}"
     DEPENDS ${A_INPUTS} COMMENT "Generating ${A_OUTPUT}" VERBATIM)
 endfunction()
+
+# bazel/grpc.bzl's spindle_grpc_proto_library: SRC's messages and gRPC stubs, generated
+# at build time by protoc and grpc_cpp_plugin into ${SPINDLE_GEN_DIR} (included by their
+# path from the repository root), as a library. Not defined without gRPC (then neither is
+# any target that depends on it).
+function(spindle_grpc_proto_library name)
+  cmake_parse_arguments(A "TESTONLY" "SRC" "" ${ARGN})
+  if(NOT TARGET third_party.grpc OR (A_TESTONLY AND NOT SPINDLE_BUILD_TESTS))
+    return()
+  endif()
+  get_filename_component(dir "${A_SRC}" DIRECTORY)
+  get_filename_component(base "${A_SRC}" NAME_WE)
+  set(out "${SPINDLE_GEN_DIR}/${dir}/${base}")
+  set(generated ${out}.pb.h ${out}.pb.cc ${out}.grpc.pb.h ${out}.grpc.pb.cc)
+  file(MAKE_DIRECTORY "${SPINDLE_GEN_DIR}/${dir}")
+  add_custom_command(OUTPUT ${generated}
+    COMMAND ${SPINDLE_PROTOC} -I${SPINDLE_SOURCE_DIR} --cpp_out=${SPINDLE_GEN_DIR}
+      --grpc_out=${SPINDLE_GEN_DIR} --plugin=protoc-gen-grpc=${SPINDLE_GRPC_CPP_PLUGIN}
+      ${SPINDLE_SOURCE_DIR}/${A_SRC}
+    DEPENDS ${SPINDLE_SOURCE_DIR}/${A_SRC} COMMENT "Generating ${dir}/${base}.{pb,grpc.pb}.{h,cc}"
+    VERBATIM)
+  set(flags)
+  if(A_TESTONLY)
+    list(APPEND flags TESTONLY)
+  endif()
+  spindle_cc_library(${name} ${flags} SRCS ${out}.pb.cc ${out}.grpc.pb.cc
+    HDRS ${out}.pb.h ${out}.grpc.pb.h DEPS third_party.grpc COPTS -Wno-unused-parameter)
+  target_include_directories(${name}.usage INTERFACE ${SPINDLE_GEN_DIR})
+endfunction()

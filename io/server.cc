@@ -330,6 +330,12 @@ ShutdownSignals::ShutdownSignals() {
 }
 
 int ShutdownSignals::ServeUntilSignal(Server& server, Listener& listener) {
+  return RunUntilSignal([&] { RunAsFiber([&] { server.Serve(listener); }); },
+                        [&] { server.Shutdown(); });
+}
+
+int ShutdownSignals::RunUntilSignal(absl::FunctionRef<void()> run,
+                                    absl::FunctionRef<void()> stop) {
   std::atomic<int> taken{0};
   std::atomic<bool> served{false};
   std::thread waiter([&] {
@@ -338,11 +344,11 @@ int ShutdownSignals::ServeUntilSignal(Server& server, Listener& listener) {
       int signal = 0;
       while (sigwait(&signals, &signal) != 0) {
       }
-      // seq_cst with `served` below: either we see Serve() ended (our signal was the
+      // seq_cst with `served` below: either we see run() ended (our signal was the
       // wake-up below, not a request to stop), or the main thread sees `taken`.
       if (served.load(std::memory_order_seq_cst)) return;
       if (taken.exchange(signal, std::memory_order_seq_cst) == 0) {
-        server.Shutdown();
+        stop();
         continue;  // a second signal during the drain ends the process
       }
       // The second: an operator who does not want to wait for the drain (a handler
@@ -352,12 +358,12 @@ int ShutdownSignals::ServeUntilSignal(Server& server, Listener& listener) {
       std::_Exit(128 + signal);
     }
   });
-  RunAsFiber([&] { server.Serve(listener); });
+  run();
   served.store(true, std::memory_order_seq_cst);
-  // Serve() ended (after a signal's drain, or because the listener was closed under
-  // it): the waiter, back in sigwait() for a second signal or never woken, is woken by
-  // a signal of its own set directed at it alone (blocked everywhere, so only its
-  // sigwait() takes it, now or at its next call), sees `served` and returns.
+  // run() ended (after a signal's drain, or on its own): the waiter, back in sigwait()
+  // for a second signal or never woken, is woken by a signal of its own set directed at
+  // it alone (blocked everywhere, so only its sigwait() takes it, now or at its next
+  // call), sees `served` and returns.
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
   return taken.load(std::memory_order_seq_cst);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "io/deadline.h"
@@ -201,6 +202,13 @@ class ShutdownSignals {
   // ends otherwise (its listener closed). Returns the signal taken, or 0. A second
   // signal during the drain ends the process at once (_Exit(128 + signal)).
   int ServeUntilSignal(Server& server, Listener& listener);
+
+  // The same for any server: runs `run()` on the calling thread; the first SIGTERM or
+  // SIGINT calls `stop()` on a thread of its own (it should return soon, having asked
+  // `run()` to end: a server's Shutdown()). Returns once `run()` has returned: the
+  // signal taken, or 0 if `run()` ended without one. A second signal before then ends
+  // the process at once (_Exit(128 + signal)). Once, as ServeUntilSignal().
+  int RunUntilSignal(absl::FunctionRef<void()> run, absl::FunctionRef<void()> stop);
 };
 
 }  // namespace spindle::io

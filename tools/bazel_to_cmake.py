@@ -13,6 +13,8 @@ CMake call per rule, in dependency order, for the functions in cmake/SpindleRule
   cc_binary       -> spindle_cc_binary
   sh_test         -> spindle_sh_test
   genrule         -> spindle_genrule
+  spindle_grpc_proto_library -> spindle_grpc_proto_library (bazel/grpc.bzl's twin:
+                     protoc and grpc_cpp_plugin at build time; skipped without gRPC)
 
 It also writes the lists the install needs: the public headers and every project
 header they include (found with the compiler's -MM), the libraries that make up
@@ -83,6 +85,7 @@ ALLOWED_ATTRIBUTES = {
     "cc_binary": _CC | {"data"},
     "sh_test": _COMMON | {"srcs", "args", "data", "size", "timeout", "shard_count"},
     "genrule": {"name", "visibility", "srcs", "outs", "cmd", "tools"},
+    "spindle_grpc_proto_library": {"name", "visibility", "src", "testonly"},
 }
 
 
@@ -193,9 +196,15 @@ class Workspace:
                         sys.exit("%s: load of %s from %s: bazel_to_cmake.py does not "
                                  "know it (teach it there)" % (build_file, symbol, path))
                     env[symbol] = known[symbol]
+            elif path == "//bazel:grpc.bzl":
+                for symbol in symbols:
+                    if symbol != "spindle_grpc_proto_library":
+                        sys.exit("%s: load of %s from %s: bazel_to_cmake.py does not "
+                                 "know it (teach it there)" % (build_file, symbol, path))
+                    env[symbol] = record("spindle_grpc_proto_library")
             else:
-                sys.exit("%s: load(%r): bazel_to_cmake.py knows only //bazel:layers.bzl "
-                         "and //bazel:testing.bzl (teach it the new file)"
+                sys.exit("%s: load(%r): bazel_to_cmake.py knows only //bazel:layers.bzl, "
+                         "//bazel:testing.bzl and //bazel:grpc.bzl (teach it the new file)"
                          % (build_file, path))
 
         env.update({
@@ -474,6 +483,11 @@ class Writer:
             self.emit("spindle_genrule", name, [
                 ("OUTPUT", outs[0]), ("COMMAND", command), ("INPUTS", inputs),
             ])
+        elif rule.kind == "spindle_grpc_proto_library":
+            (src,) = self.source_path(rule, a["src"])
+            self.third_party.add("grpc")
+            self.emit("spindle_grpc_proto_library", name, [("SRC", src)],
+                      ["TESTONLY"] if a.get("testonly") else [])
         else:
             raise AssertionError(rule.kind)
 

@@ -23,6 +23,10 @@ packages=(
   libgmock-dev
   libbenchmark-dev
   libhttp-parser-dev  # examples/http_server
+  libgrpc++-dev       # integrations/grpc and examples/grpc_fanout (gRPC 1.51)
+  libprotobuf-dev
+  protobuf-compiler   # protoc, run at build time (bazel/grpc.bzl)
+  protobuf-compiler-grpc  # grpc_cpp_plugin
   python3-matplotlib  # tools/scaling_chart.py and its test (and python3, for tools/)
   relacy-dev          # the model tests (//fiber/internal:model_testing)
   "$@"

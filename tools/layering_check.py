@@ -26,6 +26,7 @@ LAYERS = [
     ("timer", 6),            # the public timer API (SetTimer)
     ("io/internal", 7),      # the reactor of each group
     ("io", 7),               # fiber-blocking sockets
+    ("integrations", 8),     # Spindle inside other frameworks (gRPC), over the public API
 ]
 TOP = 8  # benchmarks/, examples/, tests/, tools/
 

@@ -1,0 +1,98 @@
+// Copyright 2026 The Spindle Authors.
+
+#include "integrations/grpc/server.h"
+
+#include <atomic>
+#include <exception>
+#include <string>
+
+#include "fiber/fiber.h"
+#include "glog/logging.h"
+#include "integrations/grpc/internal/deadline.h"
+#include "sync/event.h"
+
+namespace spindle::grpc_fiber {
+namespace {
+
+// Relaxed counters: statistics, ordered with nothing.
+std::atomic<std::uint64_t> g_started{0};
+std::atomic<std::uint64_t> g_finished{0};
+std::atomic<std::uint64_t> g_cancelled{0};
+std::atomic<std::uint64_t> g_exceptions{0};
+
+std::shared_ptr<ExecutionContext> MakeCallContext(grpc::CallbackServerContext* server_context) {
+  ExecutionContext::Options options;
+  // Converted once, at entry: from here the call's deadline is a steady-clock point,
+  // honoured by every interruptible wait in the handler, ahead of gRPC's own
+  // cancellation at the deadline (which arrives a little later, through OnCancel).
+  options.deadline = internal::SteadyFromSystem(server_context->deadline());
+  return ExecutionContext::Create(std::move(options));
+}
+
+}  // namespace
+
+namespace internal {
+
+ServerCallCore::ServerCallCore(grpc::CallbackServerContext* server_context)
+    : server_context_(server_context), context_(MakeCallContext(server_context)) {}
+
+void ServerCallCore::StartFiber(absl::AnyInvocable<void()> body) {
+  g_started.fetch_add(1, std::memory_order_relaxed);
+  StartFiberDetached(std::move(body));
+}
+
+grpc::Status ServerCallCore::RunHandler(absl::FunctionRef<grpc::Status()> handler) {
+  ScopedExecutionContext scope(context_);
+  std::string error;
+  try {
+    return handler();
+  } catch (const std::exception& e) {
+    error = e.what();
+  } catch (...) {
+    error = "an exception not derived from std::exception";
+  }
+  g_exceptions.fetch_add(1, std::memory_order_relaxed);
+  LOG_EVERY_T(WARNING, 1) << "spindle::grpc_fiber: a handler threw: " << error << " (answered UNKNOWN)";
+  return grpc::Status(grpc::StatusCode::UNKNOWN, "the handler threw: " + error);
+}
+
+void ServerCallCore::OnCancelled() {
+  g_cancelled.fetch_add(1, std::memory_order_relaxed);
+  // Runs the StopCallbacks of the handler's waits (client calls' TryCancel) here, on
+  // gRPC's executor thread, and wakes its parked waits. The context outlives this: the
+  // reactor holds it until OnDone, which gRPC runs after OnCancel.
+  context_->Cancel();
+}
+
+void ServerCallCore::OnDone() { g_finished.fetch_add(1, std::memory_order_relaxed); }
+
+}  // namespace internal
+
+ServerStats GetServerStats() {
+  ServerStats stats;
+  stats.started = g_started.load(std::memory_order_relaxed);
+  stats.finished = g_finished.load(std::memory_order_relaxed);
+  stats.cancelled = g_cancelled.load(std::memory_order_relaxed);
+  stats.handler_exceptions = g_exceptions.load(std::memory_order_relaxed);
+  return stats;
+}
+
+void ShutdownServer(grpc::Server& server, std::chrono::milliseconds drain) {
+  // gRPC stops accepting, waits for the calls in flight up to the deadline, then
+  // cancels the rest (OnCancel: their contexts are cancelled) and returns once every
+  // reactor is done.
+  server.Shutdown(std::chrono::system_clock::now() + drain);
+}
+
+int ServeUntilSignal(io::ShutdownSignals& signals, grpc::Server& server,
+                     std::chrono::milliseconds drain) {
+  Event stop;
+  return signals.RunUntilSignal(
+      [&] {
+        stop.Wait();  // this plain thread blocks until the first signal
+        ShutdownServer(server, drain);
+      },
+      [&] { stop.Set(); });
+}
+
+}  // namespace spindle::grpc_fiber
