@@ -11,7 +11,7 @@ may import only files of Debian's protobuf (google/protobuf/...). tools/bazel_to
 mirrors the macro as cmake/SpindleRules.cmake's spindle_grpc_proto_library.
 """
 
-def spindle_grpc_proto_library(name, src, visibility = None, testonly = False):
+def spindle_grpc_proto_library(name, src, visibility = None, testonly = False, tags = []):
     base = src[:-len(".proto")]
     prefix = native.package_name() + "/" + base if native.package_name() else base
     outs = [base + ext for ext in [".pb.h", ".pb.cc", ".grpc.pb.h", ".grpc.pb.cc"]]
@@ -22,6 +22,7 @@ def spindle_grpc_proto_library(name, src, visibility = None, testonly = False):
         cmd = ("/usr/bin/protoc -I. --cpp_out=$(GENDIR) --grpc_out=$(GENDIR) " +
                "--plugin=protoc-gen-grpc=/usr/bin/grpc_cpp_plugin $(location %s)") % src,
         testonly = testonly,
+        tags = tags,
         visibility = ["//visibility:private"],
     )
     native.cc_library(
@@ -31,6 +32,7 @@ def spindle_grpc_proto_library(name, src, visibility = None, testonly = False):
         # Generated code: not held to the project's warnings.
         copts = ["-Wno-unused-parameter"],
         testonly = testonly,
+        tags = tags,
         visibility = visibility,
         deps = ["//bazel/third_party:grpc"],
     )

@@ -1386,6 +1386,11 @@ spindle_cc_test(configs.default_flags_test
   SIZE small
   TIMEOUT 60)
 
+# //docs:greeter_proto
+spindle_grpc_proto_library(docs.greeter_proto
+  TESTONLY
+  SRC docs/greeter.proto)
+
 # //examples/echo_rpc:echo_protocol
 spindle_cc_library(examples.echo_rpc.echo_protocol
   HDRS
@@ -1532,6 +1537,153 @@ spindle_sh_test(examples.echo_rpc.echo_server_sigterm_test
     examples.echo_rpc.echo_server
   SIZE small
   TIMEOUT 60)
+
+# //examples/grpc_fanout:fanout_proto
+spindle_grpc_proto_library(examples.grpc_fanout.fanout_proto
+  SRC examples/grpc_fanout/fanout.proto)
+
+# //examples/grpc_fanout:fanout_common
+spindle_cc_library(examples.grpc_fanout.fanout_common
+  SRCS
+    examples/grpc_fanout/fanout_common.cc
+  HDRS
+    examples/grpc_fanout/fanout_common.h
+  DEPS
+    examples.grpc_fanout.fanout_proto
+    third_party.gflags
+    third_party.grpc)
+
+# //examples/grpc_fanout:backend
+spindle_cc_binary(examples.grpc_fanout.backend
+  OUTPUT_NAME backend
+  SRCS
+    examples/grpc_fanout/backend_main.cc
+  DEPS
+    examples.grpc_fanout.fanout_common
+    examples.grpc_fanout.fanout_proto
+    third_party.gflags
+    third_party.grpc)
+
+# //examples/grpc_fanout:frontend_flags
+spindle_cc_library(examples.grpc_fanout.frontend_flags
+  SRCS
+    examples/grpc_fanout/frontend_flags.cc
+  HDRS
+    examples/grpc_fanout/frontend_flags.h
+  DEPS
+    examples.grpc_fanout.fanout_common
+    third_party.gflags)
+
+# //examples/grpc_fanout:frontend_callback
+spindle_cc_binary(examples.grpc_fanout.frontend_callback
+  OUTPUT_NAME frontend_callback
+  SRCS
+    examples/grpc_fanout/frontend_callback.cc
+  DEPS
+    examples.grpc_fanout.fanout_common
+    examples.grpc_fanout.fanout_proto
+    examples.grpc_fanout.frontend_flags
+    third_party.gflags
+    third_party.grpc)
+
+# //examples/grpc_fanout:frontend_cq
+spindle_cc_binary(examples.grpc_fanout.frontend_cq
+  OUTPUT_NAME frontend_cq
+  SRCS
+    examples/grpc_fanout/frontend_cq.cc
+  DEPS
+    examples.grpc_fanout.fanout_common
+    examples.grpc_fanout.fanout_proto
+    examples.grpc_fanout.frontend_flags
+    third_party.gflags
+    third_party.grpc)
+
+# //integrations/grpc/internal:op_slot
+spindle_cc_library(integrations.grpc.internal.op_slot
+  SRCS
+    integrations/grpc/internal/deadline.cc
+    integrations/grpc/internal/op_slot.cc
+  HDRS
+    integrations/grpc/internal/deadline.h
+    integrations/grpc/internal/op_slot.h
+  DEPS
+    third_party.glog
+    sync.sync)
+
+# //integrations/grpc:grpc
+spindle_cc_library(integrations.grpc.grpc
+  SRCS
+    integrations/grpc/client.cc
+    integrations/grpc/server.cc
+  HDRS
+    integrations/grpc/client.h
+    integrations/grpc/server.h
+  DEPS
+    third_party.absl
+    third_party.glog
+    third_party.grpc
+    fiber.fiber
+    fiber.execution_context
+    integrations.grpc.internal.op_slot
+    io.server
+    sync.sync)
+
+# //examples/grpc_fanout:frontend_spindle
+spindle_cc_binary(examples.grpc_fanout.frontend_spindle
+  OUTPUT_NAME frontend_spindle
+  SRCS
+    examples/grpc_fanout/frontend_spindle.cc
+  DEPS
+    examples.grpc_fanout.fanout_common
+    examples.grpc_fanout.fanout_proto
+    examples.grpc_fanout.frontend_flags
+    top.spindle
+    third_party.gflags
+    third_party.grpc
+    integrations.grpc.grpc)
+
+# //examples/grpc_fanout:frontend_sync
+spindle_cc_binary(examples.grpc_fanout.frontend_sync
+  OUTPUT_NAME frontend_sync
+  SRCS
+    examples/grpc_fanout/frontend_sync.cc
+  DEPS
+    examples.grpc_fanout.fanout_common
+    examples.grpc_fanout.fanout_proto
+    examples.grpc_fanout.frontend_flags
+    third_party.gflags
+    third_party.grpc)
+
+# //examples/grpc_fanout:load
+spindle_cc_binary(examples.grpc_fanout.load
+  OUTPUT_NAME load
+  SRCS
+    examples/grpc_fanout/load_main.cc
+  DEPS
+    examples.grpc_fanout.fanout_common
+    examples.grpc_fanout.fanout_proto
+    third_party.gflags
+    third_party.grpc)
+
+# //examples/grpc_fanout:grpc_fanout_test
+spindle_sh_test(examples.grpc_fanout.grpc_fanout_test
+  LABEL examples/grpc_fanout:grpc_fanout_test
+  SCRIPT examples/grpc_fanout/grpc_fanout_test.sh
+  ARGS
+    ${SPINDLE_SOURCE_DIR}/examples/grpc_fanout/run_bench.sh
+    $<TARGET_FILE:examples.grpc_fanout.backend>
+  DEPENDS
+    examples.grpc_fanout.backend
+    examples.grpc_fanout.frontend_callback
+    examples.grpc_fanout.frontend_cq
+    examples.grpc_fanout.frontend_spindle
+    examples.grpc_fanout.frontend_sync
+    examples.grpc_fanout.load
+  SIZE medium
+  TIMEOUT 300
+  TAGS
+    no_asan
+    no_tsan)
 
 # //examples/http_server:http_server_lib
 spindle_cc_library(examples.http_server.http_server_lib
@@ -1898,35 +2050,32 @@ spindle_cc_test(fiber.stack_test
   TAGS
     exclusive)
 
-# //integrations/grpc/internal:op_slot
-spindle_cc_library(integrations.grpc.internal.op_slot
-  SRCS
-    integrations/grpc/internal/deadline.cc
-    integrations/grpc/internal/op_slot.cc
-  HDRS
-    integrations/grpc/internal/deadline.h
-    integrations/grpc/internal/op_slot.h
-  DEPS
-    third_party.glog
-    sync.sync)
+# //integrations/grpc:grpc_doc_samples_cc
+spindle_genrule(integrations.grpc.grpc_doc_samples_cc
+  OUTPUT ${SPINDLE_GEN_DIR}/integrations/grpc/grpc_doc_samples.cc
+  COMMAND "bash ${SPINDLE_SOURCE_DIR}/tests/readme_samples.sh ${SPINDLE_SOURCE_DIR}/docs/grpc.md > ${SPINDLE_GEN_DIR}/integrations/grpc/grpc_doc_samples.cc"
+  INPUTS
+    ${SPINDLE_SOURCE_DIR}/docs/grpc.md
+    ${SPINDLE_SOURCE_DIR}/tests/readme_samples.sh)
 
-# //integrations/grpc:grpc
-spindle_cc_library(integrations.grpc.grpc
+# //integrations/grpc:grpc_doc_samples_test
+spindle_cc_test(integrations.grpc.grpc_doc_samples_test
+  LABEL integrations/grpc:grpc_doc_samples_test
   SRCS
-    integrations/grpc/client.cc
-    integrations/grpc/server.cc
-  HDRS
-    integrations/grpc/client.h
-    integrations/grpc/server.h
+    ${SPINDLE_GEN_DIR}/integrations/grpc/grpc_doc_samples.cc
+    tests/readme_samples_test.cc
   DEPS
-    third_party.absl
-    third_party.glog
-    third_party.grpc
-    fiber.fiber
-    fiber.execution_context
-    integrations.grpc.internal.op_slot
-    io.server
-    sync.sync)
+    integrations.grpc.grpc
+    top.spindle
+    third_party.gflags
+    third_party.gtest_main
+    docs.greeter_proto
+  COPTS
+    -DSPINDLE_SAMPLES_NOT_README
+  SIZE small
+  TIMEOUT 60
+  TAGS
+    no_tsan)
 
 # //integrations/grpc:test_service_proto
 spindle_grpc_proto_library(integrations.grpc.test_service_proto

@@ -338,4 +338,8 @@ function(spindle_grpc_proto_library name)
   spindle_cc_library(${name} ${flags} SRCS ${out}.pb.cc ${out}.grpc.pb.cc
     HDRS ${out}.pb.h ${out}.grpc.pb.h DEPS third_party.grpc COPTS -Wno-unused-parameter)
   target_include_directories(${name}.usage INTERFACE ${SPINDLE_GEN_DIR})
+  # Whatever compiles against the headers waits for them: an INTERFACE library's
+  # dependencies are its dependents' too (CMake >= 3.19).
+  add_custom_target(${name}.generate DEPENDS ${generated})
+  add_dependencies(${name}.usage ${name}.generate)
 endfunction()

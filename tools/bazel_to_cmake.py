@@ -85,7 +85,7 @@ ALLOWED_ATTRIBUTES = {
     "cc_binary": _CC | {"data"},
     "sh_test": _COMMON | {"srcs", "args", "data", "size", "timeout", "shard_count"},
     "genrule": {"name", "visibility", "srcs", "outs", "cmd", "tools"},
-    "spindle_grpc_proto_library": {"name", "visibility", "src", "testonly"},
+    "spindle_grpc_proto_library": {"name", "visibility", "src", "testonly", "tags"},
 }
 
 

@@ -7,7 +7,9 @@
                                  line numbers)
   tools/docs_check.py samples    every Markdown file with a C++ sample is one that
                                  //tests:readme_samples_test compiles (tests/BUILD.bazel's
-                                 DOC_PAGES_WITH_SAMPLES); no C++ block is written so that
+                                 DOC_PAGES_WITH_SAMPLES; pages whose samples use gRPC:
+                                 //integrations/grpc:grpc_doc_samples_test's
+                                 GRPC_DOC_PAGES_WITH_SAMPLES); no C++ block is written so that
                                  the test cannot see it; and each sample compiles alone,
                                  with only its own includes
   tools/docs_check.py comments   every public declaration (the headers outside internal/
@@ -261,27 +263,45 @@ def check_target(md, target, doc):
 
 # --- Samples ----------------------------------------------------------------------------
 
+# The lists of pages whose samples a test compiles: (BUILD file, variable). Pages whose
+# samples use gRPC are compiled by the gRPC integration's test, with its dependencies.
+SAMPLE_LISTS = [
+    ("tests/BUILD.bazel", "DOC_PAGES_WITH_SAMPLES"),
+    ("integrations/grpc/BUILD.bazel", "GRPC_DOC_PAGES_WITH_SAMPLES"),
+]
+
+
 def listed_sample_pages():
-    """The pages tests/BUILD.bazel's DOC_PAGES_WITH_SAMPLES names (comments dropped)."""
-    build = (REPO / "tests" / "BUILD.bazel").read_text()
-    match = re.search(r"^DOC_PAGES_WITH_SAMPLES = \[(.*?)^\]", build, re.S | re.M)
-    if not match:
-        return None
+    """The pages SAMPLE_LISTS name (comments dropped); None if a list is missing."""
     listed = set()
-    for line in match.group(1).splitlines():
-        for label in re.findall(r"\"([^\"]+)\"", line.split("#", 1)[0]):
-            package, _, name = label.lstrip("/").partition(":")
-            listed.add(str(pathlib.PurePosixPath(package) / name) if package else name)
+    for build_file, variable in SAMPLE_LISTS:
+        build = (REPO / build_file).read_text()
+        match = re.search(r"^%s = \[(.*?)^\]" % variable, build, re.S | re.M)
+        if not match:
+            return None
+        for line in match.group(1).splitlines():
+            for label in re.findall(r"\"([^\"]+)\"", line.split("#", 1)[0]):
+                package, _, name = label.lstrip("/").partition(":")
+                listed.add(str(pathlib.PurePosixPath(package) / name) if package else name)
     return listed
 
 
-def compile_alone(source):
+def generate_sample_protos(out):
+    """The C++ code of docs/*.proto (the services samples call) into `out`, as the
+    build generates it (bazel/grpc.bzl), so that a sample's #include of it resolves."""
+    for proto in sorted((REPO / "docs").glob("*.proto")):
+        subprocess.run(["protoc", "-I.", "--cpp_out=" + out, "--grpc_out=" + out,
+                        "--plugin=protoc-gen-grpc=/usr/bin/grpc_cpp_plugin",
+                        str(proto.relative_to(REPO))], cwd=REPO, check=True)
+
+
+def compile_alone(source, generated):
     """None, or why `source` (one sample, as readme_samples.sh --alone writes it) does
     not compile."""
     where = re.search(r"// Sample \d+: the block at (\S+)", source.read_text()).group(1)
     result = subprocess.run(
-        ["g++", "-std=c++17", "-I", str(REPO), "-Wall", "-Wextra", "-Werror",
-         "-fsyntax-only", str(source)], capture_output=True, text=True, cwd=REPO)
+        ["g++", "-std=c++17", "-I", str(REPO), "-I", generated, "-Wall", "-Wextra",
+         "-Werror", "-fsyntax-only", str(source)], capture_output=True, text=True, cwd=REPO)
     if result.returncode == 0:
         return None
     return "%s: does not compile alone (an #include missing?):\n%s" % (
@@ -291,8 +311,8 @@ def compile_alone(source):
 def check_samples():
     listed = listed_sample_pages()
     if listed is None:
-        return ["tests/BUILD.bazel: no DOC_PAGES_WITH_SAMPLES list (readme_samples_cc's "
-                "srcs)"], ""
+        return ["no %s list in %s" % (variable, build_file)
+                for build_file, variable in SAMPLE_LISTS], ""
     problems = []
     pages = []
     for md in markdown_files():
@@ -309,17 +329,21 @@ def check_samples():
             continue
         pages.append(rel)
         if rel not in listed:
-            problems.append("%s has C++ samples but is not in tests/BUILD.bazel's "
-                            "DOC_PAGES_WITH_SAMPLES (add it)" % rel)
+            problems.append("%s has C++ samples but is in no list of pages with samples "
+                            "(tests/BUILD.bazel's DOC_PAGES_WITH_SAMPLES, or "
+                            "integrations/grpc/BUILD.bazel's GRPC_DOC_PAGES_WITH_SAMPLES for "
+                            "a page whose samples use gRPC): add it" % rel)
     for rel in sorted(listed - {str(m.relative_to(REPO)) for m in markdown_files()}):
-        problems.append("tests/BUILD.bazel: DOC_PAGES_WITH_SAMPLES lists %s, which does "
-                        "not exist" % rel)
-    with tempfile.TemporaryDirectory() as alone:
+        problems.append("a list of pages with samples names %s, which does not exist"
+                        % rel)
+    with tempfile.TemporaryDirectory() as alone, tempfile.TemporaryDirectory() as generated:
+        generate_sample_protos(generated)
         subprocess.run(["bash", str(REPO / "tests" / "readme_samples.sh"), "--alone", alone]
                        + pages, cwd=REPO, check=True)
         sources = sorted(pathlib.Path(alone).glob("sample_*.cc"))
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-            problems += [p for p in pool.map(compile_alone, sources) if p]
+            problems += [p for p in pool.map(lambda src: compile_alone(src, generated),
+                                             sources) if p]
     return problems, "%d samples in %d files, each compiles alone" % (len(sources),
                                                                      len(pages))
 
