@@ -4,14 +4,14 @@
 //                  [--fanout=8] [--deadline_ms=1000] [--hedge_ms=0] [--fiber_* flags]
 //
 // The fan-out example's Frontend on Spindle (integrations/grpc): each Query runs in a
-// fiber of its own, written in the blocking style. It makes its K backend calls from K
-// fibers (the query's own fiber makes one), each parked in grpc_fiber::Call() until its
-// answer is in, and joins them. The query's execution context carries the deadline (the
+// fiber of its own, written in the blocking style. It starts its K backend calls at once
+// (grpc_fiber::CallAsync) and parks until all are in (WhenAll, BlockingGet). The query's execution context carries the deadline (the
 // earlier of the caller's and now + --deadline_ms) into every backend call; the first
 // failed backend call fails the query and cancels the others (the context's StopSource),
 // and so does the caller's cancellation (gRPC cancels the query's context). With
 // --hedge_ms, a backend call not answered within that time is sent again to the next
-// backend channel, and the first answer wins (WhenAny cancels the other copy).
+// backend channel, and the first answer wins (WhenAny cancels the other copy); each call
+// and its hedge then run in a fiber of their own (grpc_fiber::Call()).
 //
 // Prints "listening on PORT" as its first stdout line; shuts down on SIGTERM/SIGINT
 // (in-flight queries get 2 s, then are cancelled) and prints its query counters.
@@ -84,17 +84,40 @@ class SpindleFrontend final : public Frontend::CallbackService {
 
     std::vector<WorkReply> replies(k);
     std::vector<grpc::Status> statuses(k);
-    auto call = [&](std::uint32_t i) {
-      statuses[i] = CallBackend(work[i], &replies[i]);
-      if (!statuses[i].ok()) failed.RequestStop();  // cancels the other calls
-    };
-    Fiber::Attributes inherit;
-    inherit.inherit_execution_context = true;
-    std::vector<Fiber> others;
-    others.reserve(k - 1);
-    for (std::uint32_t i = 1; i < k; ++i) others.emplace_back(inherit, [&call, i] { call(i); });
-    call(0);
-    for (Fiber& fiber : others) fiber.join();
+    if (hedge_.count() == 0) {
+      // K calls in flight from this fiber, which wakes once, when the last is in. The
+      // contexts live here until then. A failed call cancels the others (its
+      // continuation runs on gRPC's thread: it only requests the stop).
+      std::vector<grpc::ClientContext> contexts(k);
+      std::vector<Future<grpc::Status>> calls;
+      calls.reserve(k);
+      for (std::uint32_t i = 0; i < k; ++i) {
+        Backend::Stub* stub = pool_->NextStub();
+        calls.push_back(grpc_fiber::CallAsync(contexts[i], [&, i, stub](auto done) {
+                          stub->async()->Work(&contexts[i], &work[i], &replies[i],
+                                              std::move(done));
+                        }).Then([&failed](grpc::Status s) {
+          if (!s.ok()) failed.RequestStop();
+          return s;
+        }));
+      }
+      statuses = BlockingGet(WhenAll(std::move(calls)));
+    } else {
+      // A fiber per call, each with its hedge.
+      auto call = [&](std::uint32_t i) {
+        statuses[i] = CallBackend(work[i], &replies[i]);
+        if (!statuses[i].ok()) failed.RequestStop();  // cancels the other calls
+      };
+      Fiber::Attributes inherit;
+      inherit.inherit_execution_context = true;
+      std::vector<Fiber> others;
+      others.reserve(k - 1);
+      for (std::uint32_t i = 1; i < k; ++i) {
+        others.emplace_back(inherit, [&call, i] { call(i); });
+      }
+      call(0);
+      for (Fiber& fiber : others) fiber.join();
+    }
 
     for (const grpc::Status& s : statuses) {
       // The first failure that is not a cancellation this query made itself.
@@ -107,9 +130,8 @@ class SpindleFrontend final : public Frontend::CallbackService {
                       [&](std::uint32_t i) -> const WorkReply& { return replies[i]; }, reply);
   }
 
-  // One backend call, parked until its answer; with a hedge, the earlier of two copies.
+  // One backend call with a hedge: the earlier of two copies, parked until it is in.
   grpc::Status CallBackend(const WorkRequest& request, WorkReply* reply) {
-    if (hedge_.count() == 0) return CallOnce(request, reply);
     struct Answer {
       grpc::Status status;
       WorkReply reply;

@@ -32,6 +32,7 @@
 #define SPINDLE_INTEGRATIONS_GRPC_CLIENT_H_
 
 #include <functional>
+#include <memory>
 #include <type_traits>
 #include <utility>
 
@@ -40,6 +41,7 @@
 #include "grpcpp/support/client_callback.h"
 #include "integrations/grpc/internal/op_slot.h"
 #include "sync/event.h"
+#include "sync/future.h"
 #include "sync/stop_token.h"
 
 namespace spindle::grpc_fiber {
@@ -101,6 +103,37 @@ grpc::Status Call(grpc::ClientContext& context, Start&& start) {
   // the ClientContext, and gRPC then answers at once.
   done.Wait();
   return status;
+}
+
+// Starts a unary call as Call() does and returns at once: the future of its status,
+// for fanning out without a fiber per call (`WhenAll()` of several, then
+// `BlockingGet()`: the caller is woken once, when the last is in). The caller's
+// execution context at this call (its deadline and cancellation) applies to the call.
+// `context`, the request and the reply must outlive the future's fulfilment (wait for
+// it before they go); the future's continuations run on gRPC's thread, so they should
+// be short. Callable from fibers and plain threads.
+template <class Start>
+Future<grpc::Status> CallAsync(grpc::ClientContext& context, Start&& start) {
+  static_assert(std::is_invocable_v<Start&, std::function<void(grpc::Status)>>,
+                "CallAsync: start(done) takes the std::function<void(grpc::Status)> to pass "
+                "to the stub's async() method");
+  internal::ApplyCallerDeadline(context);
+  // The cancellation link lives until gRPC's callback, which destroys it (after the
+  // callback, no TryCancel may touch a context its owner is free to destroy).
+  struct Pending {
+    explicit Pending(grpc::ClientContext& context) : cancel(context) {}
+    internal::CancelWithCaller cancel;
+    Promise<grpc::Status> promise;
+  };
+  auto pending = std::make_unique<Pending>(context);
+  Future<grpc::Status> future = pending->promise.GetFuture();
+  start(std::function<void(grpc::Status)>([pending = pending.release()](grpc::Status s) {
+    std::unique_ptr<Pending> done(pending);
+    Promise<grpc::Status> promise = std::move(done->promise);
+    done.reset();  // unlinks from the caller's stop first: waits for a TryCancel running now
+    promise.SetValue(std::move(s));
+  }));
+  return future;
 }
 
 // The parts the streaming readers and writers share: their reactor's start, hold and

@@ -654,6 +654,44 @@ TEST_F(GrpcTest, ShutdownDrainsCallsInFlightAndCancelsThoseStillRunningAfterTheD
   server_.reset();
 }
 
+TEST_F(GrpcTest, CallAsyncFansOutAndIsCancelledWithTheCallersContext) {
+  constexpr int kCalls = 3;
+  RunAsFiber([&] {
+    auto request_context = ExecutionContext::Create();
+    ScopedExecutionContext scope(request_context);
+    // Two answered calls, and three that park at the server until cancelled.
+    std::vector<TestRequest> requests(2 + kCalls);
+    std::vector<TestReply> replies(requests.size());
+    std::vector<grpc::ClientContext> contexts(requests.size());
+    std::vector<Future<grpc::Status>> answered;
+    std::vector<Future<grpc::Status>> parked;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      requests[i].set_value(static_cast<std::int64_t>(i));
+      if (i >= 2) {
+        requests[i].set_mode("park");
+        requests[i].set_tag("async/" + std::to_string(i));
+      }
+      auto future = CallAsync(contexts[i], [&, i](auto done) {
+        stub_->async()->Unary(&contexts[i], &requests[i], &replies[i], std::move(done));
+      });
+      (i < 2 ? answered : parked).push_back(std::move(future));
+    }
+    for (const grpc::Status& status : BlockingGet(WhenAll(std::move(answered)))) {
+      EXPECT_TRUE(status.ok()) << status.error_message();
+    }
+    EXPECT_EQ(replies[0].value(), 1);
+    EXPECT_EQ(replies[1].value(), 2);
+    ASSERT_TRUE(spindle::testing::WaitFor([&] { return records_.parked.load() == kCalls; }));
+    request_context->Cancel();  // the caller's cancellation reaches the calls in flight
+    for (const grpc::Status& status : BlockingGet(WhenAll(std::move(parked)))) {
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+    }
+  });
+  EXPECT_TRUE(spindle::testing::WaitFor([&] {
+    return records_.Count("async/") == std::make_pair(kCalls, kCalls);
+  }));
+}
+
 TEST_F(GrpcTest, AHandlerThatThrowsAnswersUnknownAndTheServerGoesOn) {
   const std::uint64_t before = GetServerStats().handler_exceptions;
   TestRequest request;
