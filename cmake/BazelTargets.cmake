@@ -2050,6 +2050,17 @@ spindle_cc_test(fiber.stack_test
   TAGS
     exclusive)
 
+# //integrations/grpc/internal:deadline_test
+spindle_cc_test(integrations.grpc.internal.deadline_test
+  LABEL integrations/grpc/internal:deadline_test
+  SRCS
+    integrations/grpc/internal/deadline_test.cc
+  DEPS
+    integrations.grpc.internal.op_slot
+    third_party.gtest_main
+  SIZE small
+  TIMEOUT 60)
+
 # //integrations/grpc:grpc_doc_samples_cc
 spindle_genrule(integrations.grpc.grpc_doc_samples_cc
   OUTPUT ${SPINDLE_GEN_DIR}/integrations/grpc/grpc_doc_samples.cc

@@ -36,6 +36,7 @@
 #include "io/server.h"
 #include "runtime/runtime.h"
 #include "sync/future.h"
+#include "sync/latch.h"
 #include "sync/stop_token.h"
 
 DEFINE_int64(hedge_ms, 0,
@@ -145,24 +146,30 @@ class SpindleFrontend final : public Frontend::CallbackService {
     ScopedExecutionContext scope(ExecutionContext::Create(std::move(options)));
     Fiber::Attributes inherit;
     inherit.inherit_execution_context = true;
+    // Both copies end before this returns (the loser's promptly: it is cancelled), so
+    // neither outlives `request` or the query.
+    Latch copies_done(2);
     std::vector<Future<Answer>> copies;
-    copies.push_back(Async(inherit, [this, &request] {
+    copies.push_back(Async(inherit, [this, &request, &copies_done] {
       Answer answer;
       answer.status = CallOnce(request, &answer.reply);
+      copies_done.count_down();
       return answer;
     }));
-    copies.push_back(Async(inherit, [this, &request] {
+    copies.push_back(Async(inherit, [this, &request, &copies_done] {
       Answer answer;
       // Interruptible: ends early once the first copy has answered.
       this_fiber::SleepFor(hedge_);
       if (ExecutionContext::CurrentStopToken().stop_requested()) {
         answer.status = grpc::Status(grpc::StatusCode::CANCELLED, "hedge not needed");
-        return answer;
+      } else {
+        answer.status = CallOnce(request, &answer.reply);
       }
-      answer.status = CallOnce(request, &answer.reply);
+      copies_done.count_down();
       return answer;
     }));
     auto first = BlockingGet(WhenAny(std::move(copies), cancel_rest));
+    copies_done.wait();
     *reply = std::move(first.value.reply);
     return first.value.status;
   }

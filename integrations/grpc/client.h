@@ -52,6 +52,13 @@ namespace internal {
 // (or when `context` has none).
 void ApplyCallerDeadline(grpc::ClientContext& context);
 
+// Stops the process with a message if `context` has carried a call already (gRPC allows
+// one call per ClientContext, and would abort without saying why).
+void CheckFreshContext(grpc::ClientContext& context);
+// Stops the process with a message if `start`/`bind` returned without starting a call
+// on `context` (nothing would ever complete it).
+void CheckStarted(grpc::ClientContext& context, const char* function);
+
 // Cancels a ClientContext when the caller's execution context is cancelled, for as long
 // as it lives. Thread-safety: construct and destroy on the calling fiber; the stop may
 // come from any thread.
@@ -90,14 +97,26 @@ grpc::Status Call(grpc::ClientContext& context, Start&& start) {
   static_assert(std::is_invocable_v<Start&, std::function<void(grpc::Status)>>,
                 "Call: start(done) takes the std::function<void(grpc::Status)> to pass to "
                 "the stub's async() method");
+  internal::CheckFreshContext(context);
   internal::ApplyCallerDeadline(context);
   internal::CancelWithCaller cancel(context);
   Event done;
   grpc::Status status;
-  start(std::function<void(grpc::Status)>([&done, &status](grpc::Status s) {
-    status = std::move(s);  // published by Set(), read after Wait()
-    done.Set();
-  }));
+  try {
+    start(std::function<void(grpc::Status)>([&done, &status](grpc::Status s) {
+      status = std::move(s);  // published by Set(), read after Wait()
+      done.Set();
+    }));
+  } catch (...) {
+    // A call started before the exception still calls back into this frame: end it
+    // first.
+    if (context.c_call() != nullptr) {
+      context.TryCancel();
+      done.Wait();
+    }
+    throw;
+  }
+  internal::CheckStarted(context, "Call");
   // Not interruptible: gRPC still uses `context` and the reply until its callback.
   // The caller's cancellation reaches the call through `cancel`, its deadline through
   // the ClientContext, and gRPC then answers at once.
@@ -117,6 +136,7 @@ Future<grpc::Status> CallAsync(grpc::ClientContext& context, Start&& start) {
   static_assert(std::is_invocable_v<Start&, std::function<void(grpc::Status)>>,
                 "CallAsync: start(done) takes the std::function<void(grpc::Status)> to pass "
                 "to the stub's async() method");
+  internal::CheckFreshContext(context);
   internal::ApplyCallerDeadline(context);
   // The cancellation link lives until gRPC's callback, which destroys it (after the
   // callback, no TryCancel may touch a context its owner is free to destroy).
@@ -125,14 +145,26 @@ Future<grpc::Status> CallAsync(grpc::ClientContext& context, Start&& start) {
     internal::CancelWithCaller cancel;
     Promise<grpc::Status> promise;
   };
-  auto pending = std::make_unique<Pending>(context);
+  Pending* const pending = new Pending(context);
   Future<grpc::Status> future = pending->promise.GetFuture();
-  start(std::function<void(grpc::Status)>([pending = pending.release()](grpc::Status s) {
-    std::unique_ptr<Pending> done(pending);
-    Promise<grpc::Status> promise = std::move(done->promise);
-    done.reset();  // unlinks from the caller's stop first: waits for a TryCancel running now
-    promise.SetValue(std::move(s));
-  }));
+  try {
+    start(std::function<void(grpc::Status)>([pending](grpc::Status s) {
+      std::unique_ptr<Pending> done(pending);
+      Promise<grpc::Status> promise = std::move(done->promise);
+      done.reset();  // unlinks from the caller's stop first: waits for a running TryCancel
+      promise.SetValue(std::move(s));
+    }));
+  } catch (...) {
+    // Without a call, nobody calls back: the state is ours to free. With one, the
+    // callback frees it; the call is cancelled, its outcome dropped with the future.
+    if (context.c_call() == nullptr) {
+      delete pending;
+    } else {
+      context.TryCancel();
+    }
+    throw;
+  }
+  internal::CheckStarted(context, "CallAsync");
   return future;
 }
 
@@ -160,9 +192,30 @@ class ClientStreamBase : public Reactor {
 
  protected:
   explicit ClientStreamBase(grpc::ClientContext& context)
-      : context_(context), cancel_(context) {
+      : context_(context), cancel_((internal::CheckFreshContext(context), context)) {
     internal::ApplyCallerDeadline(context);
   }
+
+  // Called by the final class's constructor: `bind(reactor)` binds the call to the stub;
+  // then the call starts. If bind throws after binding, the call is started, cancelled
+  // and waited for (gRPC requires every bound reactor to be started), and the exception
+  // propagates.
+  template <class Bind, class BaseReactor>
+  void BindAndStart(Bind& bind, BaseReactor* reactor) {
+    try {
+      bind(reactor);
+    } catch (...) {
+      if (context_.c_call() != nullptr) {
+        Begin();
+        EndIfUnfinished();
+      }
+      throw;
+    }
+    internal::CheckStarted(context_, "a streaming call's bind");
+    Begin();
+  }
+
+  bool finished() const { return finished_; }
   // The final classes' destructors call this first, while the object is whole (gRPC
   // may still call its reactions): cancels an unfinished call and waits for its end,
   // since gRPC's reactor may not be destroyed before OnDone.
@@ -211,8 +264,7 @@ class ClientReader final : private ClientStreamBase<grpc::ClientReadReactor<Resp
   // and starts it.
   template <class Bind>
   ClientReader(grpc::ClientContext& context, Bind&& bind) : Base(context) {
-    bind(static_cast<grpc::ClientReadReactor<Response>*>(this));
-    this->Begin();
+    this->BindAndStart(bind, static_cast<grpc::ClientReadReactor<Response>*>(this));
   }
   ~ClientReader() override { this->EndIfUnfinished(); }
 
@@ -221,7 +273,7 @@ class ClientReader final : private ClientStreamBase<grpc::ClientReadReactor<Resp
   // The next message: true with one; false at the stream's end or once the call has
   // failed (then Finish() says why). Parks the caller.
   bool Read(Response* message) {
-    if (this->ends_on_its_own_) return false;
+    if (this->ends_on_its_own_ || this->finished()) return false;
     reads_.Begin();
     this->StartRead(message);
     if (!reads_.Wait()) this->ends_on_its_own_ = true;
@@ -248,22 +300,27 @@ class ClientWriter final : private ClientStreamBase<grpc::ClientWriteReactor<Req
   // it.
   template <class Bind>
   ClientWriter(grpc::ClientContext& context, Bind&& bind) : Base(context) {
-    bind(static_cast<grpc::ClientWriteReactor<Request>*>(this));
-    this->Begin();
+    this->BindAndStart(bind, static_cast<grpc::ClientWriteReactor<Request>*>(this));
   }
   ~ClientWriter() override { this->EndIfUnfinished(); }
 
   using Base::Finish;
 
   // Sends `message`, parking the caller until gRPC has taken it (flow control: a slow
-  // server parks the writer). False once the call has failed (Finish() says why).
+  // server parks the writer). False once the call has failed (Finish() says why), and
+  // after WritesDone() or Finish().
   bool Write(const Request& message, grpc::WriteOptions options = grpc::WriteOptions()) {
+    if (this->ends_on_its_own_ || this->finished()) return false;
     writes_.Begin();
     this->StartWrite(&message, options);
-    return writes_.Wait();
+    if (writes_.Wait()) return true;
+    this->ends_on_its_own_ = true;  // the call is over: Finish() waits for its status
+    return false;
   }
-  // Tells the server no more requests come; parks until gRPC has sent that.
+  // Tells the server no more requests come; parks until gRPC has sent that. False if
+  // the call has failed, or after an earlier WritesDone() or Finish().
   bool WritesDone() {
+    if (this->ends_on_its_own_ || this->finished()) return false;
     this->ends_on_its_own_ = true;
     writes_.Begin();
     this->StartWritesDone();
@@ -292,14 +349,13 @@ class ClientReaderWriter final
   // Binds the call (`bind(reactor)`: the stub's async() method) and starts it.
   template <class Bind>
   ClientReaderWriter(grpc::ClientContext& context, Bind&& bind) : Base(context) {
-    bind(static_cast<grpc::ClientBidiReactor<Request, Response>*>(this));
-    this->Begin();
+    this->BindAndStart(bind, static_cast<grpc::ClientBidiReactor<Request, Response>*>(this));
   }
   ~ClientReaderWriter() override { this->EndIfUnfinished(); }
 
   // As ClientReader::Read().
   bool Read(Response* message) {
-    if (read_end_) return false;
+    if (read_end_ || this->finished()) return false;
     reads_.Begin();
     this->StartRead(message);
     if (!reads_.Wait()) read_end_ = true;
@@ -307,12 +363,17 @@ class ClientReaderWriter final
   }
   // As ClientWriter::Write().
   bool Write(const Request& message, grpc::WriteOptions options = grpc::WriteOptions()) {
+    if (writes_over_ || this->finished()) return false;
     writes_.Begin();
     this->StartWrite(&message, options);
-    return writes_.Wait();
+    if (writes_.Wait()) return true;
+    writes_over_ = true;
+    return false;
   }
   // As ClientWriter::WritesDone().
   bool WritesDone() {
+    if (writes_over_ || this->finished()) return false;
+    writes_over_ = true;
     writes_.Begin();
     this->StartWritesDone();
     return writes_.Wait();
@@ -331,7 +392,8 @@ class ClientReaderWriter final
 
   internal::OpSlot reads_{"Read"};
   internal::OpSlot writes_{"Write"};
-  bool read_end_ = false;  // the reading fiber's
+  bool read_end_ = false;     // the reading fiber's
+  bool writes_over_ = false;  // the writing fiber's: WritesDone() or a failed Write()
 };
 
 }  // namespace spindle::grpc_fiber

@@ -56,6 +56,7 @@ struct Records {
   std::atomic<int> park_cancelled{0};  // "park" waits ended by cancellation/deadline
   std::atomic<int> streamed_written{0};  // ServerStream messages gRPC took
   std::atomic<int> handlers_done{0};
+  Event first_park;  // set when a "park" handler first waits
 
   void Started(const std::string& tag) {
     std::lock_guard<std::mutex> lock(mu);
@@ -156,6 +157,7 @@ class TestServiceImpl final : public TestService::CallbackService {
       Event never;
       records_.Started(request.tag());
       records_.parked.fetch_add(1);
+      records_.first_park.Set();
       const bool set = never.WaitUntil(steady_clock::time_point::max());
       records_.parked.fetch_sub(1);
       if (!set) {
@@ -352,8 +354,10 @@ TEST_F(GrpcTest, EveryMethodKindFromAFiberAndFromAThread) {
         ASSERT_TRUE(writer.Write(request));
       }
       ASSERT_TRUE(writer.WritesDone());
+      EXPECT_FALSE(writer.Write(request));  // after WritesDone(): refused, not gRPC's abort
       ASSERT_TRUE(writer.Finish().ok());
       EXPECT_EQ(reply.value(), 5050);
+      EXPECT_FALSE(writer.WritesDone());
     }
     {  // bidirectional, reading in a second fiber while this one writes
       grpc::ClientContext context;
@@ -372,11 +376,14 @@ TEST_F(GrpcTest, EveryMethodKindFromAFiberAndFromAThread) {
       TestRequest request;
       for (int i = 1; i <= 20; ++i) {
         request.set_value(i);
-        ASSERT_TRUE(stream.Write(request));
+        EXPECT_TRUE(stream.Write(request));
       }
-      ASSERT_TRUE(stream.WritesDone());
+      EXPECT_TRUE(stream.WritesDone());
+      EXPECT_FALSE(stream.Write(request));
       reader.join();
       EXPECT_TRUE(stream.Finish().ok());
+      TestReply after;
+      EXPECT_FALSE(stream.Read(&after));  // after Finish(): refused
       EXPECT_EQ(got, 20);
       EXPECT_EQ(sum, 2 * 210);
     }
@@ -453,6 +460,14 @@ TEST_F(GrpcTest, AThousandConcurrentCallsOfEveryKind) {
   EXPECT_TRUE(spindle::testing::WaitFor([&] { return records_.handlers_done.load() == kCalls; }));
 }
 
+// Joins a plain thread making a call once `answered` (its call returned): a call left
+// unanswered fails the test and is cancelled, instead of hanging it.
+void JoinCaller(Event& answered, grpc::ClientContext& context, std::thread& caller) {
+  EXPECT_TRUE(answered.WaitFor(std::chrono::seconds(60))) << "the call was never answered";
+  context.TryCancel();
+  caller.join();
+}
+
 TEST_F(GrpcTest, AClientDeadlineEndsTheParkedHandlerAndCancelsItsBackendCalls) {
   constexpr int kBackendCalls = 3;
   {  // The connection up first: the deadline is for the call, not for connecting.
@@ -524,10 +539,9 @@ TEST_F(GrpcTest, AClientThatCancelsEndsTheHandlerAndItsBackendCalls) {
     answered.Set();
   });
   // Cancel once both backend calls are parked at the backend.
-  ASSERT_TRUE(spindle::testing::WaitFor([&] { return records_.parked.load() == kBackendCalls; }));
+  EXPECT_TRUE(spindle::testing::WaitFor([&] { return records_.parked.load() == kBackendCalls; }));
   context.TryCancel();
-  answered.Wait();
-  caller.join();
+  JoinCaller(answered, context, caller);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(spindle::testing::WaitFor(
       [&] { return records_.park_cancelled.load() == kBackendCalls; }));
@@ -551,13 +565,12 @@ TEST_F(GrpcTest, AClientThatDisconnectsEndsTheHandlerAndItsBackendCalls) {
     status = Unary(*stub, request, &reply, context);
     answered.Set();
   });
-  ASSERT_TRUE(spindle::testing::WaitFor([&] { return records_.parked.load() == kBackendCalls; }));
+  EXPECT_TRUE(spindle::testing::WaitFor([&] { return records_.parked.load() == kBackendCalls; }));
   proxy.Cut();  // the client's connection is gone; the server learns it from TCP
   EXPECT_TRUE(spindle::testing::WaitFor(
       [&] { return records_.park_cancelled.load() == kBackendCalls; }));
   EXPECT_TRUE(spindle::testing::WaitFor([&] { return records_.WhenEnded("disconnect"); }));
-  answered.Wait();
-  caller.join();
+  JoinCaller(answered, context, caller);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
 }
 
@@ -632,11 +645,18 @@ TEST_F(GrpcTest, ShutdownDrainsCallsInFlightAndCancelsThoseStillRunningAfterTheD
   TestRequest request;
   request.set_value(1);
   TestReply reply;
-  ASSERT_TRUE(stream.Write(request));
-  ASSERT_TRUE(stream.Read(&reply));
-  ASSERT_TRUE(spindle::testing::WaitFor([&] { return records_.parked.load() == 1; }));
+  EXPECT_TRUE(stream.Write(request));
+  EXPECT_TRUE(stream.Read(&reply));
+  EXPECT_TRUE(spindle::testing::WaitFor([&] { return records_.parked.load() == 1; }));
 
   std::thread shutdown([&] { ShutdownServer(*server_, milliseconds(1000)); });
+  // The drain has begun once a new call is refused.
+  EXPECT_TRUE(spindle::testing::WaitFor([&] {
+    TestRequest echo;
+    TestReply echo_reply;
+    grpc::ClientContext context;
+    return !Unary(*stub_, echo, &echo_reply, context).ok();
+  }));
   // In flight during the drain: the stream still works, and ends normally.
   request.set_value(2);
   EXPECT_TRUE(stream.Write(request));
@@ -646,8 +666,9 @@ TEST_F(GrpcTest, ShutdownDrainsCallsInFlightAndCancelsThoseStillRunningAfterTheD
   EXPECT_FALSE(stream.Read(&reply));
   EXPECT_TRUE(stream.Finish().ok());
   // The parked call is cancelled at the drain's end; its handler's wait ends.
-  park_answered.Wait();
-  EXPECT_FALSE(park_status.ok());
+  EXPECT_TRUE(park_answered.WaitFor(std::chrono::seconds(60)));
+  EXPECT_EQ(park_status.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << park_status.error_message();
   EXPECT_TRUE(spindle::testing::WaitFor([&] { return records_.park_cancelled.load() == 1; }));
   shutdown.join();
   parker.join();
@@ -681,7 +702,7 @@ TEST_F(GrpcTest, CallAsyncFansOutAndIsCancelledWithTheCallersContext) {
     }
     EXPECT_EQ(replies[0].value(), 1);
     EXPECT_EQ(replies[1].value(), 2);
-    ASSERT_TRUE(spindle::testing::WaitFor([&] { return records_.parked.load() == kCalls; }));
+    EXPECT_TRUE(spindle::testing::WaitFor([&] { return records_.parked.load() == kCalls; }));
     request_context->Cancel();  // the caller's cancellation reaches the calls in flight
     for (const grpc::Status& status : BlockingGet(WhenAll(std::move(parked)))) {
       EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
@@ -717,12 +738,14 @@ TEST_F(GrpcTest, AHedgedCallTakesTheFirstAnswerAndCancelsTheOther) {
     options.parent = ExecutionContext::CaptureCurrent();
     options.stop_token = cancel_rest.token();
     ScopedExecutionContext race(ExecutionContext::Create(options));
-    // The slow copy parks at the server; the hedge answers at once.
+    // The slow copy parks at the server; the hedge answers at once. Both copies end
+    // before the test goes on (the loser once cancelled).
+    Latch copies_done(2);
     std::vector<Future<std::int64_t>> copies;
     for (const char* mode : {"park", "echo"}) {
       Fiber::Attributes inherit;
       inherit.inherit_execution_context = true;
-      copies.push_back(Async(inherit, [this, mode] {
+      copies.push_back(Async(inherit, [this, mode, &copies_done] {
         TestRequest request;
         request.set_mode(mode);
         request.set_tag("hedged");
@@ -731,11 +754,12 @@ TEST_F(GrpcTest, AHedgedCallTakesTheFirstAnswerAndCancelsTheOther) {
           // The hedge goes out once the first copy is parked at the server (as a
           // hedge is sent when the first copy is late), so the race has a loser to
           // cancel there.
-          EXPECT_TRUE(spindle::testing::WaitFor([&] { return records_.parked.load() == 1; }));
+          EXPECT_TRUE(records_.first_park.WaitFor(std::chrono::seconds(60)));
         }
         TestReply reply;
         grpc::ClientContext context;
         const grpc::Status status = Unary(*stub_, request, &reply, context);
+        copies_done.count_down();
         return status.ok() ? reply.value() : -1;
       }));
     }
@@ -743,6 +767,7 @@ TEST_F(GrpcTest, AHedgedCallTakesTheFirstAnswerAndCancelsTheOther) {
     const auto winner = BlockingGet(std::move(first));
     EXPECT_EQ(winner.index, 1u);
     EXPECT_EQ(winner.value, 8);
+    copies_done.wait();
   });
   EXPECT_TRUE(spindle::testing::WaitFor([&] { return records_.park_cancelled.load() == 1; }));
 }

@@ -4,12 +4,13 @@
 
 #include <atomic>
 #include <exception>
+#include <new>
 #include <string>
+#include <thread>
 
 #include "fiber/fiber.h"
 #include "glog/logging.h"
 #include "integrations/grpc/internal/deadline.h"
-#include "sync/event.h"
 
 namespace spindle::grpc_fiber {
 namespace {
@@ -36,24 +37,39 @@ namespace internal {
 ServerCallCore::ServerCallCore(grpc::CallbackServerContext* server_context)
     : server_context_(server_context), context_(MakeCallContext(server_context)) {}
 
-void ServerCallCore::StartFiber(absl::AnyInvocable<void()> body) {
+bool ServerCallCore::StartFiber(absl::AnyInvocable<void()> body) {
+  try {
+    StartFiberDetached(std::move(body));
+  } catch (const std::bad_alloc&) {
+    LOG_EVERY_T(WARNING, 1) << "spindle::grpc_fiber: out of memory starting a handler's "
+                               "fiber (answered RESOURCE_EXHAUSTED)";
+    return false;
+  }
   g_started.fetch_add(1, std::memory_order_relaxed);
-  StartFiberDetached(std::move(body));
+  return true;
 }
 
 grpc::Status ServerCallCore::RunHandler(absl::FunctionRef<grpc::Status()> handler) {
   ScopedExecutionContext scope(context_);
-  std::string error;
+  // The call must be finished whatever happens here: nothing below may throw.
+  const char* error = nullptr;
   try {
     return handler();
   } catch (const std::exception& e) {
-    error = e.what();
+    try {
+      std::string message = std::string("the handler threw: ") + e.what();
+      g_exceptions.fetch_add(1, std::memory_order_relaxed);
+      LOG_EVERY_T(WARNING, 1) << "spindle::grpc_fiber: " << message << " (answered UNKNOWN)";
+      return grpc::Status(grpc::StatusCode::UNKNOWN, std::move(message));
+    } catch (...) {
+      error = "the handler threw (its message could not be copied)";
+    }
   } catch (...) {
-    error = "an exception not derived from std::exception";
+    error = "the handler threw an exception not derived from std::exception";
   }
   g_exceptions.fetch_add(1, std::memory_order_relaxed);
-  LOG_EVERY_T(WARNING, 1) << "spindle::grpc_fiber: a handler threw: " << error << " (answered UNKNOWN)";
-  return grpc::Status(grpc::StatusCode::UNKNOWN, "the handler threw: " + error);
+  LOG_EVERY_T(WARNING, 1) << "spindle::grpc_fiber: " << error << " (answered UNKNOWN)";
+  return grpc::Status(grpc::StatusCode::UNKNOWN, error);
 }
 
 void ServerCallCore::OnCancelled() {
@@ -86,13 +102,15 @@ void ShutdownServer(grpc::Server& server, std::chrono::milliseconds drain) {
 
 int ServeUntilSignal(io::ShutdownSignals& signals, grpc::Server& server,
                      std::chrono::milliseconds drain) {
-  Event stop;
-  return signals.RunUntilSignal(
-      [&] {
-        stop.Wait();  // this plain thread blocks until the first signal
-        ShutdownServer(server, drain);
-      },
-      [&] { stop.Set(); });
+  // The first signal starts the shutdown on a thread of its own (it blocks until the
+  // drain is over); server.Wait() returns once the server has shut down, whoever shut
+  // it down.
+  std::thread shutdown;
+  const int signal = signals.RunUntilSignal(
+      [&] { server.Wait(); },
+      [&] { shutdown = std::thread([&server, drain] { ShutdownServer(server, drain); }); });
+  if (shutdown.joinable()) shutdown.join();
+  return signal;
 }
 
 }  // namespace spindle::grpc_fiber

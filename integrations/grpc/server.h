@@ -35,6 +35,15 @@
 // ends with its cancelled or deadline result, and the backend calls the handler makes
 // through client.h are cancelled with it.
 //
+// The cancellation runs on gRPC's thread (its executor, for OnCancel): the
+// StopCallbacks registered in the handler's context run there, so keep them short (a
+// flag, a TryCancel, a socket's shutdown), as every StopCallback should be. The
+// handler's captures are destroyed on gRPC's thread too, when the call is done.
+//
+// A handler that starts fibers of its own on its stream (a reader beside the writer of
+// a bidirectional call) must join them before it returns: the stream is gone once the
+// call is finished.
+//
 // A handler returns the call's status. An exception out of it answers the call with
 // UNKNOWN (its what() in the message), is counted in ServerStats::handler_exceptions and
 // logged (at most once a second); the server goes on serving.
@@ -60,6 +69,12 @@ namespace spindle::grpc_fiber {
 
 namespace internal {
 
+// The status of a call whose handler's fiber could not be started.
+inline grpc::Status OutOfMemoryStatus() {
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      "out of memory starting the handler's fiber");
+}
+
 // What every kind of call shares, out of line (server.cc): the execution context made
 // from the call's deadline, the handler's fiber, its exception handling and counters.
 //
@@ -71,8 +86,10 @@ class ServerCallCore {
   ServerCallCore(const ServerCallCore&) = delete;
   ServerCallCore& operator=(const ServerCallCore&) = delete;
 
-  // Runs `body` in a new detached fiber. gRPC's thread returns at once.
-  void StartFiber(absl::AnyInvocable<void()> body);
+  // Runs `body` in a new detached fiber; gRPC's thread returns at once. False (logged)
+  // if the fiber could not be started for want of memory: the reactor then finishes
+  // the call itself.
+  bool StartFiber(absl::AnyInvocable<void()> body);
   // Runs `handler` in the call's execution context and returns its status; an
   // exception out of it becomes UNKNOWN (counted and logged).
   grpc::Status RunHandler(absl::FunctionRef<grpc::Status()> handler);
@@ -236,7 +253,9 @@ class ServerUnaryCall final : public grpc::ServerUnaryReactor {
  public:
   ServerUnaryCall(grpc::CallbackServerContext* context, F handler)
       : core_(context), handler_(std::move(handler)) {
-    core_.StartFiber([this] { Finish(core_.RunHandler(handler_)); });
+    if (!core_.StartFiber([this] { Finish(core_.RunHandler(handler_)); })) {
+      Finish(internal::OutOfMemoryStatus());
+    }
   }
   void OnCancel() override { core_.OnCancelled(); }
   void OnDone() override {
@@ -258,9 +277,11 @@ class ServerStreamingCall final : public grpc::ServerWriteReactor<Response> {
         writer_(core_, [this](const Response* message, grpc::WriteOptions options) {
           this->StartWrite(message, options);
         }) {
-    core_.StartFiber([this] {
-      this->Finish(core_.RunHandler([this] { return handler_(writer_); }));
-    });
+    if (!core_.StartFiber([this] {
+          this->Finish(core_.RunHandler([this] { return handler_(writer_); }));
+        })) {
+      this->Finish(internal::OutOfMemoryStatus());
+    }
   }
   void OnWriteDone(bool ok) override { writer_.writes_.Complete(ok); }
   void OnCancel() override { core_.OnCancelled(); }
@@ -282,9 +303,11 @@ class ClientStreamingCall final : public grpc::ServerReadReactor<Request> {
       : core_(context),
         handler_(std::move(handler)),
         reader_(core_, [this](Request* message) { this->StartRead(message); }) {
-    core_.StartFiber([this] {
-      this->Finish(core_.RunHandler([this] { return handler_(reader_); }));
-    });
+    if (!core_.StartFiber([this] {
+          this->Finish(core_.RunHandler([this] { return handler_(reader_); }));
+        })) {
+      this->Finish(internal::OutOfMemoryStatus());
+    }
   }
   void OnReadDone(bool ok) override { reader_.reads_.Complete(ok); }
   void OnCancel() override { core_.OnCancelled(); }
@@ -310,9 +333,11 @@ class ServerBidiCall final : public grpc::ServerBidiReactor<Request, Response> {
             [this](const Response* message, grpc::WriteOptions options) {
               this->StartWrite(message, options);
             }) {
-    core_.StartFiber([this] {
-      this->Finish(core_.RunHandler([this] { return handler_(stream_); }));
-    });
+    if (!core_.StartFiber([this] {
+          this->Finish(core_.RunHandler([this] { return handler_(stream_); }));
+        })) {
+      this->Finish(internal::OutOfMemoryStatus());
+    }
   }
   void OnReadDone(bool ok) override { stream_.reader_.reads_.Complete(ok); }
   void OnWriteDone(bool ok) override { stream_.writer_.writes_.Complete(ok); }

@@ -45,7 +45,11 @@ std::chrono::system_clock::time_point SystemFromSteady(
   using std::chrono::system_clock;
   if (deadline == steady_clock::time_point::max()) return system_clock::time_point::max();
   const auto steady_now = steady_clock::now();
-  return Saturated(system_clock::now(), Distance(deadline, steady_now));
+  const auto system_now = system_clock::now();
+  // Passed already: now (gRPC answers DEADLINE_EXCEEDED at once). Not the point as far
+  // in the past, which may lie before the epoch, where gRPC reads "no deadline".
+  if (deadline <= steady_now) return system_now;
+  return Saturated(system_now, Distance(deadline, steady_now));
 }
 
 }  // namespace spindle::grpc_fiber::internal

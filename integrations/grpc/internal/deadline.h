@@ -17,7 +17,8 @@ namespace spindle::grpc_fiber::internal {
 std::chrono::steady_clock::time_point SteadyFromSystem(
     std::chrono::system_clock::time_point deadline);
 
-// The reverse: the system-clock point as far from now as `deadline`; max() for max().
+// The reverse: the system-clock point as far from now as `deadline`; max() for max(),
+// and now for a deadline that has passed (however long ago).
 std::chrono::system_clock::time_point SystemFromSteady(
     std::chrono::steady_clock::time_point deadline);
 
