@@ -713,6 +713,40 @@ TEST_F(GrpcTest, CallAsyncFansOutAndIsCancelledWithTheCallersContext) {
   }));
 }
 
+TEST_F(GrpcTest, ACallPastItsDeadlineBeforeItsFiberRunsIsAnsweredWithoutItsHandler) {
+  // Every worker held by a spinning fiber, so the call's fiber waits in the run queue
+  // past the call's deadline.
+  constexpr int kWorkers = 4;  // the fixture's runtime
+  std::atomic<int> spinning{0};
+  std::atomic<bool> release{false};
+  Latch spinners_done(kWorkers);
+  for (int i = 0; i < kWorkers; ++i) {
+    StartFiberDetached([&] {
+      spinning.fetch_add(1);
+      while (!release.load()) {
+      }
+      spinners_done.count_down();
+    });
+  }
+  EXPECT_TRUE(spindle::testing::WaitFor([&] { return spinning.load() == kWorkers; }));
+  const ServerStats before = GetServerStats();
+  const int handled_before = records_.handlers_done.load();
+  TestRequest request;
+  request.set_value(1);
+  TestReply reply;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + milliseconds(50));
+  const grpc::Status status = Unary(*stub_, request, &reply, context);  // from this thread
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  release.store(true);
+  spinners_done.wait();
+  // The call's fiber ran once a worker was free, and answered without the handler.
+  EXPECT_TRUE(spindle::testing::WaitFor([&] {
+    return GetServerStats().expired_before_start == before.expired_before_start + 1;
+  }));
+  EXPECT_EQ(records_.handlers_done.load(), handled_before);
+}
+
 TEST_F(GrpcTest, AHandlerThatThrowsAnswersUnknownAndTheServerGoesOn) {
   const std::uint64_t before = GetServerStats().handler_exceptions;
   TestRequest request;

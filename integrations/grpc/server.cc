@@ -20,6 +20,7 @@ std::atomic<std::uint64_t> g_started{0};
 std::atomic<std::uint64_t> g_finished{0};
 std::atomic<std::uint64_t> g_cancelled{0};
 std::atomic<std::uint64_t> g_exceptions{0};
+std::atomic<std::uint64_t> g_not_started{0};
 
 std::shared_ptr<ExecutionContext> MakeCallContext(grpc::CallbackServerContext* server_context) {
   ExecutionContext::Options options;
@@ -50,6 +51,19 @@ bool ServerCallCore::StartFiber(absl::AnyInvocable<void()> body) {
 }
 
 grpc::Status ServerCallCore::RunHandler(absl::FunctionRef<grpc::Status()> handler) {
+  // A call that waited in the run queue past its deadline, or was cancelled there, is
+  // answered without running its handler: under overload the queue then drains at
+  // once instead of doing work nobody waits for (which would make every call behind
+  // it late as well).
+  if (context_->cancelled()) {
+    g_not_started.fetch_add(1, std::memory_order_relaxed);
+    return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled before its handler started");
+  }
+  if (context_->deadline() <= std::chrono::steady_clock::now()) {
+    g_not_started.fetch_add(1, std::memory_order_relaxed);
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        "the deadline passed before the handler started");
+  }
   ScopedExecutionContext scope(context_);
   // The call must be finished whatever happens here: nothing below may throw.
   const char* error = nullptr;
@@ -90,6 +104,7 @@ ServerStats GetServerStats() {
   stats.finished = g_finished.load(std::memory_order_relaxed);
   stats.cancelled = g_cancelled.load(std::memory_order_relaxed);
   stats.handler_exceptions = g_exceptions.load(std::memory_order_relaxed);
+  stats.expired_before_start = g_not_started.load(std::memory_order_relaxed);
   return stats;
 }
 

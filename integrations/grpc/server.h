@@ -44,6 +44,10 @@
 // a bidirectional call) must join them before it returns: the stream is gone once the
 // call is finished.
 //
+// A call whose deadline passes (or which is cancelled) while its fiber waits for a
+// worker is answered DEADLINE_EXCEEDED (CANCELLED) without running its handler, so an
+// overloaded server spends no work on answers nobody waits for.
+//
 // A handler returns the call's status. An exception out of it answers the call with
 // UNKNOWN (its what() in the message), is counted in ServerStats::handler_exceptions and
 // logged (at most once a second); the server goes on serving.
@@ -121,6 +125,9 @@ struct ServerStats {
   std::uint64_t finished = 0;            // calls gRPC reported done (OnDone)
   std::uint64_t cancelled = 0;           // calls gRPC cancelled: client, deadline, shutdown
   std::uint64_t handler_exceptions = 0;  // handlers ended by an exception (UNKNOWN)
+  // Calls answered without running their handler: cancelled, or past their deadline,
+  // by the time their fiber started (DEADLINE_EXCEEDED or CANCELLED).
+  std::uint64_t expired_before_start = 0;
 };
 // The counts now. Thread-safe; never fails.
 ServerStats GetServerStats();
