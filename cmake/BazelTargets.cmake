@@ -1553,51 +1553,6 @@ spindle_cc_library(examples.grpc_fanout.fanout_common
     third_party.gflags
     third_party.grpc)
 
-# //examples/grpc_fanout:backend
-spindle_cc_binary(examples.grpc_fanout.backend
-  OUTPUT_NAME backend
-  SRCS
-    examples/grpc_fanout/backend_main.cc
-  DEPS
-    examples.grpc_fanout.fanout_common
-    examples.grpc_fanout.fanout_proto
-    third_party.gflags
-    third_party.grpc)
-
-# //examples/grpc_fanout:frontend_flags
-spindle_cc_library(examples.grpc_fanout.frontend_flags
-  SRCS
-    examples/grpc_fanout/frontend_flags.cc
-  HDRS
-    examples/grpc_fanout/frontend_flags.h
-  DEPS
-    examples.grpc_fanout.fanout_common
-    third_party.gflags)
-
-# //examples/grpc_fanout:frontend_callback
-spindle_cc_binary(examples.grpc_fanout.frontend_callback
-  OUTPUT_NAME frontend_callback
-  SRCS
-    examples/grpc_fanout/frontend_callback.cc
-  DEPS
-    examples.grpc_fanout.fanout_common
-    examples.grpc_fanout.fanout_proto
-    examples.grpc_fanout.frontend_flags
-    third_party.gflags
-    third_party.grpc)
-
-# //examples/grpc_fanout:frontend_cq
-spindle_cc_binary(examples.grpc_fanout.frontend_cq
-  OUTPUT_NAME frontend_cq
-  SRCS
-    examples/grpc_fanout/frontend_cq.cc
-  DEPS
-    examples.grpc_fanout.fanout_common
-    examples.grpc_fanout.fanout_proto
-    examples.grpc_fanout.frontend_flags
-    third_party.gflags
-    third_party.grpc)
-
 # //integrations/grpc/internal:op_slot
 spindle_cc_library(integrations.grpc.internal.op_slot
   SRCS
@@ -1628,6 +1583,57 @@ spindle_cc_library(integrations.grpc.grpc
     io.server
     sync.sync)
 
+# //examples/grpc_fanout:backend
+spindle_cc_binary(examples.grpc_fanout.backend
+  OUTPUT_NAME backend
+  SRCS
+    examples/grpc_fanout/backend_main.cc
+  DEPS
+    examples.grpc_fanout.fanout_common
+    examples.grpc_fanout.fanout_proto
+    third_party.gflags
+    third_party.grpc
+    integrations.grpc.grpc
+    io.server)
+
+# //examples/grpc_fanout:frontend_flags
+spindle_cc_library(examples.grpc_fanout.frontend_flags
+  SRCS
+    examples/grpc_fanout/frontend_flags.cc
+  HDRS
+    examples/grpc_fanout/frontend_flags.h
+  DEPS
+    examples.grpc_fanout.fanout_common
+    third_party.gflags)
+
+# //examples/grpc_fanout:frontend_callback
+spindle_cc_binary(examples.grpc_fanout.frontend_callback
+  OUTPUT_NAME frontend_callback
+  SRCS
+    examples/grpc_fanout/frontend_callback.cc
+  DEPS
+    examples.grpc_fanout.fanout_common
+    examples.grpc_fanout.fanout_proto
+    examples.grpc_fanout.frontend_flags
+    third_party.gflags
+    third_party.grpc
+    integrations.grpc.grpc
+    io.server)
+
+# //examples/grpc_fanout:frontend_cq
+spindle_cc_binary(examples.grpc_fanout.frontend_cq
+  OUTPUT_NAME frontend_cq
+  SRCS
+    examples/grpc_fanout/frontend_cq.cc
+  DEPS
+    examples.grpc_fanout.fanout_common
+    examples.grpc_fanout.fanout_proto
+    examples.grpc_fanout.frontend_flags
+    third_party.gflags
+    third_party.grpc
+    integrations.grpc.grpc
+    io.server)
+
 # //examples/grpc_fanout:frontend_spindle
 spindle_cc_binary(examples.grpc_fanout.frontend_spindle
   OUTPUT_NAME frontend_spindle
@@ -1652,7 +1658,9 @@ spindle_cc_binary(examples.grpc_fanout.frontend_sync
     examples.grpc_fanout.fanout_proto
     examples.grpc_fanout.frontend_flags
     third_party.gflags
-    third_party.grpc)
+    third_party.grpc
+    integrations.grpc.grpc
+    io.server)
 
 # //examples/grpc_fanout:load
 spindle_cc_binary(examples.grpc_fanout.load

@@ -27,6 +27,8 @@
 #include "examples/grpc_fanout/fanout.grpc.pb.h"
 #include "examples/grpc_fanout/fanout_common.h"
 #include "gflags/gflags.h"
+#include "integrations/grpc/server.h"
+#include "io/server.h"
 
 DEFINE_int64(port, 0,
              "Port to serve Backend on, on 0.0.0.0; 0 lets the kernel pick one. The port is "
@@ -163,7 +165,7 @@ class BackendService final : public Backend::CallbackService {
   BackendCounters* const counters_;
 };
 
-int Main() {
+int Main(spindle::io::ShutdownSignals& signals) {
   CheckFlagRange("port", FLAGS_port, 0, 65535);
   BackendCounters counters;
   BackendService service(&counters);
@@ -179,11 +181,8 @@ int Main() {
   }
   PrintListening(port);
 
-  ShutdownSignalWaiter signals([&server](int) {
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  });
-  server->Wait();
-  signals.Join();
+  // Until SIGTERM/SIGINT; then 2 s for the calls in flight, then they are cancelled.
+  spindle::grpc_fiber::ServeUntilSignal(signals, *server, std::chrono::seconds(2));
   server.reset();
 
   const std::string line = counters.Line();
@@ -204,8 +203,8 @@ int Main() {
 
 int main(int argc, char** argv) {
   // Before any gRPC object, so that every gRPC thread inherits the blocked mask.
-  spindle::fanout::BlockShutdownSignals();
+  spindle::io::ShutdownSignals signals;
   gflags::SetUsageMessage("the fan-out example's Backend server (gRPC callback API)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  return spindle::fanout::Main();
+  return spindle::fanout::Main(signals);
 }

@@ -3,8 +3,6 @@
 #include "examples/grpc_fanout/fanout_common.h"
 
 #include <grpc/grpc.h>
-#include <pthread.h>
-#include <signal.h>
 
 #include <algorithm>
 #include <cmath>
@@ -267,54 +265,6 @@ std::uint64_t LatencyHistogram::Quantile(double quantile) const {
 }
 
 // --- Servers -----------------------------------------------------------------------------
-
-namespace {
-
-sigset_t ShutdownSignalSet() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  return set;
-}
-
-}  // namespace
-
-void BlockShutdownSignals() {
-  const sigset_t set = ShutdownSignalSet();
-  const int error = pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  if (error != 0) {
-    std::fprintf(stderr, "%s: pthread_sigmask failed (%d)\n", gflags::ProgramInvocationShortName(),
-                 error);
-    std::exit(1);
-  }
-}
-
-ShutdownSignalWaiter::ShutdownSignalWaiter(std::function<void(int)> on_signal)
-    : on_signal_(std::move(on_signal)) {
-  thread_ = std::thread([this] {
-    const sigset_t set = ShutdownSignalSet();
-    int signo = 0;
-    while (sigwait(&set, &signo) != 0) {
-    }
-    if (stopping_.load()) return;
-    signalled_.store(true);
-    on_signal_(signo);
-  });
-}
-
-void ShutdownSignalWaiter::Join() {
-  if (thread_.joinable()) thread_.join();
-}
-
-ShutdownSignalWaiter::~ShutdownSignalWaiter() {
-  if (!thread_.joinable()) return;
-  if (!signalled_.load()) {
-    stopping_.store(true);
-    pthread_kill(thread_.native_handle(), SIGTERM);
-  }
-  thread_.join();
-}
 
 void AddListeningPort(grpc::ServerBuilder* builder, int port, int* selected_port) {
   builder->AddListeningPort("0.0.0.0:" + std::to_string(port), grpc::InsecureServerCredentials(),

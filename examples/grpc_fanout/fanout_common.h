@@ -2,8 +2,9 @@
 //
 // What the fan-out example's binaries (backend, the frontends, load) share: flag range
 // checks, the --backends list, a pool of backend channels, the query -> K backend calls
-// mapping and its checksum, the query deadline, a latency histogram, status-code names,
-// and the SIGTERM/SIGINT handling of the servers.
+// mapping and its checksum, the query deadline, a latency histogram, status-code names.
+// (The servers take SIGTERM/SIGINT with Spindle's io::ShutdownSignals and
+// grpc_fiber::ServeUntilSignal, which need no running runtime.)
 //
 // The mapping: backend call i (0 <= i < K) of query q carries WorkRequest.id =
 // q.id * 1024 + i and must answer value = id + 1, so the query's sum is
@@ -21,7 +22,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "examples/grpc_fanout/fanout.grpc.pb.h"
@@ -136,31 +136,6 @@ class LatencyHistogram {
 };
 
 // --- Servers -----------------------------------------------------------------------------
-
-// Blocks SIGINT and SIGTERM in the calling thread. Call it first thing in main, before any
-// gRPC object exists, so that every thread gRPC starts inherits the mask and the signals
-// reach only ShutdownSignalWaiter's sigwait.
-void BlockShutdownSignals();
-
-// A thread that sigwaits for SIGINT or SIGTERM and then runs `on_signal(signo)` once
-// (typically Server::Shutdown with a deadline). Requires BlockShutdownSignals() first.
-// Thread-compatible: construct, Stop() and destroy it from one thread (main).
-class ShutdownSignalWaiter {
- public:
-  explicit ShutdownSignalWaiter(std::function<void(int)> on_signal);
-  ShutdownSignalWaiter(const ShutdownSignalWaiter&) = delete;
-  ShutdownSignalWaiter& operator=(const ShutdownSignalWaiter&) = delete;
-  // Joins; if no signal came, wakes the thread first without running `on_signal`.
-  ~ShutdownSignalWaiter();
-  // Waits until the thread has finished (after `on_signal` returned if a signal came).
-  void Join();
-
- private:
-  std::function<void(int)> on_signal_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<bool> signalled_{false};
-  std::thread thread_;
-};
 
 // Adds a listener on 0.0.0.0:port (0: the kernel picks) with SO_REUSEPORT off, so that a
 // port in use is an error. `*selected_port` is valid after BuildAndStart.

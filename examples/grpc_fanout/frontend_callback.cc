@@ -26,6 +26,8 @@
 #include "examples/grpc_fanout/fanout_common.h"
 #include "examples/grpc_fanout/frontend_flags.h"
 #include "gflags/gflags.h"
+#include "integrations/grpc/server.h"
+#include "io/server.h"
 
 namespace spindle::fanout {
 namespace {
@@ -127,7 +129,7 @@ class CallbackFrontend final : public Frontend::CallbackService {
   QueryCounters* const counters_;
 };
 
-int Main() {
+int Main(spindle::io::ShutdownSignals& signals) {
   const FrontendOptions options = FrontendOptionsFromFlags();
   BackendPool pool(options.backends, options.channels_per_backend);
   const int ready =
@@ -150,11 +152,8 @@ int Main() {
   }
   PrintListening(port);
 
-  ShutdownSignalWaiter signals([&server](int) {
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  });
-  server->Wait();
-  signals.Join();
+  // Until SIGTERM/SIGINT; then 2 s for the calls in flight, then they are cancelled.
+  spindle::grpc_fiber::ServeUntilSignal(signals, *server, std::chrono::seconds(2));
   server.reset();
   counters.Print();
   return 0;
@@ -165,8 +164,8 @@ int Main() {
 
 int main(int argc, char** argv) {
   // Before any gRPC object, so that every gRPC thread inherits the blocked mask.
-  spindle::fanout::BlockShutdownSignals();
+  spindle::io::ShutdownSignals signals;
   gflags::SetUsageMessage("the fan-out example's Frontend on gRPC's callback API");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  return spindle::fanout::Main();
+  return spindle::fanout::Main(signals);
 }

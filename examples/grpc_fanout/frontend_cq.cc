@@ -37,6 +37,8 @@
 #include "examples/grpc_fanout/fanout_common.h"
 #include "examples/grpc_fanout/frontend_flags.h"
 #include "gflags/gflags.h"
+#include "integrations/grpc/server.h"
+#include "io/server.h"
 
 DEFINE_int64(cq_count, 0,
              "Server completion queues; 0 means one per hardware thread (default 0 = "
@@ -282,7 +284,7 @@ void BackendCall::OnComplete(bool /*ok*/) {
   parent_->OnBackendDone(this);
 }
 
-int Main() {
+int Main(spindle::io::ShutdownSignals& signals) {
   const FrontendOptions options = FrontendOptionsFromFlags();
   int cq_count = static_cast<int>(FLAGS_cq_count);
   if (cq_count == 0) {
@@ -335,11 +337,8 @@ int Main() {
   }
   PrintListening(port);
 
-  ShutdownSignalWaiter signals([&server](int) {
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  });
-  server->Wait();
-  signals.Join();  // Shutdown has returned: every matched call is done
+  // Until SIGTERM/SIGINT; then 2 s for the calls in flight, then they are cancelled.
+  spindle::grpc_fiber::ServeUntilSignal(signals, *server, std::chrono::seconds(2));
   for (auto& shard : shards) shard->Close();
   for (std::thread& thread : threads) thread.join();
   server.reset();
@@ -353,8 +352,8 @@ int Main() {
 
 int main(int argc, char** argv) {
   // Before any gRPC object, so that every gRPC thread inherits the blocked mask.
-  spindle::fanout::BlockShutdownSignals();
+  spindle::io::ShutdownSignals signals;
   gflags::SetUsageMessage("the fan-out example's Frontend on gRPC's completion-queue (async) API");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  return spindle::fanout::Main();
+  return spindle::fanout::Main(signals);
 }

@@ -35,6 +35,8 @@
 #include "examples/grpc_fanout/fanout_common.h"
 #include "examples/grpc_fanout/frontend_flags.h"
 #include "gflags/gflags.h"
+#include "integrations/grpc/server.h"
+#include "io/server.h"
 
 DEFINE_string(sync_fanout, "callback",
               "How a handler makes its K backend calls: \"callback\" (callback-API client "
@@ -181,7 +183,7 @@ class SyncFrontend final : public Frontend::Service {
   QueryCounters* const counters_;
 };
 
-int Main() {
+int Main(spindle::io::ShutdownSignals& signals) {
   const FrontendOptions options = FrontendOptionsFromFlags();
   FanoutMode mode = FanoutMode::kCallback;
   if (FLAGS_sync_fanout == "threads") {
@@ -227,11 +229,8 @@ int Main() {
   }
   PrintListening(port);
 
-  ShutdownSignalWaiter signals([&server](int) {
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  });
-  server->Wait();
-  signals.Join();
+  // Until SIGTERM/SIGINT; then 2 s for the calls in flight, then they are cancelled.
+  spindle::grpc_fiber::ServeUntilSignal(signals, *server, std::chrono::seconds(2));
   server.reset();
   counters.Print();
   return 0;
@@ -242,9 +241,9 @@ int Main() {
 
 int main(int argc, char** argv) {
   // Before any gRPC object, so that every gRPC thread inherits the blocked mask.
-  spindle::fanout::BlockShutdownSignals();
+  spindle::io::ShutdownSignals signals;
   gflags::SetUsageMessage(
       "the fan-out example's Frontend on gRPC's synchronous API (thread per call)");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
-  return spindle::fanout::Main();
+  return spindle::fanout::Main(signals);
 }

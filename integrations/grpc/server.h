@@ -255,108 +255,99 @@ class ServerReaderWriter {
 // exactly once, with the handler's status, and touches the reactor no more after that
 // (gRPC deletes nothing: OnDone, after every reaction, deletes the reactor).
 
-template <class F>
-class ServerUnaryCall final : public grpc::ServerUnaryReactor {
- public:
-  ServerUnaryCall(grpc::CallbackServerContext* context, F handler)
-      : core_(context), handler_(std::move(handler)) {
-    if (!core_.StartFiber([this] { Finish(core_.RunHandler(handler_)); })) {
-      Finish(internal::OutOfMemoryStatus());
+namespace internal {
+
+// What the four reactors share: the call's core and handler, the handler's fiber, and
+// gRPC's OnCancel and OnDone.
+template <class Reactor, class F>
+class ServerCall : public Reactor {
+ protected:
+  ServerCall(grpc::CallbackServerContext* context, F handler)
+      : core_(context), handler_(std::move(handler)) {}
+
+  // The final class's constructor ends with this, once what `args` refer to (its
+  // stream) is built: starts the fiber that runs handler_(args...) and finishes the call
+  // with its status.
+  template <class... Args>
+  void Start(Args&... args) {
+    if (!core_.StartFiber([this, &args...] {
+          this->Finish(core_.RunHandler([&] { return handler_(args...); }));
+        })) {
+      this->Finish(OutOfMemoryStatus());
     }
   }
+
   void OnCancel() override { core_.OnCancelled(); }
   void OnDone() override {
     core_.OnDone();
-    delete this;
+    delete this;  // the final class's, through the reactor's virtual destructor
   }
 
- private:
-  internal::ServerCallCore core_;
+  ServerCallCore core_;
   F handler_;
 };
 
+}  // namespace internal
+
+template <class F>
+class ServerUnaryCall final : public internal::ServerCall<grpc::ServerUnaryReactor, F> {
+ public:
+  ServerUnaryCall(grpc::CallbackServerContext* context, F handler)
+      : internal::ServerCall<grpc::ServerUnaryReactor, F>(context, std::move(handler)) {
+    this->Start();
+  }
+};
+
 template <class Response, class F>
-class ServerStreamingCall final : public grpc::ServerWriteReactor<Response> {
+class ServerStreamingCall final
+    : public internal::ServerCall<grpc::ServerWriteReactor<Response>, F> {
  public:
   ServerStreamingCall(grpc::CallbackServerContext* context, F handler)
-      : core_(context),
-        handler_(std::move(handler)),
-        writer_(core_, [this](const Response* message, grpc::WriteOptions options) {
+      : internal::ServerCall<grpc::ServerWriteReactor<Response>, F>(context, std::move(handler)),
+        writer_(this->core_, [this](const Response* message, grpc::WriteOptions options) {
           this->StartWrite(message, options);
         }) {
-    if (!core_.StartFiber([this] {
-          this->Finish(core_.RunHandler([this] { return handler_(writer_); }));
-        })) {
-      this->Finish(internal::OutOfMemoryStatus());
-    }
+    this->Start(writer_);
   }
   void OnWriteDone(bool ok) override { writer_.writes_.Complete(ok); }
-  void OnCancel() override { core_.OnCancelled(); }
-  void OnDone() override {
-    core_.OnDone();
-    delete this;
-  }
 
  private:
-  internal::ServerCallCore core_;
-  F handler_;
   ServerWriter<Response> writer_;
 };
 
 template <class Request, class F>
-class ClientStreamingCall final : public grpc::ServerReadReactor<Request> {
+class ClientStreamingCall final
+    : public internal::ServerCall<grpc::ServerReadReactor<Request>, F> {
  public:
   ClientStreamingCall(grpc::CallbackServerContext* context, F handler)
-      : core_(context),
-        handler_(std::move(handler)),
-        reader_(core_, [this](Request* message) { this->StartRead(message); }) {
-    if (!core_.StartFiber([this] {
-          this->Finish(core_.RunHandler([this] { return handler_(reader_); }));
-        })) {
-      this->Finish(internal::OutOfMemoryStatus());
-    }
+      : internal::ServerCall<grpc::ServerReadReactor<Request>, F>(context, std::move(handler)),
+        reader_(this->core_, [this](Request* message) { this->StartRead(message); }) {
+    this->Start(reader_);
   }
   void OnReadDone(bool ok) override { reader_.reads_.Complete(ok); }
-  void OnCancel() override { core_.OnCancelled(); }
-  void OnDone() override {
-    core_.OnDone();
-    delete this;
-  }
 
  private:
-  internal::ServerCallCore core_;
-  F handler_;
   ServerReader<Request> reader_;
 };
 
 template <class Request, class Response, class F>
-class ServerBidiCall final : public grpc::ServerBidiReactor<Request, Response> {
+class ServerBidiCall final
+    : public internal::ServerCall<grpc::ServerBidiReactor<Request, Response>, F> {
  public:
   ServerBidiCall(grpc::CallbackServerContext* context, F handler)
-      : core_(context),
-        handler_(std::move(handler)),
+      : internal::ServerCall<grpc::ServerBidiReactor<Request, Response>, F>(context,
+                                                                            std::move(handler)),
         stream_(
-            core_, [this](Request* message) { this->StartRead(message); },
+            this->core_, [this](Request* message) { this->StartRead(message); },
             [this](const Response* message, grpc::WriteOptions options) {
               this->StartWrite(message, options);
             }) {
-    if (!core_.StartFiber([this] {
-          this->Finish(core_.RunHandler([this] { return handler_(stream_); }));
-        })) {
-      this->Finish(internal::OutOfMemoryStatus());
-    }
+    this->Start(stream_);
   }
   void OnReadDone(bool ok) override { stream_.reader_.reads_.Complete(ok); }
   void OnWriteDone(bool ok) override { stream_.writer_.writes_.Complete(ok); }
-  void OnCancel() override { core_.OnCancelled(); }
-  void OnDone() override {
-    core_.OnDone();
-    delete this;
-  }
 
  private:
-  internal::ServerCallCore core_;
-  F handler_;
   ServerReaderWriter<Request, Response> stream_;
 };
 
