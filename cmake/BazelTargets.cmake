@@ -69,6 +69,7 @@ set(SPINDLE_LIBRARY_TARGETS
   runtime.internal.queues.local_queue
   runtime.internal.queues.relaxed_queue
   runtime.internal.queues.run_queue
+  runtime.internal.queues.stage_buffer
   runtime.internal.queues.wake_inbox
   runtime.internal.runtime_impl
   runtime.internal.runtime_options
@@ -653,6 +654,16 @@ spindle_cc_library(runtime.internal.queues.global_run_queue
     fiber.internal.os_mutex
     runtime.internal.group.fiber_desc)
 
+# //runtime/internal/queues:stage_buffer
+spindle_cc_library(runtime.internal.queues.stage_buffer
+  HDRS
+    runtime/internal/queues/stage_buffer.h
+  DEPS
+    third_party.absl
+    third_party.glog
+    fiber.internal.atomic
+    fiber.internal.spinlock)
+
 # //runtime/internal/strategies:strategy_v1
 spindle_cc_library(runtime.internal.strategies.strategy_v1
   SRCS
@@ -661,12 +672,14 @@ spindle_cc_library(runtime.internal.strategies.strategy_v1
     runtime/internal/strategies/strategy_v1.h
   DEPS
     runtime.internal.strategies.scheduling_strategy
+    third_party.gflags
     third_party.glog
     fiber.internal.spinlock
     runtime.internal.idle.futex
     runtime.internal.idle.notifier
     runtime.internal.idle.spinner_notifier
-    runtime.internal.queues.global_run_queue)
+    runtime.internal.queues.global_run_queue
+    runtime.internal.queues.stage_buffer)
 
 # //runtime/internal/queues:local_queue
 spindle_cc_library(runtime.internal.queues.local_queue
@@ -2214,6 +2227,7 @@ spindle_cc_library(runtime.internal.queues.queues_for_models
     runtime/internal/queues/global_run_queue.h
     runtime/internal/queues/local_queue.h
     runtime/internal/queues/run_queue.h
+    runtime/internal/queues/stage_buffer.h
     runtime/internal/queues/wake_inbox.h
   DEPS
     runtime.internal.queues.capacity
@@ -2642,6 +2656,17 @@ spindle_cc_test(runtime.internal.queues.run_queue_test
     fiber.internal.spinlock
   SIZE medium
   TIMEOUT 300)
+
+# //runtime/internal/queues:stage_buffer_test
+spindle_cc_test(runtime.internal.queues.stage_buffer_test
+  LABEL runtime/internal/queues:stage_buffer_test
+  SRCS
+    runtime/internal/queues/stage_buffer_test.cc
+  DEPS
+    runtime.internal.queues.stage_buffer
+    third_party.gtest_main
+  SIZE small
+  TIMEOUT 60)
 
 # //runtime/internal/queues:wake_inbox_test
 spindle_cc_test(runtime.internal.queues.wake_inbox_test

@@ -130,6 +130,21 @@ TEST_F(IdlePathModelTest, V1TwoWorkersTwoStartsOneYield) {
       GroupIdleModel<IdlePathGroup<2, kStrategyV1Entry>, 2, 1, 2, /*kYields=*/1>>(100000);
 }
 
+// v1: a worker's fiber starts a child while the other worker is busy or going idle:
+// the child may wait in the starter's stage ("Staging" in strategy_v1.cc), which the
+// other worker's polls and re-check must see (G3), or the producer's wake-up must
+// reach it.
+TEST_F(IdlePathModelTest, V1TwoWorkersOneStartOneStagedChild) {
+  ExpectIdleModelHolds<GroupIdleModel<IdlePathGroup<2, kStrategyV1Entry>, 2, 1, 1,
+                                      /*kYields=*/0, /*kSpawns=*/1>>(200000);
+}
+
+// v1: three workers, two producers' starts, one of which starts a child.
+TEST_F(IdlePathModelTest, V1ThreeWorkersTwoProducersOneStagedChild) {
+  ExpectIdleModelHolds<GroupIdleModel<IdlePathGroup<3, kStrategyV1Entry>, 3, 2, 1,
+                                      /*kYields=*/0, /*kSpawns=*/1>>(100000);
+}
+
 // v2: one worker may take both starts in one global batch (T4) and must wake the
 // other for the rest (M1).
 TEST_F(IdlePathModelTest, V2TwoWorkersOneProducerTwoStarts) {

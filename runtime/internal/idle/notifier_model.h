@@ -178,12 +178,14 @@ struct RunsIdlePath<Group, std::void_t<decltype(&Group::FindRunnable)>> : std::t
 // idle path over `Group` (NotifierGroup, or a strategy's). Up to kYields times, an
 // entry yields before it runs: the worker switches to the next entry of its own queues,
 // if any, and queues the yielder again (Group::Yield, as a fiber's Yield() does).
+// Up to kSpawns times, an entry starts a child from its worker before it runs
+// (Group::Spawn, as a fiber's StartFiber does): the child is one more entry to take.
 template <class Group, std::size_t kWorkers, std::size_t kProducers, int kPushes,
-          int kYields = 0>
+          int kYields = 0, int kSpawns = 0>
 struct GroupIdleModel
-    : rl::test_suite<GroupIdleModel<Group, kWorkers, kProducers, kPushes, kYields>,
+    : rl::test_suite<GroupIdleModel<Group, kWorkers, kProducers, kPushes, kYields, kSpawns>,
                      kWorkers + kProducers> {
-  static constexpr int kEntries = static_cast<int>(kProducers) * kPushes;
+  static constexpr int kEntries = static_cast<int>(kProducers) * kPushes + kSpawns;
   static constexpr int kSearchRounds = 2;
   // Each entry but the last keeps its worker busy until all are taken (Ran()): with
   // more entries than workers the workload itself would deadlock.
@@ -193,6 +195,7 @@ struct GroupIdleModel
   Atomic<int> taken{0};
   Parker all_taken;  // its word: 1 once every entry is taken
   int yields_left = kYields;  // plain: a model's threads take turns
+  int spawns_left = kSpawns;  // the same
 
   auto& notifier() { return group.notifier(); }
 
@@ -224,6 +227,12 @@ struct GroupIdleModel
   // up all the same (counted before YieldTo, which may switch threads). A yielder that
   // a sibling took during a swap (YieldTo's 0) is counted by the sibling that runs it.
   void Ran(std::size_t w, std::uintptr_t entry) {
+    if constexpr (kSpawns > 0) {
+      if (spawns_left > 0) {
+        --spawns_left;
+        group.Spawn(w);
+      }
+    }
     while (yields_left > 0) {
       --yields_left;
       const std::uintptr_t next = group.YieldTo(w, entry);

@@ -191,6 +191,15 @@ class SchedulingStrategy : public NotifiedQueues {
     }
     return false;
   }
+  // Whether every worker of every group that may steal from this one is busy (neither
+  // searches nor sleeps): relaxed hints, a load of a line per thief group that changes
+  // only when its workers go idle or wake (StateForVictim). True without thieves.
+  bool ThievesAllBusy() const {
+    for (const IdleNotifier* thief : thieves_) {
+      if (thief->StateForVictim() != IdleNotifier::ThiefState::kBusy) return false;
+    }
+    return true;
+  }
   // T1 (strategy_v1.cc): unless a worker of a thief group already searches, wakes one
   // sleeping worker of a thief group (tried in turn until one has a sleeper) if a
   // stealable backlog waits (WakeOneThief in notifier.h). Called by the notifier after

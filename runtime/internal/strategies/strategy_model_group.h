@@ -37,6 +37,11 @@ class StrategyModelGroup {
     strategy_->Enqueue(next_entry_, /*stealable=*/true, ReadyReason::kStarted,
                        SchedulingStrategy::kNoWorker);
   }
+  // A fiber running on worker w starts a fiber (StartFiber from a worker's fiber).
+  void Spawn(std::size_t w) {
+    next_entry_ += 2;  // plain, as in Produce()
+    strategy_->Enqueue(next_entry_, /*stealable=*/true, ReadyReason::kStarted, w);
+  }
   std::uintptr_t TakeOwn(std::size_t w) { return strategy_->TakeNext(w); }
   // A yield (parking.cc's YieldFiber): v2's swap where it applies (the yielder queued,
   // then the next entry taken: SwapToNext), else the next entry of worker w's own

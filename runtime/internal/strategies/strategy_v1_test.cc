@@ -1,9 +1,11 @@
 // Copyright 2026 The Spindle Authors.
 //
-// Strategy v1's two policies, each with a test that fails when it breaks: at most two
+// Strategy v1's policies, each with a test that fails when it breaks: at most two
 // workers spin (poll the queue) at once, and a producer that finds no spinner wakes the
-// lowest-numbered sleeper. Plain threads play the workers: through the spinner
-// notifier's steps, and through the idle path a FiberWorker runs.
+// lowest-numbered sleeper; a busy worker's fibers wait in its stage, which its joiners,
+// its next scheduling point, idle siblings and the hog monitor empty; timer-woken fibers
+// go first without starving the shared queue. Plain threads play the workers: through
+// the spinner notifier's steps, and through the idle path a FiberWorker runs.
 
 #include "runtime/internal/strategies/strategy_v1.h"
 
@@ -130,6 +132,122 @@ TEST(StrategyV1Test, AProducerWakesTheLowestSleeper) {
   group->strategy()->Stop();  // wakes every sleeper
   for (auto& worker : workers) worker.join();
   delete group;
+}
+
+
+// ---- Staging ("Staging" in strategy_v1.cc) and the timers' woken queue.
+
+StrategyPtr MakeV1Staged(std::size_t workers, std::size_t stage) {
+  SchedulingGroupOptions options;
+  options.workers = workers;
+  // Room for a test thread's 200 wake-ups (a plain thread waits for room; the timer
+  // thread would spill).
+  options.run_queue_capacity = 256;
+  options.strategy = "v1";
+  StrategyV1Settings settings;
+  settings.stage_capacity = stage;
+  return StrategyPtr(new (kNoNumaNode) StrategyV1(options, settings));
+}
+
+// Distinct fake fiber entries (even words, never dereferenced: ClaimEntry only reads
+// descriptors, which are odd).
+std::uintptr_t Fiber(std::uintptr_t i) { return i * 16; }
+
+// While no worker is idle, a fiber made ready by worker 0's fiber waits in its stage,
+// off the shared queue; the joiner takes it back from anywhere in the stage (G5).
+TEST(StrategyV1Test, BusyWorkersStageAndJoinersTakeBack) {
+  StrategyPtr v1 = MakeV1Staged(2, 8);
+  for (std::uintptr_t i = 1; i <= 3; ++i) {
+    v1->Enqueue(Fiber(i), true, ReadyReason::kStarted, 0);
+  }
+  EXPECT_EQ(v1->stats().global_queue_size, 0u) << "nothing reached the shared queue";
+  EXPECT_EQ(v1->stats().local_queue_size, 3u);
+  EXPECT_FALSE(v1->UnsafeEmpty()) << "a stage is part of what the re-check sees";
+  EXPECT_TRUE(v1->TakeBackEntry(0, Fiber(2))) << "from the middle of the stage";
+  EXPECT_FALSE(v1->TakeBackEntry(1, Fiber(1))) << "another worker's stage is not its own";
+  // G1: worker 0's next scheduling point moves the stage to the ring, order kept.
+  EXPECT_EQ(v1->TakeNext(0), Fiber(1));
+  EXPECT_EQ(v1->TakeNext(0), Fiber(3));
+  EXPECT_EQ(v1->TakeNext(0), 0u);
+  EXPECT_TRUE(v1->UnsafeEmpty());
+}
+
+// G3: a worker whose own sources are empty takes the oldest fiber of a sibling's stage.
+TEST(StrategyV1Test, AnIdleWorkerTakesFromASiblingsStage) {
+  StrategyPtr v1 = MakeV1Staged(3, 8);
+  v1->Enqueue(Fiber(1), true, ReadyReason::kStarted, 2);
+  v1->Enqueue(Fiber(2), true, ReadyReason::kWoken, 2);
+  EXPECT_EQ(v1->TakeNext(0), Fiber(1));
+  EXPECT_EQ(v1->TakeNext(1), Fiber(2));
+  EXPECT_EQ(v1->TakeNext(0), 0u);
+  EXPECT_EQ(v1->stats().steals_in_group, 2u);
+}
+
+// G2: with a worker spinning, a fiber goes to the shared queue, after what the stage
+// held (an idle worker gets the oldest); a yield never stages.
+TEST(StrategyV1Test, AnIdleWorkerTurnsStagingOff) {
+  StrategyPtr v1 = MakeV1Staged(3, 8);
+  v1->Enqueue(Fiber(1), true, ReadyReason::kStarted, 0);
+  ASSERT_EQ(v1->stats().local_queue_size, 1u);
+  ASSERT_TRUE(v1->notifier().StartSearching(2));
+  v1->Enqueue(Fiber(2), true, ReadyReason::kStarted, 0);
+  EXPECT_EQ(v1->stats().local_queue_size, 0u);
+  EXPECT_EQ(v1->stats().global_queue_size, 2u);
+  // The push claimed the spinner (P2); its S3 poll takes the oldest.
+  EXPECT_EQ(v1->notifier().StopSearching(2, true, 0), Fiber(1));
+  EXPECT_EQ(v1->TakeNext(1), Fiber(2));
+  v1->Enqueue(Fiber(3), true, ReadyReason::kYielded, 0);
+  EXPECT_EQ(v1->stats().global_queue_size, 1u) << "a yielding fiber is not staged";
+  EXPECT_EQ(v1->TakeNext(1), Fiber(3));
+}
+
+// G4: a full stage sends its older half to the shared queue; G6: the hog monitor's
+// rescue sends the rest.
+TEST(StrategyV1Test, AFullStageSpillsItsOlderHalfAndARescueMovesTheRest) {
+  StrategyPtr v1 = MakeV1Staged(2, 4);
+  for (std::uintptr_t i = 1; i <= 5; ++i) {
+    v1->Enqueue(Fiber(i), true, ReadyReason::kStarted, 0);
+  }
+  EXPECT_EQ(v1->stats().global_queue_size, 2u);
+  EXPECT_EQ(v1->stats().local_queue_size, 3u);
+  EXPECT_EQ(v1->RescueStalledWorker(0), 3u);
+  EXPECT_EQ(v1->stats().local_queue_size, 0u);
+  for (std::uintptr_t i = 1; i <= 5; ++i) EXPECT_EQ(v1->TakeNext(1), Fiber(i));
+  EXPECT_EQ(v1->RescueStalledWorker(0), 0u);
+}
+
+// --fiber_v1_stage_size=0: every fiber goes to the shared queue at once.
+TEST(StrategyV1Test, StageSizeZeroStagesNothing) {
+  StrategyPtr v1 = MakeV1Staged(2, 0);
+  v1->Enqueue(Fiber(1), true, ReadyReason::kStarted, 0);
+  EXPECT_EQ(v1->stats().global_queue_size, 1u);
+  EXPECT_EQ(v1->TakeNext(1), Fiber(1));
+}
+
+// Timer-woken fibers run ahead of fibers merely started, but the shared queue still
+// goes first once in 61 takes, so timers that keep firing cannot starve it.
+TEST(StrategyV1Test, TimerWokenFibersGoFirstWithoutStarvingTheQueue) {
+  StrategyPtr v1 = MakeV1Staged(1, 8);
+  v1->Enqueue(Fiber(1000), true, ReadyReason::kStarted, SchedulingStrategy::kNoWorker);
+  std::uintptr_t woken[200];
+  bool stealable[200];
+  for (std::uintptr_t i = 1; i <= 200; ++i) {
+    woken[i - 1] = Fiber(i);
+    stealable[i - 1] = true;
+  }
+  v1->EnqueueWoken(woken, stealable, 200, SchedulingStrategy::kNoWorker);
+  EXPECT_EQ(v1->TakeNext(0), Fiber(1)) << "the overdue fiber first";
+  std::size_t takes = 1;
+  std::uintptr_t entry = 0;
+  while ((entry = v1->TakeNext(0)) != Fiber(1000)) {
+    ASSERT_NE(entry, 0u) << "the started fiber was lost";
+    ++takes;
+  }
+  EXPECT_LE(takes, 61u) << "the shared queue waited behind " << takes << " timer wake-ups";
+  std::size_t rest = 0;
+  while (v1->TakeNext(0) != 0) ++rest;
+  EXPECT_EQ(takes + rest, 200u) << "every woken fiber is taken once";
+  EXPECT_TRUE(v1->UnsafeEmpty());
 }
 
 }  // namespace
