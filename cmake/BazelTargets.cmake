@@ -77,6 +77,7 @@ set(SPINDLE_LIBRARY_TARGETS
   runtime.internal.seams.scheduling_test_points
   runtime.internal.seams.test_seams
   runtime.internal.strategies.scheduling_strategy
+  runtime.internal.strategies.strategy_global_fifo
   runtime.internal.strategies.strategy_registry
   runtime.internal.strategies.strategy_relaxed
   runtime.internal.strategies.strategy_v1
@@ -582,6 +583,20 @@ spindle_cc_library(runtime.internal.idle.busy_poll
     runtime.internal.idle.wait_slot
     runtime.internal.strategies.scheduling_strategy)
 
+# //runtime/internal/strategies:strategy_global_fifo
+spindle_cc_library(runtime.internal.strategies.strategy_global_fifo
+  SRCS
+    runtime/internal/strategies/strategy_global_fifo.cc
+  HDRS
+    runtime/internal/strategies/strategy_global_fifo.h
+  DEPS
+    runtime.internal.strategies.scheduling_strategy
+    third_party.absl
+    fiber.internal.atomic
+    fiber.internal.os_mutex
+    runtime.internal.group.fiber_desc
+    runtime.internal.idle.notifier)
+
 # //runtime/internal/queues:relaxed_queue
 spindle_cc_library(runtime.internal.queues.relaxed_queue
   SRCS
@@ -729,6 +744,7 @@ spindle_cc_library(runtime.internal.strategies.strategy_registry
     runtime/internal/strategies/strategy_registry.h
   DEPS
     runtime.internal.strategies.scheduling_strategy
+    runtime.internal.strategies.strategy_global_fifo
     runtime.internal.strategies.strategy_relaxed
     runtime.internal.strategies.strategy_v1
     runtime.internal.strategies.strategy_v2)
@@ -2676,6 +2692,18 @@ spindle_cc_test(runtime.internal.queues.wake_inbox_test
   DEPS
     runtime.internal.queues.wake_inbox
     third_party.gtest_main
+  SIZE small
+  TIMEOUT 60)
+
+# //runtime/internal/strategies:strategy_global_fifo_test
+spindle_cc_test(runtime.internal.strategies.strategy_global_fifo_test
+  LABEL runtime/internal/strategies:strategy_global_fifo_test
+  SRCS
+    runtime/internal/strategies/strategy_global_fifo_test.cc
+  DEPS
+    runtime.internal.strategies.strategy_global_fifo
+    third_party.gtest_main
+    runtime.internal.group.fiber_desc
   SIZE small
   TIMEOUT 60)
 

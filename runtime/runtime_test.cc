@@ -46,11 +46,15 @@ TEST(RuntimeFlagsTest, EachOutOfRangeFlagIsRejectedByName) {
   ExpectRejected("fiber_scheduling_group_size", "65", "[0, 64]");
   ExpectRejected("fiber_run_queue_size", "1000", "power of two");
   ExpectRejected("fiber_run_queue_size", "1", "power of two");
-  ExpectRejected("fiber_scheduling_strategy", "v9", "expected one of: v1, v2, relaxed");
+  ExpectRejected("fiber_scheduling_strategy", "v9",
+                 "expected one of: v1, v2, relaxed, globalfifo");
+  ExpectRejected("fiber_v1_stage_size", "257", "accepted [0, 256]");
   ExpectRejected("fiber_v2_local_queue_size", "100", "power of two in [2, 65536]");
   ExpectRejected("fiber_v2_steal", "all", "expected one of: half, one");
   ExpectRejected("fiber_v2_spawn", "stack", "expected one of: lifo, fifo");
   ExpectRejected("fiber_v2_global_check_interval", "0", "[1, 1000000]");
+  ExpectRejected("fiber_v2_global_take", "half", "expected one of: share, one, all");
+  ExpectRejected("fiber_v2_overflow", "all", "expected one of: half, one");
   ExpectRejected("fiber_relaxed_lists_per_worker", "0", "lists per worker in [1, 64]");
   ExpectRejected("fiber_relaxed_lists_per_worker", "65", "lists per worker in [1, 64]");
   ExpectRejected("fiber_worker_spin_time_us", "20000", "[0, 10000]");

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs Spindle's worker sweep and the peers' at the same worker counts; writes one JSON file.
 
-  tools/scaling_sweep.py --out=docs/scaling.json [--workers=1,2,4] [--strategies=v1,v2,relaxed]
+  tools/scaling_sweep.py --out=docs/scaling.json [--workers=1,2,4]
+      [--strategies=v1,v2,relaxed,globalfifo]
       [--workloads=spawn_join,yield,skynet,fib,mutex,sleep] [--repetitions=3] [--scale=1]
       [--spindle_bench=PATH] [--peers_build=DIR | --no_peers] [--machine=TEXT]
       [--note=TEXT ...] [-- extra spindle_bench flags]
@@ -26,7 +27,7 @@ Output: one JSON object (not JSON lines), indented:
   "machine":  {"description": "2-vCPU KVM VM" (or --machine), "cpu": the model name
               from /proc/cpuinfo with its family and model, "cpus": CPUs this process may
               use, "kernel": uname -r}; nothing that names the host
-  "sweep":    {"workers": [1, 2, 4], "strategies": ["v1", "v2", "relaxed"], "workloads": [...],
+  "sweep":    {"workers": [1, 2, 4], "strategies": ["v1", "v2", "relaxed", "globalfifo"], "workloads": [...],
               "repetitions": 3, "scale": 1.0, "spindle_args": [extra flags]}
   "versions": {"spindle": git commit (+"-dirty"), "go": the Go that built gobench,
               "onetbb": Debian's libtbb12 version}; a version not found is null
@@ -39,7 +40,7 @@ Output: one JSON object (not JSON lines), indented:
   "notes":    [free text for the chart's caption: --note, peers left out, failures]
   "rows":     one object per (runtime, strategy, workload, metric, workers):
     "runtime":   "spindle", "go" or "onetbb"
-    "strategy":  Spindle's scheduling strategy ("v1", "v2", "relaxed"); null for the peers
+    "strategy":  Spindle's scheduling strategy ("v1", "v2", "relaxed", "globalfifo"); null for the peers
     "workload":  spindle_bench's workload name (the peers' are mapped onto it)
     "metric", "unit":  spindle_bench's metric and unit (a peer's unit is checked to be
                  the same quantity: ns/task is ns per fiber)
@@ -134,8 +135,10 @@ def parse_args(argv):
     parser.add_argument("--out", required=True, help="the JSON file to write; - for stdout")
     parser.add_argument("--workers", type=positive_ints, default=[1, 2, 4],
                         help="worker counts (default 1,2,4)")
-    parser.add_argument("--strategies", type=names, default=["v1", "v2", "relaxed"],
-                        help="Spindle's scheduling strategies (default v1,v2,relaxed)")
+    parser.add_argument("--strategies", type=names,
+                        default=["v1", "v2", "relaxed", "globalfifo"],
+                        help="Spindle's scheduling strategies (default v1,v2,relaxed,"
+                        "globalfifo: seed 000's baseline, the floor every other beats)")
     parser.add_argument("--workloads", type=names, default=DEFAULT_WORKLOADS.split(","),
                         help="spindle_bench workloads (default %s)" % DEFAULT_WORKLOADS)
     parser.add_argument("--repetitions", type=int, default=3,

@@ -53,7 +53,8 @@ use = doc["cpu_use"]
 assert use["wall_s"] > 0 and use["sweep_cpus"] > 0 and use["other_cpus"] >= 0, use
 assert any("peers left out" in note for note in doc["notes"]), doc["notes"]
 keys = {(s, w, n) for (r, s, w, m, n) in rows if r == "spindle"}
-want = {(s, w, n) for s in ("v1", "v2", "relaxed") for w in ("spawn_join", "yield")
+want = {(s, w, n) for s in ("v1", "v2", "relaxed", "globalfifo")
+        for w in ("spawn_join", "yield")
         for n in (1, 2)}
 assert keys == want, sorted(keys)
 assert {r for (r, *_) in rows} == {"spindle"}, sorted(rows)

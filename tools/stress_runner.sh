@@ -23,7 +23,8 @@
 #   --workers=LIST      the worker counts of scheduler-facing tests, as
 #                       SPINDLE_TEST_WORKER_COUNTS (default 1,2,4,8,16)
 #   --strategies=LIST   the scheduling strategies to run every binary under, as
-#                       SPINDLE_TEST_STRATEGY, from v1, v2, relaxed (default: all three)
+#                       SPINDLE_TEST_STRATEGY, from v1, v2, relaxed, globalfifo
+#                       (default: all four)
 #   --only=REGEX        run only binaries whose name matches (grep -E)
 #   --shuffle           also pass --gtest_shuffle (a new order in every repetition)
 #   --log-dir=DIR       where each binary's full output goes (default: a new temp dir)
@@ -43,7 +44,7 @@ repeat=20
 tsan_repeat=5
 timeout_s=1800
 workers="1,2,4,8,16"
-strategies="v1,v2,relaxed"
+strategies="v1,v2,relaxed,globalfifo"
 only=""
 shuffle=0
 log_dir=""
@@ -83,9 +84,9 @@ for w in ${workers//,/ }; do
   ((w >= 1 && w <= 64)) || die "--workers=$workers: $w is outside [1, 64]"
 done
 IFS=, read -r -a strategy_list <<<"$strategies"
-((${#strategy_list[@]})) || die "--strategies is empty: expected v1, v2 and/or relaxed"
+((${#strategy_list[@]})) || die "--strategies is empty: expected v1, v2, relaxed and/or globalfifo"
 for s in "${strategy_list[@]}"; do
-  case $s in v1|v2|relaxed) ;; *) die "--strategies=$strategies: '$s' is not one of v1, v2, relaxed" ;; esac
+  case $s in v1|v2|relaxed|globalfifo) ;; *) die "--strategies=$strategies: '$s' is not one of v1, v2, relaxed, globalfifo" ;; esac
 done
 check_config() {
   case $1 in

@@ -39,7 +39,9 @@ DEFINE_string(fiber_scheduling_strategy, "v2",
               "and a runnext slot per worker, a global queue per group, stealing half "
               "of a sibling's queue, a notifier that wakes a sleeper only when nobody "
               "searches), relaxed (seed 001's relaxed-FIFO queue: small FIFO lists, "
-              "push to a random one, pop the older of two heads, the same notifier).");
+              "push to a random one, pop the older of two heads, the same notifier), "
+              "globalfifo (seed 000's baseline: one queue per group under a mutex; for "
+              "comparison, not production).");
 DEFINE_uint64(fiber_worker_spin_time_us, 20,
               "Microseconds an idle worker polls its run queue before sleeping "
               "(default 20). Range [0, 10000]. Longer spins cut wake-up latency (a "

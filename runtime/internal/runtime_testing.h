@@ -121,9 +121,10 @@ inline std::string WorkerCountName(const ::testing::TestParamInfo<std::size_t>& 
 }
 
 // The scheduling strategy tests run under: SPINDLE_TEST_STRATEGY in the environment
-// (v1, v2 or relaxed; each test target has twins that set it to v2 and to relaxed, see
-// bazel/testing.bzl), else v1, so the three targets cover every strategy whichever is
-// the flag's default.
+// (v1, v2, relaxed or globalfifo; each test target has twins that set it to v2 and to
+// relaxed, see bazel/testing.bzl), else v1, so the three targets cover every production
+// strategy whichever is the flag's default; the baseline globalfifo runs under
+// tools/stress_runner.sh.
 inline std::string TestStrategy() {
   const char* env = std::getenv("SPINDLE_TEST_STRATEGY");
   return env != nullptr && *env != '\0' ? std::string(env) : std::string("v1");

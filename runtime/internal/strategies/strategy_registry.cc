@@ -2,6 +2,7 @@
 
 #include "runtime/internal/strategies/strategy_registry.h"
 
+#include "runtime/internal/strategies/strategy_global_fifo.h"
 #include "runtime/internal/strategies/strategy_relaxed.h"
 #include "runtime/internal/strategies/strategy_v1.h"
 #include "runtime/internal/strategies/strategy_v2.h"
@@ -14,6 +15,7 @@ const std::vector<const StrategyEntry*>& Strategies() {
       &kStrategyV1Entry,
       &kStrategyV2Entry,
       &kStrategyRelaxedEntry,
+      &kStrategyGlobalFifoEntry,
   };
   return strategies;
 }

@@ -25,7 +25,7 @@ namespace spindle::internal {
 const std::vector<const StrategyEntry*>& Strategies();
 // The strategy called `name`, or nullptr.
 const StrategyEntry* FindStrategy(std::string_view name);
-// "v1, v2, relaxed": the accepted values of --fiber_scheduling_strategy.
+// "v1, v2, relaxed, globalfifo": the accepted values of --fiber_scheduling_strategy.
 std::string StrategyNames();
 // What is wrong with `name` as a value of --fiber_scheduling_strategy (naming the flag,
 // the value and the accepted values); the empty string when it names a strategy.

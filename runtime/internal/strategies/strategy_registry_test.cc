@@ -27,14 +27,15 @@ TEST(StrategyRegistryTest, EveryStrategyIsFoundByItsNameAndBuildsAGroupsStrategy
     ASSERT_NE(strategy, nullptr) << entry->name;
     EXPECT_TRUE(strategy->UnsafeEmpty()) << entry->name;
   }
-  EXPECT_EQ(names, (std::set<std::string>{"v1", "v2", "relaxed"}));
-  EXPECT_EQ(StrategyNames(), "v1, v2, relaxed");
+  EXPECT_EQ(names, (std::set<std::string>{"v1", "v2", "relaxed", "globalfifo"}));
+  EXPECT_EQ(StrategyNames(), "v1, v2, relaxed, globalfifo");
 }
 
 TEST(StrategyRegistryTest, AnUnknownNameIsRefusedWithTheAcceptedOnes) {
   EXPECT_EQ(FindStrategy("v3"), nullptr);
   EXPECT_EQ(ValidateSchedulingStrategy("v3"),
-            "--fiber_scheduling_strategy=v3 is invalid: expected one of: v1, v2, relaxed");
+            "--fiber_scheduling_strategy=v3 is invalid: expected one of: v1, v2, relaxed, "
+            "globalfifo");
 }
 
 // A bad value of any strategy's own flag is refused by name, whichever strategy is
@@ -52,6 +53,19 @@ TEST(StrategyRegistryTest, EachStrategysFlagsAreCheckedByItsEntry) {
                 "--fiber_relaxed_lists_per_worker=0 is invalid"),
             std::string::npos);
   EXPECT_EQ(FindStrategy("v2")->validate_flags(), "");
+  gflags::SetCommandLineOption("fiber_relaxed_lists_per_worker", "2");
+  gflags::SetCommandLineOption("fiber_v2_global_take", "some");
+  EXPECT_EQ(FindStrategy("v2")->validate_flags(),
+            "--fiber_v2_global_take=some is invalid: expected one of: share, one, all");
+  gflags::SetCommandLineOption("fiber_v2_global_take", "all");
+  gflags::SetCommandLineOption("fiber_v2_overflow", "all");
+  EXPECT_EQ(FindStrategy("v2")->validate_flags(),
+            "--fiber_v2_overflow=all is invalid: expected one of: half, one");
+  gflags::SetCommandLineOption("fiber_v2_overflow", "one");
+  EXPECT_EQ(FindStrategy("v2")->validate_flags(), "");
+  gflags::SetCommandLineOption("fiber_v1_stage_size", "257");
+  EXPECT_EQ(FindStrategy("v1")->validate_flags(),
+            "--fiber_v1_stage_size=257 is out of range: accepted [0, 256]");
 }
 
 }  // namespace

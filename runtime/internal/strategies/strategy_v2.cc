@@ -115,6 +115,15 @@ DEFINE_string(fiber_v2_spawn, "lifo",
               "lifo: the worker's runnext slot, run next; fifo: the tail of its local "
               "queue). Accepted: lifo, fifo. One start can choose otherwise: "
               "Fiber::Attributes::start_order (kNext, kBack).");
+DEFINE_string(fiber_v2_global_take, "share",
+              "Strategy v2: what a worker takes from its group's global queue (default "
+              "share: the queue's length over the workers, plus one, as Go). Accepted: "
+              "share, one (seed 000's GetOneFromGlob), all (GetAllFromGlob: as much as "
+              "half its local queue holds).");
+DEFINE_string(fiber_v2_overflow, "half",
+              "Strategy v2: what a full local queue moves to the group's global queue "
+              "(default half: half of itself and the new fiber, as Go; seed 000's "
+              "PutHalfToGlob). Accepted: half, one (PutOneToGlob: the new fiber only).");
 DEFINE_uint64(fiber_v2_global_check_interval, 61,
               "Strategy v2: a worker looks at its group's global queue first once every "
               "this many scheduling rounds, even with local work (default 61, as Go). "
@@ -135,6 +144,15 @@ std::string ValidateV2Flags() {
   if (FLAGS_fiber_v2_spawn != "lifo" && FLAGS_fiber_v2_spawn != "fifo") {
     return "--fiber_v2_spawn=" + FLAGS_fiber_v2_spawn +
            " is invalid: expected one of: lifo, fifo";
+  }
+  if (FLAGS_fiber_v2_global_take != "share" && FLAGS_fiber_v2_global_take != "one" &&
+      FLAGS_fiber_v2_global_take != "all") {
+    return "--fiber_v2_global_take=" + FLAGS_fiber_v2_global_take +
+           " is invalid: expected one of: share, one, all";
+  }
+  if (FLAGS_fiber_v2_overflow != "half" && FLAGS_fiber_v2_overflow != "one") {
+    return "--fiber_v2_overflow=" + FLAGS_fiber_v2_overflow +
+           " is invalid: expected one of: half, one";
   }
   if (FLAGS_fiber_v2_global_check_interval < 1 ||
       FLAGS_fiber_v2_global_check_interval > kMaxGlobalCheckInterval) {
@@ -161,6 +179,10 @@ StrategyV2Settings StrategyV2Settings::FromFlags() {
   settings.steal_half = FLAGS_fiber_v2_steal == "half";
   settings.spawn_lifo = FLAGS_fiber_v2_spawn == "lifo";
   settings.global_check_interval = FLAGS_fiber_v2_global_check_interval;
+  settings.global_take = FLAGS_fiber_v2_global_take == "one"   ? GlobalTake::kOne
+                         : FLAGS_fiber_v2_global_take == "all" ? GlobalTake::kAll
+                                                               : GlobalTake::kShare;
+  settings.overflow_half = FLAGS_fiber_v2_overflow == "half";
   return settings;
 }
 
@@ -302,10 +324,13 @@ void StrategyV2::PushLocal(std::size_t worker, std::uintptr_t entry) {
 
 void StrategyV2::PushLocalOverflow(Worker& me, std::uintptr_t entry) {
   // Full: move half of it, and the new entry, to the global queue in one batch (Go's
-  // runqputslow), so siblings and thieves see the backlog there too.
-  const std::size_t half = me.local.capacity() / 2 + 1;
+  // runqputslow), so siblings and thieves see the backlog there too; or, with
+  // --fiber_v2_overflow=one, the new entry alone.
   std::uintptr_t* moved = me.overflow_buffer.get();  // half + 1 entries
-  const std::size_t grabbed = me.local.Grab(moved, half, /*half=*/true);
+  std::size_t grabbed = 0;
+  if (settings_.overflow_half) {
+    grabbed = me.local.Grab(moved, me.local.capacity() / 2 + 1, /*half=*/true);
+  }
   moved[grabbed] = entry;
   PushLiveToGlobal(moved, grabbed + 1, me.overflow_stealable.get());
 }
@@ -335,33 +360,58 @@ __attribute__((always_inline)) inline std::uintptr_t StrategyV2::TakeLocal(Worke
 }
 
 std::uintptr_t StrategyV2::TakeFromGlobal(Worker& me) {
-  // T4: a share of the global queue (Go's globrunqget), the first to run now.
-  const std::size_t share = std::min<std::size_t>(
-      global_.UnsafeSize() / options_.workers + 1, me.local.capacity() / 2);
-  std::uintptr_t batch[32];
+  // T4: a share of the global queue (Go's globrunqget), the first to run now; or one
+  // entry, or as much as half our local queue holds (--fiber_v2_global_take).
+  const std::size_t room = me.local.capacity() / 2;
+  std::size_t share = 1;
+  switch (settings_.global_take) {
+    case StrategyV2Settings::GlobalTake::kShare:
+      // At most one batch, as before the choice existed.
+      share = std::min<std::size_t>(
+          {global_.UnsafeSize() / options_.workers + 1, room, std::size_t{32}});
+      break;
+    case StrategyV2Settings::GlobalTake::kOne:
+      share = 1;
+      break;
+    case StrategyV2Settings::GlobalTake::kAll:
+      share = std::max<std::size_t>(std::min<std::size_t>(global_.UnsafeSize(), room), 1);
+      break;
+  }
+  constexpr std::size_t kBatch = 32;
+  std::uintptr_t batch[kBatch];
   for (;;) {
-    const std::size_t n =
-        global_.TakeBatchUnclaimed(batch, std::min<std::size_t>(share, 32));
-    if (n == 0) return 0;
-    // Claim only the one we run: the others are claimed by whoever takes them from our
-    // local queue (a second claim of the same descriptor would read as "its joiner ran
-    // it" and drop the fiber: runtime_test's idle test lost fibers that way).
-    std::size_t first = 0;
-    while (first < n && !ClaimEntry(batch[first])) ++first;
-    // A batch of descriptors that their joiners all ran says nothing about what is
-    // behind it: take the next batch (returning 0 here once left fibers queued while
-    // their worker went to sleep).
-    if (first == n) continue;
-    for (std::size_t i = first + 1; i < n; ++i) {
-      if (!me.local.Push(batch[i])) {
-        // Cannot happen while our local queue was empty enough; keep it safe anyway.
-        global_.Push(batch[i], IsStealable(batch[i]), [this] { Notify(); });
+    std::uintptr_t run = 0;
+    std::size_t queued = 0;  // moved to our local queue
+    std::size_t taken = 0;
+    while (taken < share) {
+      const std::size_t n =
+          global_.TakeBatchUnclaimed(batch, std::min<std::size_t>(share - taken, kBatch));
+      if (n == 0) break;
+      taken += n;
+      for (std::size_t i = 0; i < n; ++i) {
+        // Claim only the one we run: the others are claimed by whoever takes them from
+        // our local queue (a second claim of the same descriptor would read as "its
+        // joiner ran it" and drop the fiber: runtime_test's idle test lost fibers that
+        // way).
+        if (run == 0) {
+          if (ClaimEntry(batch[i])) run = batch[i];
+          continue;
+        }
+        ++queued;
+        if (!me.local.Push(batch[i])) {
+          // Cannot happen while our local queue was empty enough; keep it safe anyway.
+          global_.Push(batch[i], IsStealable(batch[i]), [this] { Notify(); });
+        }
       }
     }
     // M1: the rest of the batch was in no queue for a moment, so a worker's re-check
     // may have missed it; moving it is a push, with the producer's wake-up decision.
-    if (first + 1 < n) Notify();
-    return batch[first];
+    if (queued != 0) Notify();
+    if (run != 0) return run;
+    // Nothing left, or a batch of descriptors that their joiners all ran, which says
+    // nothing about what is behind it: take the next one (returning 0 here once left
+    // fibers queued while their worker went to sleep).
+    if (taken == 0) return 0;
   }
 }
 

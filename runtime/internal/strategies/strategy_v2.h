@@ -28,10 +28,14 @@ namespace spindle::internal {
 
 // Strategy v2's own settings, from its flags (--fiber_v2_*, defined in strategy_v2.cc).
 struct StrategyV2Settings {
+  // --fiber_v2_global_take: what a worker takes from the global queue.
+  enum class GlobalTake { kShare, kOne, kAll };
   std::size_t local_queue_capacity = 256;   // each worker's, a power of two
   bool steal_half = true;    // --fiber_v2_steal: half of a sibling's queue, or one fiber
   bool spawn_lifo = true;    // --fiber_v2_spawn: a fiber's new child runs next (runnext)
   std::uint64_t global_check_interval = 61;  // --fiber_v2_global_check_interval, >= 1
+  GlobalTake global_take = GlobalTake::kShare;
+  bool overflow_half = true;  // --fiber_v2_overflow: half of a full local queue, or one
   // The flags' values (which kStrategyV2Entry.validate_flags checks).
   static StrategyV2Settings FromFlags();
 };

@@ -25,16 +25,20 @@ struct StrategyDeleter {
 };
 using StrategyPtr = std::unique_ptr<StrategyV2, StrategyDeleter>;
 
-StrategyPtr MakeV2(std::size_t workers, bool spawn_lifo, bool steal_half) {
+StrategyPtr MakeV2With(std::size_t workers, const StrategyV2Settings& settings) {
   SchedulingGroupOptions options;
   options.workers = workers;
   options.run_queue_capacity = 1024;
   options.strategy = "v2";
+  return StrategyPtr(new (kNoNumaNode) StrategyV2(options, settings));
+}
+
+StrategyPtr MakeV2(std::size_t workers, bool spawn_lifo, bool steal_half) {
   StrategyV2Settings settings;
   settings.local_queue_capacity = 256;
   settings.spawn_lifo = spawn_lifo;
   settings.steal_half = steal_half;
-  return StrategyPtr(new (kNoNumaNode) StrategyV2(options, settings));
+  return MakeV2With(workers, settings);
 }
 
 // Descriptors numbered by their id, so a taken entry says which start it was.
@@ -283,6 +287,61 @@ TEST(StrategyV2Test, SwapAppliesOnlyWhereTakeNextWouldTakeTheLocalQueue) {
     ASSERT_NE(me, nullptr);
     EXPECT_EQ(TakeId(v2->SwapOnYield(*me, self)), 2u);
     EXPECT_EQ(TakeId(v2->TakeNext(0)), 100u);
+  }
+}
+
+
+// --fiber_v2_global_take (seed 000's GetOneFromGlob / GetAllFromGlob): how much of the
+// global queue a worker takes at once. The rest of what it took waits in its local
+// queue, where a sibling's TakeNext() no longer sees it (only a steal would).
+std::size_t LocalAfterOneGlobalTake(StrategyV2Settings::GlobalTake take) {
+  StrategyV2Settings settings;
+  settings.local_queue_capacity = 64;
+  settings.global_take = take;
+  StrategyPtr v2 = MakeV2With(2, settings);
+  for (std::uint64_t id = 1; id <= 40; ++id) {
+    v2->Enqueue(Desc(id), true, ReadyReason::kStarted, SchedulingStrategy::kNoWorker);
+  }
+  // A worker's first take is its periodic look at the global queue (T1: one entry);
+  // the second finds its own sources empty and takes from the global queue (T4).
+  EXPECT_EQ(TakeId(v2->TakeNext(0)), 1u) << "the oldest first, whatever the choice";
+  EXPECT_EQ(TakeId(v2->TakeNext(0)), 2u);
+  const std::size_t local = v2->stats().local_queue_sizes[0];
+  std::size_t left = 0;
+  for (std::uintptr_t entry; (entry = v2->TakeNext(0)) != 0;) {
+    TakeId(entry);
+    ++left;
+  }
+  EXPECT_EQ(left, 38u) << "nothing lost";
+  return local;
+}
+
+TEST(StrategyV2Test, GlobalTakeOneShareOrAll) {
+  EXPECT_EQ(LocalAfterOneGlobalTake(StrategyV2Settings::GlobalTake::kOne), 0u);
+  // Go's share: 39 / 2 workers + 1 = 20 taken, one run.
+  EXPECT_EQ(LocalAfterOneGlobalTake(StrategyV2Settings::GlobalTake::kShare), 19u);
+  // All, up to half the local queue (32): 32 taken, one run.
+  EXPECT_EQ(LocalAfterOneGlobalTake(StrategyV2Settings::GlobalTake::kAll), 31u);
+}
+
+// --fiber_v2_overflow (PutHalfToGlob / PutOneToGlob): what a full local queue moves to
+// the global queue.
+TEST(StrategyV2Test, OverflowMovesHalfOrOne) {
+  for (const bool half : {true, false}) {
+    StrategyV2Settings settings;
+    settings.local_queue_capacity = 8;
+    settings.spawn_lifo = false;
+    settings.overflow_half = half;
+    StrategyPtr v2 = MakeV2With(1, settings);
+    for (std::uint64_t id = 1; id <= 9; ++id) {
+      v2->Enqueue(Desc(id), true, ReadyReason::kStarted, 0);
+    }
+    // The ninth found the local queue full: half of it (4) and the ninth, or the ninth.
+    EXPECT_EQ(v2->stats().global_queue_size, half ? 5u : 1u) << "half=" << half;
+    EXPECT_EQ(v2->stats().local_queue_size, half ? 4u : 8u) << "half=" << half;
+    std::size_t taken = 0;
+    for (std::uintptr_t entry; (entry = v2->TakeNext(0)) != 0; ++taken) TakeId(entry);
+    EXPECT_EQ(taken, 9u) << "half=" << half;
   }
 }
 

@@ -1,0 +1,129 @@
+// Copyright 2026 The Spindle Authors.
+//
+// Strategy globalfifo: seed 000's GlobalFIFO baseline ("one global queue with a
+// std::mutex"), registered like the others so that every sweep measures it beside
+// them. One std::deque per group under one mutex; FIFO for everything (starts, wake-ups,
+// yields, timers); the searcher/sleeper notifier of v2 and relaxed.
+//
+// No lost wake-up: a push stores the queue's size under the lock, then runs the
+// notifier's producer side (N1-N5 in notifier.cc, its fence first); an idle worker's
+// re-check (W3) takes through TakeNext(), which reads the size after the notifier's
+// fence and then the queue under the lock. That is the pair notifier.cc proves for any
+// queue whose push is visible to UnsafeEmpty() once it returned.
+//
+// Stealing between groups takes from the head while the entries there are stealable
+// (so a scheduling_group_local fiber at the head hides the rest, as in v1's ring),
+// at most half the queue. Dead entries (descriptors a joiner ran inline and could not
+// take back from the head) are dropped by whoever takes them; the queue is unbounded,
+// so they never hold up a producer.
+
+#include "runtime/internal/strategies/strategy_global_fifo.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "runtime/internal/group/fiber_desc.h"
+
+namespace spindle::internal {
+namespace {
+
+std::unique_ptr<SchedulingStrategy> CreateGlobalFifo(const SchedulingGroupOptions& options) {
+  return std::unique_ptr<SchedulingStrategy>(new (options.memory_node)
+                                                 StrategyGlobalFifo(options));
+}
+
+}  // namespace
+
+const StrategyEntry kStrategyGlobalFifoEntry = {
+    "globalfifo", [] { return std::string(); }, &CreateGlobalFifo};
+
+StrategyGlobalFifo::StrategyGlobalFifo(const SchedulingGroupOptions& options)
+    : SchedulingStrategy(notifier_), options_(options), notifier_(*this, options.workers) {}
+
+void StrategyGlobalFifo::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason,
+                                 std::size_t) {
+  {
+    OsMutexGuard lock(lock_);
+    queue_.push_back({entry, stealable});
+    // relaxed: the lock orders it for holders; lock-free readers read it after their
+    // fence (see the top).
+    size_.store(queue_.size(), std::memory_order_relaxed);
+  }
+  notifier_.Notify();
+}
+
+void StrategyGlobalFifo::EnqueueBatch(const std::uintptr_t* entries, const bool* stealable,
+                                      std::size_t n, std::size_t) {
+  {
+    OsMutexGuard lock(lock_);
+    for (std::size_t i = 0; i < n; ++i) queue_.push_back({entries[i], stealable[i]});
+    size_.store(queue_.size(), std::memory_order_relaxed);  // relaxed: as in Enqueue()
+  }
+  // One wake-up: a woken searcher that finds work and is the last one out wakes the
+  // next while fibers remain (I4 in notifier.cc), as relaxed's batches do.
+  notifier_.Notify();
+}
+
+std::uintptr_t StrategyGlobalFifo::TakeNext(std::size_t) {
+  for (;;) {
+    // relaxed: the cheap look of an idle poll; the lock decides.
+    if (size_.load(std::memory_order_relaxed) == 0) return 0;
+    std::uintptr_t entry = 0;
+    {
+      OsMutexGuard lock(lock_);
+      if (queue_.empty()) return 0;
+      entry = queue_.front().entry;
+      queue_.pop_front();
+      size_.store(queue_.size(), std::memory_order_relaxed);  // relaxed: as in Enqueue()
+    }
+    if (ClaimEntry(entry)) return entry;  // else its joiner ran it inline: dropped
+  }
+}
+
+std::size_t StrategyGlobalFifo::StealBatch(std::uintptr_t* out, std::size_t max) {
+  std::size_t got = 0;
+  {
+    OsMutexGuard lock(lock_);
+    const std::size_t want = std::min(max, (queue_.size() + 1) / 2);
+    while (got < want && queue_.front().stealable) {
+      out[got++] = queue_.front().entry;
+      queue_.pop_front();
+    }
+    size_.store(queue_.size(), std::memory_order_relaxed);  // relaxed: as in Enqueue()
+  }
+  // The first that no joiner ran is claimed (the thief runs it); the rest stay
+  // unclaimed, less those already run inline (SchedulingStrategy::StealBatch).
+  std::size_t n = 0;
+  for (std::size_t k = 0; k < got; ++k) {
+    if (n == 0 ? !ClaimEntry(out[k]) : DropIfRunInline(out[k])) continue;
+    out[n++] = out[k];
+  }
+  return n;
+}
+
+bool StrategyGlobalFifo::MayHaveStealable() const {
+  return size_.load(std::memory_order_relaxed) != 0;  // relaxed: a hint
+}
+
+bool StrategyGlobalFifo::TakeBackEntry(std::size_t, std::uintptr_t entry) {
+  // The head only, as v1's ring: a baseline, not a tuned queue.
+  OsMutexGuard lock(lock_);
+  if (queue_.empty() || queue_.front().entry != entry) return false;
+  queue_.pop_front();
+  size_.store(queue_.size(), std::memory_order_relaxed);  // relaxed: as in Enqueue()
+  return true;
+}
+
+bool StrategyGlobalFifo::UnsafeEmpty() const {
+  return size_.load(std::memory_order_relaxed) == 0;  // relaxed: after the caller's fence
+}
+
+StrategyStats StrategyGlobalFifo::stats() const {
+  StrategyStats stats;
+  stats.wakeups = notifier_.wakeups();
+  stats.global_queue_size = size_.load(std::memory_order_relaxed);  // relaxed: a snapshot
+  return stats;
+}
+
+}  // namespace spindle::internal

@@ -1,0 +1,85 @@
+// Copyright 2026 The Spindle Authors.
+//
+// The GlobalFIFO baseline's queue: one FIFO for everything, dead entries dropped where
+// they are taken, thieves stopped by a scheduling_group_local fiber at the head. Its
+// wake-ups are the shared notifier's (notifier_test, the idle-path models); the runtime's
+// tests run under it through tools/stress_runner.sh.
+
+#include "runtime/internal/strategies/strategy_global_fifo.h"
+
+#include <atomic>
+#include <memory>
+
+#include "gtest/gtest.h"
+#include "runtime/internal/group/fiber_desc.h"
+
+namespace spindle::internal {
+namespace {
+
+struct StrategyDeleter {
+  void operator()(StrategyGlobalFifo* strategy) const { delete strategy; }
+};
+using StrategyPtr = std::unique_ptr<StrategyGlobalFifo, StrategyDeleter>;
+
+StrategyPtr MakeGlobalFifo(std::size_t workers) {
+  SchedulingGroupOptions options;
+  options.workers = workers;
+  options.strategy = "globalfifo";
+  return StrategyPtr(new (kNoNumaNode) StrategyGlobalFifo(options));
+}
+
+std::uintptr_t Fiber(std::uintptr_t i) { return i * 16; }  // even: never a descriptor
+
+TEST(StrategyGlobalFifoTest, OneFifoForEveryReasonAndEveryWorker) {
+  StrategyPtr fifo = MakeGlobalFifo(2);
+  fifo->Enqueue(Fiber(1), true, ReadyReason::kStarted, 0);
+  fifo->Enqueue(Fiber(2), true, ReadyReason::kStartedNext, 1);
+  const std::uintptr_t woken[] = {Fiber(3), Fiber(4)};
+  const bool stealable[] = {true, true};
+  fifo->EnqueueWoken(woken, stealable, 2, SchedulingStrategy::kNoWorker);
+  fifo->Enqueue(Fiber(5), true, ReadyReason::kYielded, 0);
+  EXPECT_EQ(fifo->stats().global_queue_size, 5u);
+  for (std::uintptr_t i = 1; i <= 5; ++i) EXPECT_EQ(fifo->TakeNext(i % 2), Fiber(i));
+  EXPECT_EQ(fifo->TakeNext(0), 0u);
+  EXPECT_TRUE(fifo->UnsafeEmpty());
+}
+
+TEST(StrategyGlobalFifoTest, DeadEntriesAreDroppedAndTheHeadCanBeTakenBack) {
+  StrategyPtr fifo = MakeGlobalFifo(1);
+  FiberDesc* ran_inline = AllocateFiberDesc();
+  FiberDesc* live = AllocateFiberDesc();
+  fifo->Enqueue(EncodeEntry(ran_inline), true, ReadyReason::kStarted, 0);
+  fifo->Enqueue(EncodeEntry(live), true, ReadyReason::kStarted, 0);
+  EXPECT_FALSE(fifo->TakeBackEntry(0, EncodeEntry(live))) << "only the head is taken back";
+  // Its joiner won the first one's claim and ran it inline, leaving it queued
+  // (take_back.cc): the queue holds one reference, the joiner the other.
+  std::atomic<bool> claimed{true};
+  ran_inline->claim = &claimed;
+  EXPECT_EQ(fifo->TakeNext(0), EncodeEntry(live)) << "the dead head is dropped";
+  EXPECT_EQ(ran_inline->run_inline_refs.load(), 1) << "the queue's reference released";
+  ReleaseRunInlineDesc(ran_inline);  // the joiner's: frees it
+  FreeFiberDesc(live);
+  fifo->Enqueue(Fiber(7), true, ReadyReason::kStarted, 0);
+  EXPECT_TRUE(fifo->TakeBackEntry(0, Fiber(7)));
+  EXPECT_TRUE(fifo->UnsafeEmpty());
+}
+
+TEST(StrategyGlobalFifoTest, ThievesTakeUpToHalfAndStopAtAPinnedHead) {
+  StrategyPtr fifo = MakeGlobalFifo(1);
+  for (std::uintptr_t i = 1; i <= 4; ++i) {
+    fifo->Enqueue(Fiber(i), /*stealable=*/i != 3, ReadyReason::kStarted, 0);
+  }
+  std::uintptr_t out[8];
+  ASSERT_EQ(fifo->StealBatch(out, 8), 2u) << "half of four";
+  EXPECT_EQ(out[0], Fiber(1));
+  EXPECT_EQ(out[1], Fiber(2));
+  EXPECT_TRUE(fifo->MayHaveStealable());
+  EXPECT_EQ(fifo->StealBatch(out, 8), 0u) << "a pinned fiber at the head stops thieves";
+  EXPECT_EQ(fifo->TakeNext(0), Fiber(3)) << "its own workers take it";
+  ASSERT_EQ(fifo->StealBatch(out, 8), 1u);
+  EXPECT_EQ(out[0], Fiber(4));
+  EXPECT_EQ(fifo->StealBatch(out, 8), 0u);
+}
+
+}  // namespace
+}  // namespace spindle::internal
