@@ -734,6 +734,7 @@ spindle_cc_library(runtime.internal.strategies.strategy_v2
     runtime.internal.idle.notifier
     runtime.internal.queues.global_run_queue
     runtime.internal.queues.local_queue
+    runtime.internal.queues.stage_buffer
     runtime.internal.queues.wake_inbox)
 
 # //runtime/internal/strategies:strategy_registry
@@ -2454,7 +2455,7 @@ spindle_cc_test(runtime.internal.idle.idle_path_model_test
     runtime.internal.strategies.strategy_model_group
   SIZE medium
   TIMEOUT 300
-  SHARDS 3
+  SHARDS 4
   TAGS
     model)
 

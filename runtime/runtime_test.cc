@@ -55,6 +55,7 @@ TEST(RuntimeFlagsTest, EachOutOfRangeFlagIsRejectedByName) {
   ExpectRejected("fiber_v2_global_check_interval", "0", "[1, 1000000]");
   ExpectRejected("fiber_v2_global_take", "half", "expected one of: share, one, all");
   ExpectRejected("fiber_v2_overflow", "all", "expected one of: half, one");
+  ExpectRejected("fiber_v2_stage_size", "300", "accepted [0, 256]");
   ExpectRejected("fiber_relaxed_lists_per_worker", "0", "lists per worker in [1, 64]");
   ExpectRejected("fiber_relaxed_lists_per_worker", "65", "lists per worker in [1, 64]");
   ExpectRejected("fiber_worker_spin_time_us", "20000", "[0, 10000]");

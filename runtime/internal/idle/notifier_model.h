@@ -178,8 +178,8 @@ struct RunsIdlePath<Group, std::void_t<decltype(&Group::FindRunnable)>> : std::t
 // idle path over `Group` (NotifierGroup, or a strategy's). Up to kYields times, an
 // entry yields before it runs: the worker switches to the next entry of its own queues,
 // if any, and queues the yielder again (Group::Yield, as a fiber's Yield() does).
-// Up to kSpawns times, an entry starts a child from its worker before it runs
-// (Group::Spawn, as a fiber's StartFiber does): the child is one more entry to take.
+// The first entry to run starts kSpawns children from its worker before anything else
+// (Group::Spawn, as a fiber's StartFiber does): each child is one more entry to take.
 template <class Group, std::size_t kWorkers, std::size_t kProducers, int kPushes,
           int kYields = 0, int kSpawns = 0>
 struct GroupIdleModel
@@ -228,7 +228,7 @@ struct GroupIdleModel
   // a sibling took during a swap (YieldTo's 0) is counted by the sibling that runs it.
   void Ran(std::size_t w, std::uintptr_t entry) {
     if constexpr (kSpawns > 0) {
-      if (spawns_left > 0) {
+      while (spawns_left > 0) {
         --spawns_left;
         group.Spawn(w);
       }

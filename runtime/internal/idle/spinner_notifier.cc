@@ -227,9 +227,13 @@ void SpinnerNotifier::WakeAnotherIfQueued() {
 
 void SpinnerNotifier::WakeUpWorkers(std::size_t n) {
   // Claim every spinner: each will take one of the new fibers, or pass its claim on
-  // (S3) if it already holds one.
-  // release: as in WakeUpOneSpinningWorker().
-  const std::uint64_t spinners = spinning_workers_.exchange(0, std::memory_order_release);
+  // (S3) if it already holds one. relaxed load first, as in WakeUpOneSpinningWorker():
+  // ordered after the push by P1; it spares the line a write when nobody spins (a busy
+  // v1 worker moves its stage here at every switch). release exchange: as there.
+  const std::uint64_t spinners =
+      spinning_workers_.load(std::memory_order_relaxed) != 0
+          ? spinning_workers_.exchange(0, std::memory_order_release)
+          : 0;
   const std::size_t claimed = static_cast<std::size_t>(CountBits(spinners));
   if (claimed >= n) return;
   std::uint64_t sleeping = sleeping_workers_.load(std::memory_order_relaxed);

@@ -111,6 +111,27 @@ class StageBuffer {
   bool stealable_[kMaxStageCapacity] ABSL_GUARDED_BY(lock_);
 };
 
+// An idle worker's look at its siblings' stages (G3 in strategy_v1.cc and
+// strategy_v2.cc): the oldest entry of the first non-empty stage among workers
+// worker + 1, worker + 2, ... of `n` (wrapping), `stage_of(i)` being worker i's, for
+// which `claim(entry)` is true; the entries it refuses (descriptors a joiner already
+// ran inline, which `claim` releases) are gone. 0 if none.
+template <class StageOf, class Claim>
+std::uintptr_t TakeFromSiblingStages(std::size_t worker, std::size_t n, StageOf stage_of,
+                                     Claim claim) {
+  for (std::size_t i = 1; i < n; ++i) {
+    StageBuffer& stage = stage_of((worker + i) % n);
+    // relaxed: see StageBuffer::UnsafeSize(); the lock inside TakeOldest() decides.
+    while (stage.UnsafeSize() != 0) {
+      std::uintptr_t entry = 0;
+      bool stealable = false;
+      if (stage.TakeOldest(&entry, &stealable, 1) == 0) break;
+      if (claim(entry)) return entry;
+    }
+  }
+  return 0;
+}
+
 }  // namespace spindle::internal
 
 #endif  // SPINDLE_RUNTIME_INTERNAL_QUEUES_STAGE_BUFFER_H_

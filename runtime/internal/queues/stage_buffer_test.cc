@@ -113,5 +113,27 @@ TEST(StageBufferTest, ConcurrentTakersSeeEachEntryOnce) {
   EXPECT_EQ(stage.UnsafeSize(), 0u);
 }
 
+
+// G3's look: the siblings' stages from the next worker on, wrapping, never the
+// caller's own; entries the claim refuses are gone.
+TEST(StageBufferTest, TakeFromSiblingStagesSkipsOwnAndRefusedEntries) {
+  StageBuffer stages[3] = {StageBuffer(4), StageBuffer(4), StageBuffer(4)};
+  auto stage_of = [&stages](std::size_t i) -> StageBuffer& { return stages[i]; };
+  auto all = [](std::uintptr_t) { return true; };
+  auto odd_only = [](std::uintptr_t entry) { return entry % 2 == 1; };
+  ASSERT_TRUE(stages[1].Push(10, true));
+  ASSERT_TRUE(stages[0].Push(20, true));
+  ASSERT_TRUE(stages[0].Push(21, true));
+  EXPECT_EQ(TakeFromSiblingStages(1, 3, stage_of, all), 20u) << "worker 2 empty, then 0";
+  EXPECT_EQ(TakeFromSiblingStages(0, 3, stage_of, all), 10u) << "worker 1 first";
+  EXPECT_EQ(TakeFromSiblingStages(0, 3, stage_of, all), 0u) << "never its own stage";
+  ASSERT_TRUE(stages[2].Push(30, true));
+  ASSERT_TRUE(stages[2].Push(32, true));
+  EXPECT_EQ(TakeFromSiblingStages(1, 3, stage_of, odd_only), 21u)
+      << "the refused 30 and 32 are dropped on the way";
+  EXPECT_EQ(stages[2].UnsafeSize(), 0u);
+  EXPECT_EQ(stages[0].UnsafeSize(), 0u);
+}
+
 }  // namespace
 }  // namespace spindle::internal

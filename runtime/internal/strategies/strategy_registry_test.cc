@@ -63,6 +63,11 @@ TEST(StrategyRegistryTest, EachStrategysFlagsAreCheckedByItsEntry) {
             "--fiber_v2_overflow=all is invalid: expected one of: half, one");
   gflags::SetCommandLineOption("fiber_v2_overflow", "one");
   EXPECT_EQ(FindStrategy("v2")->validate_flags(), "");
+  gflags::SetCommandLineOption("fiber_v2_stage_size", "1000");
+  EXPECT_EQ(FindStrategy("v2")->validate_flags(),
+            "--fiber_v2_stage_size=1000 is out of range: accepted [0, 256]");
+  gflags::SetCommandLineOption("fiber_v2_stage_size", "0");
+  EXPECT_EQ(FindStrategy("v2")->validate_flags(), "");
   gflags::SetCommandLineOption("fiber_v1_stage_size", "257");
   EXPECT_EQ(FindStrategy("v1")->validate_flags(),
             "--fiber_v1_stage_size=257 is out of range: accepted [0, 256]");

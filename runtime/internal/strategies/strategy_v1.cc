@@ -243,22 +243,12 @@ std::size_t StrategyV1::FlushStage(std::size_t worker, std::size_t max) {
 }
 
 std::uintptr_t StrategyV1::TakeFromSiblingStage(std::size_t worker) {
-  const std::size_t n = workers_.size();
-  for (std::size_t i = 1; i < n; ++i) {
-    StageBuffer& stage = workers_[(worker + i) % n]->stage;
-    // relaxed: see StageBuffer::UnsafeSize(); the lock inside TakeOldest() decides.
-    while (stage.UnsafeSize() != 0) {
-      std::uintptr_t entry = 0;
-      bool stealable = false;
-      if (stage.TakeOldest(&entry, &stealable, 1) == 0) break;
-      if (ClaimEntry(entry)) {
-        steals_in_group_.Add(1);
-        return entry;
-      }
-      // Else its joiner ran it inline: dropped.
-    }
-  }
-  return 0;
+  // A descriptor whose joiner ran it inline fails its claim and is dropped.
+  const std::uintptr_t entry = TakeFromSiblingStages(
+      worker, workers_.size(), [this](std::size_t i) -> StageBuffer& { return workers_[i]->stage; },
+      &ClaimEntry);
+  if (entry != 0) steals_in_group_.Add(1);
+  return entry;
 }
 
 #if SPINDLE_HAS_TEST_SEAMS

@@ -22,6 +22,23 @@
 //     displaced descriptor that its joiner already ran inline is freed instead of
 //     queued (DropIfRunInline), so join() in a loop leaves no dead entries behind.
 //     --fiber_v2_spawn=fifo turns runnext off (everything goes to the local tail).
+//   - Staging (--fiber_v2_stage_size). While no worker of the group searches or sleeps
+//     and no thief group has an idle worker (MayStage: relaxed loads of lines that
+//     change only when workers go idle), the entry a new runnext displaces goes to the
+//     worker's stage (StageBuffer, as v1's: "Staging" in strategy_v1.cc) instead of its
+//     local queue. Under fork-join a joiner then takes its child back from anywhere in
+//     the stage (G5 in TakeBackEntry), where in the local queue a child behind its
+//     ancestors' siblings could not be, and stayed as a dead entry that siblings stole,
+//     dropped and freed on their own core, so that every descriptor the spawner reused
+//     came from the other core (perf of skynet at 2 workers: 20% of the time in one load
+//     of a recycled JoinState; 2 workers ran skynet no faster than 1, fib 1.3x). The
+//     stage empties as v1's does: G1, the worker's next TakeNext(), moves it to the
+//     local queue (and a yield's swap does not apply while it holds anything); G2, a
+//     displacement or a push to the local tail while somebody is idle moves it first; G3,
+//     an idle sibling's StealInGroup takes its oldest entry (after the local queues,
+//     before the runnext slots); G4, a full stage moves to the local queue; G6, the hog
+//     monitor's rescue takes it with the rest. A group of one worker without thieves
+//     never stages: its local queue is as private, and cheaper.
 //   - Each worker has a WakeInbox (wake_inbox.h) for the fibers that a firing round of
 //     the group's TimerWorker makes Ready (EnqueueWoken, below). They are overdue by
 //     definition. Queued at the global tail, as before, they waited behind every fiber
@@ -67,10 +84,12 @@
 // Waking: the searcher/sleeper notifier shared with relaxed (notifier.cc, steps N1-N5,
 // I2-I4, W1-W4, and its proof). What v2 adds to the proof:
 //   - The W3 re-check (TakeNext, then StealInGroup) reads every queue a push may go to:
-//     the global queue, every worker's inbox, local queue and runnext. AnyQueued(), which
-//     "more work" and the last searcher out read, reads the same set.
+//     the global queue, every worker's inbox, local queue, stage and runnext. AnyQueued(),
+//     which "more work" and the last searcher out read, reads the same set. A staged
+//     entry is a push like the others: the stage's size is stored (under its lock)
+//     before the producer's N1 fence, and read by W3 after W2's.
 //   - M1. A worker that moves entries into its local queue (the rest of a global batch,
-//     the rest of a stolen half, half a sibling's inbox) notifies after the move, like
+//     the rest of a stolen half, half a sibling's inbox, its stage) notifies after the move, like
 //     any producer: while the entries sat in its private buffer, a searcher's re-check
 //     could miss them, and their producers had skipped their wake-up because it
 //     searched; if the mover is not a searcher, nobody else would run them while it
@@ -124,6 +143,11 @@ DEFINE_string(fiber_v2_overflow, "half",
               "Strategy v2: what a full local queue moves to the group's global queue "
               "(default half: half of itself and the new fiber, as Go; seed 000's "
               "PutHalfToGlob). Accepted: half, one (PutOneToGlob: the new fiber only).");
+DEFINE_uint64(fiber_v2_stage_size, 64,
+              "Strategy v2: fibers a worker's running fiber may displace from its "
+              "runnext slot while every worker is busy before they go to its local "
+              "queue (default 64; 0 = none). Range [0, 256]. They move at the worker's "
+              "next switch, to an idle sibling, or when the stage is full.");
 DEFINE_uint64(fiber_v2_global_check_interval, 61,
               "Strategy v2: a worker looks at its group's global queue first once every "
               "this many scheduling rounds, even with local work (default 61, as Go). "
@@ -154,6 +178,10 @@ std::string ValidateV2Flags() {
     return "--fiber_v2_overflow=" + FLAGS_fiber_v2_overflow +
            " is invalid: expected one of: half, one";
   }
+  if (FLAGS_fiber_v2_stage_size > kMaxStageCapacity) {
+    return "--fiber_v2_stage_size=" + std::to_string(FLAGS_fiber_v2_stage_size) +
+           " is out of range: accepted [0, " + std::to_string(kMaxStageCapacity) + "]";
+  }
   if (FLAGS_fiber_v2_global_check_interval < 1 ||
       FLAGS_fiber_v2_global_check_interval > kMaxGlobalCheckInterval) {
     return "--fiber_v2_global_check_interval=" +
@@ -183,6 +211,7 @@ StrategyV2Settings StrategyV2Settings::FromFlags() {
                          : FLAGS_fiber_v2_global_take == "all" ? GlobalTake::kAll
                                                                : GlobalTake::kShare;
   settings.overflow_half = FLAGS_fiber_v2_overflow == "half";
+  settings.stage_capacity = FLAGS_fiber_v2_stage_size;
   return settings;
 }
 
@@ -223,15 +252,16 @@ StrategyV2::StrategyV2(const SchedulingGroupOptions& options,
       << "--fiber_v2_global_check_interval must be >= 1";
   workers_ = new std::unique_ptr<Worker>[options.workers];
   for (std::size_t i = 0; i < options.workers; ++i) {
-    workers_[i] = std::make_unique<Worker>(settings.local_queue_capacity,
-                                           options.memory_node);
+    workers_[i] = std::make_unique<Worker>(settings.local_queue_capacity, options.memory_node,
+                                           settings.stage_capacity);
     workers_[i]->random = 0x9E3779B97F4A7C15ULL * (i + 1) + options.index;
     workers_[i]->index = i;
     workers_[i]->inbox_peek = i + 1;
   }
   // Sized now: a rescue allocates nothing (timer_allocation_test counts every thread's).
-  rescue_entries_.resize(settings.local_queue_capacity + 1);
-  rescue_stealable_.reset(new bool[settings.local_queue_capacity + 1]);
+  rescue_entries_.resize(settings.local_queue_capacity + 1 + settings.stage_capacity);
+  rescue_stealable_.reset(
+      new bool[settings.local_queue_capacity + 1 + settings.stage_capacity]);
 }
 
 StrategyV2::~StrategyV2() { delete[] workers_; }
@@ -246,6 +276,7 @@ void StrategyV2::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason reaso
   Worker& me = *workers_[origin];
   if (reason == ReadyReason::kYielded || reason == ReadyReason::kStartedBack ||
       (reason != ReadyReason::kStartedNext && !settings_.spawn_lifo)) {
+    if (__builtin_expect(me.stage.UnsafeSize() != 0, 0)) FlushStage(me);  // older first
     if (__builtin_expect(!me.local.Push(entry), 0)) PushLocalOverflow(me, entry);
   } else {
     // The owner's exchange; a sibling may CAS the slot away concurrently (acq_rel: the
@@ -262,7 +293,48 @@ void StrategyV2::EnqueueFromOutside(std::uintptr_t entry, bool stealable) {
 }
 
 void StrategyV2::PlaceDisplaced(Worker& me, std::uintptr_t old) {
-  if (!DropIfRunInline(old) && !me.local.Push(old)) PushLocalOverflow(me, old);
+  if (DropIfRunInline(old)) return;
+  // A lone worker with no thieves has nobody to keep its fibers from: the local queue
+  // is as private as a stage, and cheaper (spawn_join at 1 worker: 137 ns per fiber
+  // through the stage, 100 without).
+  if (settings_.stage_capacity != 0 && (options_.workers > 1 || has_thieves())) {
+    if (MayStage()) {
+      // G4: a full stage goes to the local queue first (where siblings steal it).
+      if (me.stage.UnsafeSize() == settings_.stage_capacity) FlushStage(me);
+      // The caller's Notify() follows: the stage is a queue like the others. Its
+      // stealable bits go unused here, as the local queue's: an entry leaves the group
+      // only through the global queue, where PushLiveToGlobal reads the fiber's own.
+      if (me.stage.Push(old, /*stealable=*/true)) return;
+    } else if (me.stage.UnsafeSize() != 0) {
+      FlushStage(me);  // G2: somebody is idle: the older fibers first, where it looks
+    }
+  }
+  if (!me.local.Push(old)) PushLocalOverflow(me, old);
+}
+
+void StrategyV2::FlushStage(Worker& me) {
+  constexpr std::size_t kChunk = 64;  // on the caller's stack: a fiber's, possibly
+  std::uintptr_t entries[kChunk];
+  bool stealable[kChunk];
+  std::size_t moved = 0;
+  for (std::size_t n; (n = me.stage.TakeOldest(entries, stealable, kChunk)) != 0;) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!me.local.Push(entries[i])) PushLocalOverflow(me, entries[i]);
+    }
+    moved += n;
+  }
+  // M1: the entries were in no queue for a moment, so a worker's re-check may have
+  // missed them; moving them is a push, with the producer's wake-up decision.
+  if (moved != 0) Notify();
+}
+
+std::uintptr_t StrategyV2::TakeFromSiblingStage(std::size_t worker) {
+  // A descriptor whose joiner ran it inline fails its claim and is dropped.
+  const std::uintptr_t entry = TakeFromSiblingStages(
+      worker, options_.workers,
+      [this](std::size_t i) -> StageBuffer& { return workers_[i]->stage; }, &ClaimEntry);
+  if (entry != 0) steals_in_group_.Add(1);
+  return entry;
 }
 
 void StrategyV2::EnqueueBatch(const std::uintptr_t* entries, const bool* stealable,
@@ -417,6 +489,7 @@ std::uintptr_t StrategyV2::TakeFromGlobal(Worker& me) {
 
 std::uintptr_t StrategyV2::TakeNext(std::size_t worker) {
   Worker& me = *workers_[worker];
+  if (__builtin_expect(me.stage.UnsafeSize() != 0, 0)) FlushStage(me);  // G1
   // T1 counts fibers taken, as Go's schedtick counts goroutines run: polls that find
   // nothing (an idle worker searching) do not move it, so its phase does not depend on
   // how long a worker spun (chaos mode's same-seed-same-order on one worker needs
@@ -517,6 +590,10 @@ std::uintptr_t StrategyV2::StealInGroup(std::size_t worker) {
       return grabbed[first];
     }
   }
+  // Then the stages (G3): the oldest fiber a busy sibling staged.
+  if (settings_.stage_capacity != 0) {
+    if (std::uintptr_t entry = TakeFromSiblingStage(worker)) return entry;
+  }
   // Then the runnext slots: a fiber started by a fiber that keeps its worker busy (it
   // spins, or runs long) must not wait for it.
   for (std::size_t i = 0; i < n; ++i) {
@@ -564,7 +641,8 @@ std::size_t StrategyV2::RescueStalledWorker(std::size_t worker) {
   Worker& stalled = *workers_[worker];
   // relaxed: hints, as a thief's; the CAS and Grab() below decide. Checked first: the
   // monitor asks every few milliseconds while the fiber runs, mostly about empty queues.
-  if (stalled.runnext.load(std::memory_order_relaxed) == 0 && stalled.local.UnsafeEmpty()) {
+  if (stalled.runnext.load(std::memory_order_relaxed) == 0 && stalled.local.UnsafeEmpty() &&
+      stalled.stage.UnsafeSize() == 0) {
     return 0;
   }
   // The monitor's thread is a thief like any sibling: Grab() and the runnext CAS are
@@ -580,12 +658,15 @@ std::size_t StrategyV2::RescueStalledWorker(std::size_t worker) {
                                                            std::memory_order_relaxed)) {
     moved[n++] = next;
   }
-  // Then the local queue, oldest first, half of what is left at a time.
-  while (n < moved.size()) {
-    const std::size_t got = stalled.local.Grab(moved.data() + n, moved.size() - n, /*half=*/true);
+  // Then the local queue, oldest first, half of what is left at a time; then the stage
+  // (G6), whose entries came after the local queue's.
+  const std::size_t local_room = moved.size() - settings_.stage_capacity;
+  while (n < local_room) {
+    const std::size_t got = stalled.local.Grab(moved.data() + n, local_room - n, /*half=*/true);
     if (got == 0) break;
     n += got;
   }
+  n += stalled.stage.TakeOldest(moved.data() + n, rescue_stealable_.get(), moved.size() - n);
   const std::size_t kept = PushLiveToGlobal(moved.data(), n, rescue_stealable_.get());
   if (kept != 0) Notify();  // as after any push (N1-N5)
   return kept;
@@ -597,7 +678,7 @@ bool StrategyV2::AnyQueued() const {
     const Worker& w = *workers_[i];
     // relaxed: a snapshot taken after the caller's fence.
     if (!w.local.UnsafeEmpty() || w.runnext.load(std::memory_order_relaxed) != 0 ||
-        w.inbox.MaybeNonEmpty()) {
+        w.inbox.MaybeNonEmpty() || w.stage.UnsafeSize() != 0) {
       return true;
     }
   }
@@ -683,6 +764,7 @@ bool StrategyV2::TakeBackEntry(std::size_t worker, std::uintptr_t entry) {
                                            std::memory_order_relaxed)) {
       return true;
     }
+    if (me.stage.UnsafeSize() != 0 && me.stage.Remove(entry)) return true;  // G5
     if (me.local.TakeOldestIf([entry](std::uintptr_t queued) { return queued == entry; }) != 0) {
       return true;
     }
@@ -705,6 +787,7 @@ StrategyStats StrategyV2::stats() const {
   for (std::size_t i = 0; i < options_.workers; ++i) {
     const std::uint64_t depth = workers_[i]->local.UnsafeSize() +
                                 workers_[i]->inbox.UnsafeSize() +
+                                workers_[i]->stage.UnsafeSize() +
                                 (workers_[i]->runnext.load(std::memory_order_relaxed) != 0);
     stats.local_queue_size += depth;
     stats.local_queue_sizes.push_back(depth);

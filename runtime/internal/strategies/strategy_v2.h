@@ -16,6 +16,7 @@
 #include "runtime/internal/idle/notifier.h"
 #include "runtime/internal/queues/global_run_queue.h"
 #include "runtime/internal/queues/local_queue.h"
+#include "runtime/internal/queues/stage_buffer.h"
 #include "runtime/internal/queues/wake_inbox.h"
 #include "runtime/internal/strategies/scheduling_strategy.h"
 
@@ -35,6 +36,8 @@ struct StrategyV2Settings {
   bool spawn_lifo = true;    // --fiber_v2_spawn: a fiber's new child runs next (runnext)
   std::uint64_t global_check_interval = 61;  // --fiber_v2_global_check_interval, >= 1
   GlobalTake global_take = GlobalTake::kShare;
+  // --fiber_v2_stage_size: each worker's stage, in fibers (0: none).
+  std::size_t stage_capacity = 64;
   bool overflow_half = true;  // --fiber_v2_overflow: half of a full local queue, or one
   // The flags' values (which kStrategyV2Entry.validate_flags checks).
   static StrategyV2Settings FromFlags();
@@ -107,6 +110,15 @@ class StrategyV2 final : public SchedulingStrategy {
   // Enqueue()'s place for the entry a new runnext displaced: dropped if its joiner ran
   // it, else the local tail.
   __attribute__((noinline)) void PlaceDisplaced(Worker& me, std::uintptr_t old);
+  // Staging (see strategy_v2.cc): whether nobody could take a displaced entry now.
+  bool MayStage() const {
+    return notifier_.StateForVictim() == IdleNotifier::ThiefState::kBusy &&
+           ThievesAllBusy();
+  }
+  // G1: moves worker `me`'s stage, oldest first, to its local queue.
+  __attribute__((noinline)) void FlushStage(Worker& me);
+  // G3: the oldest live entry of a sibling's stage (claimed), or 0.
+  std::uintptr_t TakeFromSiblingStage(std::size_t worker);
   // After a push: the notifier's producer side (N1-N5 in notifier.cc).
   void Notify() { notifier_.Notify(); }
   // Whether any queue of the group holds an entry (a relaxed snapshot).
@@ -127,11 +139,12 @@ class StrategyV2 final : public SchedulingStrategy {
 };
 
 struct alignas(64) StrategyV2::Worker {
-  explicit Worker(std::size_t capacity, int numa_node)
+  Worker(std::size_t capacity, int numa_node, std::size_t stage_capacity)
       : local(capacity, numa_node),
         steal_buffer(new std::uintptr_t[capacity / 2 + 1]),
         overflow_buffer(new std::uintptr_t[capacity / 2 + 2]),
-        overflow_stealable(new bool[capacity / 2 + 2]) {}
+        overflow_stealable(new bool[capacity / 2 + 2]),
+        stage(stage_capacity) {}
   // A fiber started or woken by this worker's fiber, run next here (seed 002's
   // spawn-LIFO). Exchanged by the owner, CASed away by siblings that steal it.
   Atomic<std::uintptr_t> runnext{0};
@@ -153,6 +166,9 @@ struct alignas(64) StrategyV2::Worker {
   // Fibers woken by timer rounds (EnqueueWoken), run before the local queue (T0). Its
   // own line: the producer writes it once per round.
   alignas(64) WakeInbox inbox;
+  // Fibers the running fiber displaced from runnext while every worker was busy
+  // ("Staging" in strategy_v2.cc). Its own lines: its lock is the owner's.
+  alignas(64) StageBuffer stage;
 };
 
 // Inline, for the yield path (parking.cc), which calls them through a StrategyV2*: a
@@ -167,7 +183,7 @@ __attribute__((always_inline)) inline StrategyV2::Worker* StrategyV2::SwapApplie
   // as if it had come a moment later.
   if (me.rounds_to_global_check == 1 ||
       me.runnext.load(std::memory_order_relaxed) != 0 ||  // relaxed: ours (see above)
-      me.inbox.MaybeNonEmpty()) {
+      me.inbox.MaybeNonEmpty() || me.stage.UnsafeSize() != 0) {  // G1 first
     return nullptr;
   }
   if (options_.workers > 1) {

@@ -345,5 +345,81 @@ TEST(StrategyV2Test, OverflowMovesHalfOrOne) {
   }
 }
 
+
+// Staging ("Staging" in strategy_v2.cc): while no worker searches or sleeps, the entry a
+// new runnext displaces waits in the worker's stage, where its joiner takes it back from
+// anywhere (G5), its next take moves it to the local queue (G1) and an idle sibling
+// takes its oldest (G3).
+TEST(StrategyV2Test, BusyWorkersStageWhatRunnextDisplaces) {
+  StrategyV2Settings settings;
+  settings.stage_capacity = 8;
+  StrategyPtr v2 = MakeV2With(2, settings);
+  const std::uintptr_t first = Desc(1), second = Desc(2), third = Desc(3), fourth = Desc(4);
+  for (std::uintptr_t entry : {first, second, third, fourth}) {
+    v2->Enqueue(entry, true, ReadyReason::kStarted, 0);
+  }
+  // runnext holds the fourth; the stage the first three; the local queue nothing.
+  EXPECT_EQ(v2->stats().local_queue_sizes[0], 4u);
+  EXPECT_FALSE(v2->UnsafeEmpty());
+  EXPECT_TRUE(v2->TakeBackEntry(0, second)) << "from the middle of the stage";
+  FreeFiberDesc(DecodeDesc(second));
+  EXPECT_EQ(TakeId(v2->StealInGroup(1)), 1u) << "a sibling takes the oldest staged";
+  EXPECT_EQ(v2->stats().steals_in_group, 1u);
+  // Worker 0's next take: runnext first (T2), then what the stage moved to the local
+  // queue.
+  EXPECT_EQ(TakeId(v2->TakeNext(0)), 4u);
+  EXPECT_EQ(TakeId(v2->TakeNext(0)), 3u);
+  EXPECT_EQ(v2->TakeNext(0), 0u);
+  EXPECT_TRUE(v2->UnsafeEmpty());
+}
+
+// A worker that searches turns staging off: the displaced entry goes to the local
+// queue, after whatever was staged (G2).
+TEST(StrategyV2Test, AnIdleWorkerTurnsStagingOff) {
+  StrategyV2Settings settings;
+  settings.stage_capacity = 8;
+  StrategyPtr v2 = MakeV2With(3, settings);
+  for (std::uint64_t id = 1; id <= 3; ++id) {
+    v2->Enqueue(Desc(id), true, ReadyReason::kStarted, 0);
+  }
+  ASSERT_TRUE(v2->notifier().StartSearching(2));
+  v2->Enqueue(Desc(4), true, ReadyReason::kStarted, 0);
+  // The stage (1, 2) and the newly displaced 3 are in the local queue now: a thief's
+  // grab of it sees them in start order.
+  EXPECT_EQ(TakeId(v2->StealInGroup(1)), 1u);
+  v2->notifier().StopSearching(2, true, 0);
+  std::vector<std::uint64_t> rest;
+  for (std::uintptr_t entry; (entry = v2->TakeNext(0)) != 0;) rest.push_back(TakeId(entry));
+  for (std::uintptr_t entry; (entry = v2->TakeNext(1)) != 0;) rest.push_back(TakeId(entry));
+  std::sort(rest.begin(), rest.end());
+  EXPECT_EQ(rest, (Order{2, 3, 4}));
+}
+
+// G6: the hog monitor's rescue moves the stage too; a lone worker never stages.
+TEST(StrategyV2Test, ARescueMovesTheStageAndALoneWorkerNeverStages) {
+  StrategyV2Settings settings;
+  settings.stage_capacity = 8;
+  StrategyPtr v2 = MakeV2With(2, settings);
+  for (std::uint64_t id = 1; id <= 3; ++id) {
+    v2->Enqueue(Desc(id), true, ReadyReason::kStarted, 0);
+  }
+  EXPECT_EQ(v2->RescueStalledWorker(0), 3u) << "runnext and the two staged";
+  EXPECT_EQ(v2->stats().global_queue_size, 3u);
+  EXPECT_EQ(v2->stats().local_queue_sizes[0], 0u);
+  for (std::uint64_t id : {3, 1, 2}) EXPECT_EQ(TakeId(v2->TakeNext(1)), id);
+
+  StrategyPtr lone = MakeV2With(1, settings);
+  for (std::uint64_t id = 1; id <= 3; ++id) {
+    lone->Enqueue(Desc(id), true, ReadyReason::kStarted, 0);
+  }
+  // Nothing staged: the displaced two are in the local queue, where other groups'
+  // thieves see them (half of it).
+  std::uintptr_t out[4];
+  ASSERT_EQ(lone->StealBatch(out, 4), 1u);
+  EXPECT_EQ(TakeId(out[0]), 1u);
+  EXPECT_EQ(TakeId(lone->TakeNext(0)), 3u);
+  EXPECT_EQ(TakeId(lone->TakeNext(0)), 2u);
+}
+
 }  // namespace
 }  // namespace spindle::internal
