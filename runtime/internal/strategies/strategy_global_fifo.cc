@@ -14,8 +14,11 @@
 // Stealing between groups takes from the head while the entries there are stealable
 // (so a scheduling_group_local fiber at the head hides the rest, as in v1's ring),
 // at most half the queue. Dead entries (descriptors a joiner ran inline and could not
-// take back from the head) are dropped by whoever takes them; the queue is unbounded,
-// so they never hold up a producer.
+// take back from the head) are dropped by whoever takes them, and, once a joiner noted
+// some, by the next push that finds the queue at its compaction size (twice what the
+// last compaction left, at least kMinCompactSize): a fiber that joins in a loop while
+// its worker never pops would otherwise grow the queue without bound (fiber_test's
+// JoinLoopTest). Amortised, each push pays for dropping at most one entry.
 
 #include "runtime/internal/strategies/strategy_global_fifo.h"
 
@@ -28,6 +31,8 @@
 namespace spindle::internal {
 namespace {
 
+constexpr std::size_t kMinCompactSize = 1024;
+
 std::unique_ptr<SchedulingStrategy> CreateGlobalFifo(const SchedulingGroupOptions& options) {
   return std::unique_ptr<SchedulingStrategy>(new (options.memory_node)
                                                  StrategyGlobalFifo(options));
@@ -39,12 +44,37 @@ const StrategyEntry kStrategyGlobalFifoEntry = {
     "globalfifo", [] { return std::string(); }, &CreateGlobalFifo};
 
 StrategyGlobalFifo::StrategyGlobalFifo(const SchedulingGroupOptions& options)
-    : SchedulingStrategy(notifier_), options_(options), notifier_(*this, options.workers) {}
+    : SchedulingStrategy(notifier_),
+      options_(options),
+      compact_at_(kMinCompactSize),
+      notifier_(*this, options.workers) {}
+
+void StrategyGlobalFifo::NoteDeadEntries() {
+  // relaxed: a hint; a compaction that misses it leaves the entries to their consumers.
+  if (!dead_entries_.load(std::memory_order_relaxed)) {
+    dead_entries_.store(true, std::memory_order_relaxed);
+  }
+}
+
+void StrategyGlobalFifo::CompactIfDue() {
+  if (queue_.size() < compact_at_) return;
+  // relaxed: see NoteDeadEntries(); cleared first, so entries noted meanwhile count.
+  if (dead_entries_.load(std::memory_order_relaxed) &&
+      dead_entries_.exchange(false, std::memory_order_relaxed)) {
+    // The queue's references are ours under the lock: dropping one frees the
+    // descriptor if its joiner is done with it (DropIfRunInline).
+    queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                                [](const Queued& q) { return DropIfRunInline(q.entry); }),
+                 queue_.end());
+  }
+  compact_at_ = std::max(kMinCompactSize, 2 * queue_.size());
+}
 
 void StrategyGlobalFifo::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason,
                                  std::size_t) {
   {
     OsMutexGuard lock(lock_);
+    CompactIfDue();
     queue_.push_back({entry, stealable});
     // relaxed: the lock orders it for holders; lock-free readers read it after their
     // fence (see the top).
@@ -57,6 +87,7 @@ void StrategyGlobalFifo::EnqueueBatch(const std::uintptr_t* entries, const bool*
                                       std::size_t n, std::size_t) {
   {
     OsMutexGuard lock(lock_);
+    CompactIfDue();
     for (std::size_t i = 0; i < n; ++i) queue_.push_back({entries[i], stealable[i]});
     size_.store(queue_.size(), std::memory_order_relaxed);  // relaxed: as in Enqueue()
   }

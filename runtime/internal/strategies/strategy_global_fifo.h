@@ -38,7 +38,9 @@ class StrategyGlobalFifo final : public SchedulingStrategy {
   std::size_t StealBatch(std::uintptr_t* out, std::size_t max) override;
   bool MayHaveStealable() const override;
   bool TakeBackEntry(std::size_t worker, std::uintptr_t entry) override;
-  void NoteDeadEntries() override {}  // unbounded: dead entries are dropped when taken
+  // A joiner left a dead entry it could not take back: the next push that finds the
+  // queue at its compaction size drops the dead ones (see the .cc).
+  void NoteDeadEntries() override;
   bool UnsafeEmpty() const override;
   StrategyStats stats() const override;
 
@@ -48,9 +50,18 @@ class StrategyGlobalFifo final : public SchedulingStrategy {
     bool stealable;
   };
 
+  // Before a push, under the lock: drops dead entries when the queue reached
+  // compact_at_ and some were noted; sets the next compaction size.
+  void CompactIfDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
+
   const SchedulingGroupOptions options_;
   mutable OsMutex lock_;
   std::deque<Queued> queue_ ABSL_GUARDED_BY(lock_);
+  // The size at which a push drops dead entries (if any were noted): twice what was
+  // left by the last compaction, at least kMinCompactSize.
+  std::size_t compact_at_ ABSL_GUARDED_BY(lock_);
+  // Set by NoteDeadEntries() (relaxed: a hint), cleared by the compaction.
+  Atomic<bool> dead_entries_{false};
   // queue_.size(), stored under the lock (relaxed): the notifier's and the thieves'
   // lock-free look, read after their fences.
   Atomic<std::size_t> size_{0};

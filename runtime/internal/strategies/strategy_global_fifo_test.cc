@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "runtime/internal/group/fiber_desc.h"
@@ -79,6 +80,28 @@ TEST(StrategyGlobalFifoTest, ThievesTakeUpToHalfAndStopAtAPinnedHead) {
   ASSERT_EQ(fifo->StealBatch(out, 8), 1u);
   EXPECT_EQ(out[0], Fiber(4));
   EXPECT_EQ(fifo->StealBatch(out, 8), 0u);
+}
+
+
+// A joiner that runs its children inline while its worker never pops leaves dead
+// entries behind the live ones: once it noted some, the push that finds the queue at
+// its compaction size (1024 at first) drops them, so the queue does not grow without
+// bound (fiber_test's JoinLoopTest).
+TEST(StrategyGlobalFifoTest, DeadEntriesAreCompactedAwayBeforeTheQueueGrows) {
+  StrategyPtr fifo = MakeGlobalFifo(1);
+  std::atomic<bool> claimed{true};  // every joiner won: all of them ran inline
+  std::vector<FiberDesc*> dead;
+  for (int i = 0; i < 1100; ++i) {
+    FiberDesc* desc = AllocateFiberDesc();
+    desc->claim = &claimed;
+    dead.push_back(desc);
+    fifo->Enqueue(EncodeEntry(desc), true, ReadyReason::kStarted, 0);
+    if (i == 0) fifo->NoteDeadEntries();
+  }
+  EXPECT_EQ(fifo->stats().global_queue_size, 1100u - 1024u)
+      << "the 1025th push should have dropped the 1024 dead entries before it";
+  EXPECT_EQ(fifo->TakeNext(0), 0u) << "the rest are dead too: dropped when taken";
+  for (FiberDesc* desc : dead) ReleaseRunInlineDesc(desc);  // the joiners' references
 }
 
 }  // namespace
