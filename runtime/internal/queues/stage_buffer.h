@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 
 #include "absl/base/thread_annotations.h"
 #include "fiber/internal/atomic.h"
@@ -44,7 +43,7 @@ class StageBuffer {
 
   // Appends `entry` (non-zero) as the newest; false, appending nothing, when full.
   bool Push(std::uintptr_t entry, bool stealable) {
-    std::lock_guard<Spinlock> lock(lock_);
+    SpinlockGuard lock(lock_);
     if (size_ == capacity_) return false;
     const std::size_t at = Index(size_);
     entries_[at] = entry;
@@ -56,7 +55,7 @@ class StageBuffer {
   // Removes `entry` wherever it is (the newest first: a joiner's child is usually
   // among the last made ready); whether it was there.
   bool Remove(std::uintptr_t entry) {
-    std::lock_guard<Spinlock> lock(lock_);
+    SpinlockGuard lock(lock_);
     for (std::size_t k = size_; k-- > 0;) {
       if (entries_[Index(k)] != entry) continue;
       // Close the gap: the newer entries move back by one, keeping their order.
@@ -73,7 +72,7 @@ class StageBuffer {
   // Moves up to `max` of the oldest entries, oldest first, into `out` (and their
   // stealable bits into `stealable`); how many.
   std::size_t TakeOldest(std::uintptr_t* out, bool* stealable, std::size_t max) {
-    std::lock_guard<Spinlock> lock(lock_);
+    SpinlockGuard lock(lock_);
     const std::size_t n = max < size_ ? max : size_;
     for (std::size_t k = 0; k < n; ++k) {
       out[k] = entries_[Index(k)];
