@@ -11,9 +11,12 @@
 // fence and then the queue under the lock. That is the pair notifier.cc proves for any
 // queue whose push is visible to UnsafeEmpty() once it returned.
 //
-// Stealing between groups takes from the head while the entries there are stealable
-// (so a scheduling_group_local fiber at the head hides the rest, as in v1's ring),
-// at most half the queue. Dead entries (descriptors a joiner ran inline and could not
+// Stealing between groups takes the oldest stealable entries, at most half the queue,
+// passing over scheduling_group_local ones (which stay in place, for this group's
+// workers): a local fiber at the head must not hide the stealable ones behind it
+// (fiber_worker_test's GroupLocalTest; v1's ring moves such entries aside for the same
+// reason). A count of the stealable entries keeps thieves from scanning a queue of
+// local fibers only (MayHaveStealable, and StealBatch's first look). Dead entries (descriptors a joiner ran inline and could not
 // take back from the head) are dropped by whoever takes them, and, once a joiner noted
 // some, by the next push that finds the queue at its compaction size (twice what the
 // last compaction left, at least kMinCompactSize): a fiber that joins in a loop while
@@ -66,6 +69,9 @@ void StrategyGlobalFifo::CompactIfDue() {
     queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
                                 [](const Queued& q) { return DropIfRunInline(q.entry); }),
                  queue_.end());
+    stealable_count_ = static_cast<std::size_t>(std::count_if(
+        queue_.begin(), queue_.end(), [](const Queued& q) { return q.stealable; }));
+    stealable_size_.store(stealable_count_, std::memory_order_relaxed);  // relaxed: a hint
   }
   compact_at_ = std::max(kMinCompactSize, 2 * queue_.size());
 }
@@ -76,6 +82,7 @@ void StrategyGlobalFifo::Enqueue(std::uintptr_t entry, bool stealable, ReadyReas
     OsMutexGuard lock(lock_);
     CompactIfDue();
     queue_.push_back({entry, stealable});
+    CountStealable(stealable ? 1 : 0);
     // relaxed: the lock orders it for holders; lock-free readers read it after their
     // fence (see the top).
     size_.store(queue_.size(), std::memory_order_relaxed);
@@ -88,7 +95,12 @@ void StrategyGlobalFifo::EnqueueBatch(const std::uintptr_t* entries, const bool*
   {
     OsMutexGuard lock(lock_);
     CompactIfDue();
-    for (std::size_t i = 0; i < n; ++i) queue_.push_back({entries[i], stealable[i]});
+    std::size_t added = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      queue_.push_back({entries[i], stealable[i]});
+      added += stealable[i] ? 1 : 0;
+    }
+    CountStealable(static_cast<std::ptrdiff_t>(added));
     size_.store(queue_.size(), std::memory_order_relaxed);  // relaxed: as in Enqueue()
   }
   // One wake-up: a woken searcher that finds work and is the last one out wakes the
@@ -105,6 +117,7 @@ std::uintptr_t StrategyGlobalFifo::TakeNext(std::size_t) {
       OsMutexGuard lock(lock_);
       if (queue_.empty()) return 0;
       entry = queue_.front().entry;
+      if (queue_.front().stealable) CountStealable(-1);
       queue_.pop_front();
       size_.store(queue_.size(), std::memory_order_relaxed);  // relaxed: as in Enqueue()
     }
@@ -116,11 +129,16 @@ std::size_t StrategyGlobalFifo::StealBatch(std::uintptr_t* out, std::size_t max)
   std::size_t got = 0;
   {
     OsMutexGuard lock(lock_);
-    const std::size_t want = std::min(max, (queue_.size() + 1) / 2);
-    while (got < want && queue_.front().stealable) {
-      out[got++] = queue_.front().entry;
-      queue_.pop_front();
+    const std::size_t want = std::min(max, (stealable_count_ + 1) / 2);
+    for (auto it = queue_.begin(); it != queue_.end() && got < want;) {
+      if (it->stealable) {
+        out[got++] = it->entry;
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
     }
+    CountStealable(-static_cast<std::ptrdiff_t>(got));
     size_.store(queue_.size(), std::memory_order_relaxed);  // relaxed: as in Enqueue()
   }
   // The first that no joiner ran is claimed (the thief runs it); the rest stay
@@ -134,13 +152,20 @@ std::size_t StrategyGlobalFifo::StealBatch(std::uintptr_t* out, std::size_t max)
 }
 
 bool StrategyGlobalFifo::MayHaveStealable() const {
-  return size_.load(std::memory_order_relaxed) != 0;  // relaxed: a hint
+  return stealable_size_.load(std::memory_order_relaxed) != 0;  // relaxed: a hint
+}
+
+void StrategyGlobalFifo::CountStealable(std::ptrdiff_t delta) {
+  stealable_count_ =
+      static_cast<std::size_t>(static_cast<std::ptrdiff_t>(stealable_count_) + delta);
+  stealable_size_.store(stealable_count_, std::memory_order_relaxed);  // relaxed: a hint
 }
 
 bool StrategyGlobalFifo::TakeBackEntry(std::size_t, std::uintptr_t entry) {
   // The head only, as v1's ring: a baseline, not a tuned queue.
   OsMutexGuard lock(lock_);
   if (queue_.empty() || queue_.front().entry != entry) return false;
+  if (queue_.front().stealable) CountStealable(-1);
   queue_.pop_front();
   size_.store(queue_.size(), std::memory_order_relaxed);  // relaxed: as in Enqueue()
   return true;

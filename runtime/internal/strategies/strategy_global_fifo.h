@@ -53,6 +53,8 @@ class StrategyGlobalFifo final : public SchedulingStrategy {
   // Before a push, under the lock: drops dead entries when the queue reached
   // compact_at_ and some were noted; sets the next compaction size.
   void CompactIfDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
+  // Adds `delta` to the stealable count (and its lock-free mirror).
+  void CountStealable(std::ptrdiff_t delta) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
 
   const SchedulingGroupOptions options_;
   mutable OsMutex lock_;
@@ -60,6 +62,10 @@ class StrategyGlobalFifo final : public SchedulingStrategy {
   // The size at which a push drops dead entries (if any were noted): twice what was
   // left by the last compaction, at least kMinCompactSize.
   std::size_t compact_at_ ABSL_GUARDED_BY(lock_);
+  // Queued entries a thief may take, and its mirror for lock-free looks (stored under
+  // the lock, relaxed).
+  std::size_t stealable_count_ ABSL_GUARDED_BY(lock_) = 0;
+  Atomic<std::size_t> stealable_size_{0};
   // Set by NoteDeadEntries() (relaxed: a hint), cleared by the compaction.
   Atomic<bool> dead_entries_{false};
   // queue_.size(), stored under the lock (relaxed): the notifier's and the thieves'
