@@ -18,6 +18,12 @@ WITHOUT_TEST_SEAMS = select({
     "//conditions:default": [],
 })
 
+# For copts: a model (//fiber/internal:model_testing) explores the same interleavings
+# however its code is optimized, and Relacy's scheduler and history, compiled into each
+# model's sources, run several times faster at -O2 than at the default lane's -O0. The
+# model tests and the *_for_models libraries they compile take these copts.
+MODEL_COPTS = ["-O2"]
+
 # The strategies other than v1 (the plain cc_test's), each with its twins' suffix.
 _OTHER_STRATEGIES = [("v2", "_v2"), ("relaxed", "_relaxed")]
 
@@ -37,7 +43,8 @@ def spindle_cc_test(
     """A cc_test `name` (strategy v1: runtime_testing.h's TestStrategy() without the
     variable) and sh_tests `name_v2` and `name_relaxed` that run the same binary with
     SPINDLE_TEST_STRATEGY=v2 (the flag's default) and =relaxed, so every strategy is
-    tested.
+    tested (tagged `strategy_twin`: CI's tsan lane leaves them to the other lanes and
+    runs the chaos twins, which cover every strategy there).
 
     With `chaos`, also `name_chaos`, `name_chaos_v2` and `name_chaos_relaxed`: the binary
     under chaos scheduling (bazel/run_under_chaos.sh) with each strategy, each with its
@@ -61,7 +68,7 @@ def spindle_cc_test(
             data = [":" + name],
             size = size,
             timeout = timeout,
-            tags = tags,
+            tags = tags + ["strategy_twin"],
             target_compatible_with = target_compatible_with,
         )
     if not chaos:

@@ -190,6 +190,7 @@ class Workspace:
                     "spindle_cc_test": record("spindle_cc_test"),
                     "NEEDS_TEST_SEAMS": NEEDS_TEST_SEAMS,
                     "WITHOUT_TEST_SEAMS": WITHOUT_TEST_SEAMS,
+                    "MODEL_COPTS": ["-O2"],
                 }
                 for symbol in symbols:
                     if symbol not in known:

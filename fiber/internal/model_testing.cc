@@ -2,6 +2,7 @@
 
 #include "fiber/internal/model_testing.h"
 
+#include <malloc.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -105,6 +106,13 @@ bool RunInChild(rl::test_params& params, bool (*simulate)(rl::test_params&)) {
 }  // namespace spindle::internal::testing
 
 int main(int argc, char** argv) {
+  // Each iteration of a model constructs its objects afresh, and Relacy's atomics carry
+  // their history, so a queue of 8 slots is an allocation past glibc's mmap threshold:
+  // left alone, every iteration maps and unmaps it, and half a model's time went to
+  // munmap and its TLB flushes. Served from the heap and never trimmed, they cost no
+  // system call.
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 512 << 20);
   ::testing::InitGoogleTest(&argc, argv);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   return RUN_ALL_TESTS();

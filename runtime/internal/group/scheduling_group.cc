@@ -69,15 +69,15 @@ SchedulingGroup::~SchedulingGroup() {
 }
 
 void* SchedulingGroup::operator new(std::size_t size, int numa_node) {
-  return AllocateOnNode(size, numa_node);  // page-aligned, so alignas(64) holds
+  return AllocateNodeMemory(size, numa_node);  // 64-byte aligned: alignas(64) holds
 }
 
 void SchedulingGroup::operator delete(void* pointer, std::size_t size) {
-  FreeOnNode(pointer, size);
+  FreeNodeMemory(pointer, size);
 }
 
 void SchedulingGroup::operator delete(void* pointer, int) {
-  FreeOnNode(pointer, sizeof(SchedulingGroup));
+  FreeNodeMemory(pointer, sizeof(SchedulingGroup));
 }
 
 void SchedulingGroup::BindWorkerThread(std::size_t worker) {

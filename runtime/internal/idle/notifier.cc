@@ -117,9 +117,8 @@ bool TryIncrementBelow(Atomic<std::size_t>& count, std::size_t max) {
 }  // namespace
 
 IdleNotifier::IdleNotifier(std::size_t workers) : workers_(workers) {
-  CHECK(workers >= 1 && workers <= kMaxWorkersPerGroup)
-      << "a scheduling group has 1 to " << kMaxWorkersPerGroup << " workers, not "
-      << workers;
+  CHECK(workers >= 1 && workers <= kNotifierSlots)
+      << "a scheduling group has 1 to " << kNotifierSlots << " workers, not " << workers;
 }
 
 SearchNotifier::SearchNotifier(NotifiedQueues& queues, std::size_t workers)

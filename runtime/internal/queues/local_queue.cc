@@ -127,7 +127,7 @@ std::string ValidateLocalQueueCapacity(std::uint64_t capacity) {
 LocalQueue::LocalQueue(std::size_t capacity, int numa_node)
     : capacity_(CheckedCapacity(capacity)),
       mask_(capacity - 1),
-      slots_(static_cast<Slot*>(AllocateOnNode(capacity * sizeof(Slot), numa_node))) {
+      slots_(static_cast<Slot*>(AllocateNodeMemory(capacity * sizeof(Slot), numa_node))) {
   for (std::size_t i = 0; i < capacity_; ++i) {
     // A non-atomic initialization: the queue is not shared yet; whoever hands it to
     // other threads provides the happens-before edge for its construction.
@@ -142,7 +142,7 @@ LocalQueue::~LocalQueue() {
 #else
   static_assert(std::is_trivially_destructible_v<Slot>, "slots are freed unseen");
 #endif
-  FreeOnNode(slots_, capacity_ * sizeof(Slot));
+  FreeNodeMemory(slots_, capacity_ * sizeof(Slot));
 }
 
 std::size_t LocalQueue::Grab(std::uintptr_t* out, std::size_t max, bool half) {

@@ -184,7 +184,7 @@ class LocalQueue {
   // threads write.
   const std::size_t capacity_;
   const std::uint64_t mask_;
-  Slot* const slots_;  // capacity_ slots from AllocateOnNode()
+  Slot* const slots_;  // capacity_ slots from AllocateNodeMemory()
 
   // Next position to take: moved forward by a CAS in Pop() and Grab() only.
   alignas(kCacheLineSize) Atomic<std::uint64_t> head_{0};

@@ -146,7 +146,7 @@ std::string ValidateRunQueueCapacity(std::uint64_t capacity) {
 RunQueue::RunQueue(std::size_t capacity, int numa_node)
     : capacity_(CheckedCapacity(capacity)),
       mask_(capacity - 1),
-      slots_(static_cast<Slot*>(AllocateOnNode(capacity * sizeof(Slot), numa_node))) {
+      slots_(static_cast<Slot*>(AllocateNodeMemory(capacity * sizeof(Slot), numa_node))) {
   for (std::uint64_t i = 0; i < capacity_; ++i) {
     new (&slots_[i]) Slot;
     // relaxed: the queue is not shared yet; whoever hands it to other threads provides
@@ -163,7 +163,7 @@ RunQueue::~RunQueue() {
 #else
   static_assert(std::is_trivially_destructible_v<Slot>, "slots are freed unseen");
 #endif
-  FreeOnNode(slots_, capacity_ * sizeof(Slot));
+  FreeNodeMemory(slots_, capacity_ * sizeof(Slot));
 }
 
 bool RunQueue::PushSlow(std::uintptr_t entry, bool stealable) {

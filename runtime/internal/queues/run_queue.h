@@ -230,7 +230,7 @@ class RunQueue {
   // threads write.
   const std::size_t capacity_;
   const std::uint64_t mask_;
-  Slot* const slots_;  // capacity_ slots from AllocateOnNode()
+  Slot* const slots_;  // capacity_ slots from AllocateNodeMemory()
 
   // Next position to push: written by producers only.
   alignas(kCacheLineSize) Atomic<std::uint64_t> tail_{0};

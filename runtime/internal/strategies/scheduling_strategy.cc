@@ -5,11 +5,11 @@
 namespace spindle::internal {
 
 void* SchedulingStrategy::operator new(std::size_t size, int numa_node) {
-  return AllocateOnNode(size, numa_node);  // page-aligned, so alignas(64) holds
+  return AllocateNodeMemory(size, numa_node);  // 64-byte aligned: alignas(64) holds
 }
 
 void SchedulingStrategy::operator delete(void* pointer, std::size_t size) {
-  FreeOnNode(pointer, size);
+  FreeNodeMemory(pointer, size);
 }
 
 void SchedulingStrategy::operator delete(void* pointer, int) {
