@@ -721,6 +721,7 @@ spindle_cc_library(runtime.internal.queues.wake_inbox
 spindle_cc_library(runtime.internal.strategies.strategy_v2
   SRCS
     runtime/internal/strategies/strategy_v2.cc
+    runtime/internal/strategies/strategy_v2_steal.cc
   HDRS
     runtime/internal/strategies/strategy_v2.h
   DEPS
@@ -948,6 +949,7 @@ spindle_cc_library(timer.internal.timer_queue
 spindle_cc_library(timer.internal.timer_worker
   SRCS
     timer/internal/timer_worker.cc
+    timer/internal/timer_worker_queues.cc
   HDRS
     timer/internal/timer_worker.h
   DEPS
@@ -2328,6 +2330,7 @@ spindle_cc_library(runtime.internal.strategies.strategies_for_models
     runtime/internal/strategies/scheduling_strategy.cc
     runtime/internal/strategies/strategy_v1.cc
     runtime/internal/strategies/strategy_v2.cc
+    runtime/internal/strategies/strategy_v2_steal.cc
   HDRS
     runtime/internal/strategies/scheduling_strategy.h
     runtime/internal/strategies/strategy_v1.h
@@ -3350,6 +3353,7 @@ spindle_cc_test(timer.internal.timer_worker_model_test
     timer/internal/timer_worker.cc
     timer/internal/timer_worker.h
     timer/internal/timer_worker_model_test.cc
+    timer/internal/timer_worker_queues.cc
   DEPS
     third_party.absl
     third_party.glog

@@ -8,7 +8,11 @@ API), so they are not checked; examples/, benchmarks/ and tests/ are the top lay
     tools/layering_check.py          # the whole tree; exit status 1 on any climb
     tools/layering_check.py --list   # also print each folder's layer
 
-Prints one line per climbing include: FILE:LINE: includes HEADER (layer N > M)."""
+Prints one line per climbing include: FILE:LINE: includes HEADER (layer N > M).
+
+Also the house's size bound: a library file (the same files: not tests, benchmarks or
+test helpers) has at most MAX_LINES lines, so each can be read in one sitting; a file
+past it is split by responsibility. Prints FILE: N lines (at most 600)."""
 
 import os
 import re
@@ -29,6 +33,7 @@ LAYERS = [
     ("integrations", 8),     # Spindle inside other frameworks (gRPC), over the public API
 ]
 TOP = 8  # benchmarks/, examples/, tests/, tools/
+MAX_LINES = 600
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 # Files that test or measure a component (and may use the layers above it).
@@ -52,6 +57,7 @@ def main():
             print(f"layer {layer}: {folder}/")
     climbs = 0
     checked = 0
+    too_long = 0
     for top in sorted({folder.split("/")[0] for folder, _ in LAYERS}):
         for dirpath, _, names in os.walk(top):
             for name in sorted(names):
@@ -61,25 +67,30 @@ def main():
                 mine = layer_of(dirpath)
                 checked += 1
                 with open(path, encoding="utf-8") as f:
-                    for number, line in enumerate(f, 1):
-                        m = INCLUDE.match(line)
-                        if not m:
+                    lines = f.readlines()
+                if len(lines) > MAX_LINES:
+                    print(f"{path}: {len(lines)} lines (at most {MAX_LINES})")
+                    too_long += 1
+                for number, line in enumerate(lines, 1):
+                    m = INCLUDE.match(line)
+                    if not m:
+                        continue
+                    header = m.group(1)
+                    theirs = layer_of(os.path.dirname(header))
+                    if theirs is None:
+                        # Not one of ours (absl/, gflags/, ...) unless it is under
+                        # a top-level folder of the top layer.
+                        if header.split("/")[0] in ("benchmarks", "examples", "tests"):
+                            theirs = TOP
+                        else:
                             continue
-                        header = m.group(1)
-                        theirs = layer_of(os.path.dirname(header))
-                        if theirs is None:
-                            # Not one of ours (absl/, gflags/, ...) unless it is under
-                            # a top-level folder of the top layer.
-                            if header.split("/")[0] in ("benchmarks", "examples", "tests"):
-                                theirs = TOP
-                            else:
-                                continue
-                        if theirs > mine:
-                            print(f"{path}:{number}: includes {header} "
-                                  f"(layer {theirs} > {mine})")
-                            climbs += 1
-    print(f"layering_check: {checked} files, {climbs} climbing includes")
-    return 1 if climbs else 0
+                    if theirs > mine:
+                        print(f"{path}:{number}: includes {header} "
+                              f"(layer {theirs} > {mine})")
+                        climbs += 1
+    print(f"layering_check: {checked} files, {climbs} climbing includes, "
+          f"{too_long} over {MAX_LINES} lines")
+    return 1 if climbs or too_long else 0
 
 
 if __name__ == "__main__":

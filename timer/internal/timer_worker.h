@@ -61,6 +61,14 @@ struct TimerEntry {
 TimerEntry* NewTimerEntry();
 // Drops one reference; the last one returns the entry to the pool.
 void ReleaseTimerEntry(TimerEntry* entry);
+// Cancels a timer that will not fire after all (its worker stopping) and drops that
+// reference.
+void CancelAndReleaseTimerEntry(TimerEntry* entry);
+
+// A time point as the queues and the heap keep it: nanoseconds of TimerClock.
+inline std::int64_t TimerNanos(TimerClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
 
 // The timers of one scheduling group and its timer thread. Each worker of the group arms
 // its timers in a TimerQueue of its own (AddToQueue(): a sleep, a deadline wait, a

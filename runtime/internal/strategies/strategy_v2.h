@@ -90,6 +90,9 @@ class StrategyV2 final : public SchedulingStrategy {
   StrategyStats stats() const override;
 
  private:
+  // Whether an entry the caller grabbed may leave the group (not
+  // scheduling_group_local).
+  static bool IsStealable(std::uintptr_t entry);
 
   std::uintptr_t TakeLocal(Worker& me);
   // Sibling inboxes, then local queues, then runnext slots.
