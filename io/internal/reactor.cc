@@ -22,7 +22,7 @@
 // construction (nothing any worker pops is a reactor), and:
 // R1. A worker whose strategy decided to sleep (W4 of v1 or v2, after the announce and
 //     the re-check) and that wins the group's poller token, while descriptors are
-//     registered, sleeps in epoll_wait instead of its futex (SchedulingStrategy::Sleep,
+//     registered, sleeps in epoll_wait instead of its futex (IdlePath::SleepOnSlot,
 //     WaitSlot::WaitPolling). At most one thread per group is there; every other idle
 //     worker sleeps on its futex. With no timers in the reactor (timers live in the
 //     group's TimerWorker) it waits with no time-out: idle cost zero.

@@ -4,7 +4,7 @@
 // wins FiberDesc::claim), but the child's descriptor is still queued; whoever takes it
 // drops it (ClaimEntry). The joiner takes its child back (TakeBackRunInline) where that
 // costs one look: where the entry is the next to leave a queue the joiner may take from
-// (SchedulingStrategy::TakeBack: a value compare and one CAS). Otherwise it leaves the
+// (SchedulingStrategy::TakeBackEntry: a value compare and one CAS). Otherwise it leaves the
 // dead entry and its own reference (run_inline_refs): the entry's consumer drops it, and
 // every queue drops the dead entries it holds when it is full instead of growing or
 // holding up a producer (GlobalRunQueue::Compact(), v2's local overflow, relaxed's

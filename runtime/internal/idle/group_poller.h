@@ -22,7 +22,7 @@ namespace spindle::internal {
 //   the poller has interest, sleeps in Wait() instead of on its futex. Its WaitSlot
 //   records that, so a producer's Wake() calls Interrupt() instead of a futex wake: a
 //   fiber made ready by a timer, a mutex or another thread reaches it at once.
-// - Busy workers poll without blocking every so often (PollIfDue), so events are seen
+// - Busy workers poll without blocking every so often (BusyPoll::PollAndFireIfDue), so events are seen
 //   when no worker goes idle.
 //
 // Thread-safety: TryAcquire/Release/HasInterest/Interrupt from any thread; Wait and

@@ -177,7 +177,7 @@ struct RunsIdlePath<Group, std::void_t<decltype(&Group::FindRunnable)>> : std::t
 // each of which makes kPushes entries ready (Group::Produce), against the workers'
 // idle path over `Group` (NotifierGroup, or a strategy's). Up to kYields times, an
 // entry yields before it runs: the worker switches to the next entry of its own queues,
-// if any, and queues the yielder again (Group::Yield, as a fiber's Yield() does).
+// if any, and queues the yielder again (Group::YieldTo, as a fiber's Yield() does).
 // The first entry to run starts kSpawns children from its worker before anything else
 // (Group::Spawn, as a fiber's StartFiber does): each child is one more entry to take.
 template <class Group, std::size_t kWorkers, std::size_t kProducers, int kPushes,

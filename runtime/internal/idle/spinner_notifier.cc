@@ -89,7 +89,8 @@
 //      nothing, and sleeps again (W1-W4; W3's poll is empty for the same reason).
 //   4. A publishes F5 and wakes X, the lowest sleeper, again.
 //   5. X runs F5. F6 waits while Y sleeps, until X is done with F5: forever if F5
-//      waits for F6 (runtime/internal/group/scheduling_group_test.cc, StalledPush...).
+//      waits for F6 (modelled with a stalled producer: StalledPushModelQueues in
+//      notifier_model.h, spinner_notifier_model_test.cc's ...OneStalled).
 // So a worker that takes a fiber on a wake-up path (S3 when claimed, W3, after W4) and
 // still sees fibers queued wakes one more worker (P1-P4). In step 5 X wakes Y, which
 // runs F6. The cost is two relaxed loads on those paths, and a wake-up only while a

@@ -122,7 +122,7 @@ class RunQueue {
   // by another consumer at any moment, its referent gone: it must only compare it with
   // values whose referents the caller keeps alive (then no other position holds the
   // value, and a won CAS proves nobody took it meanwhile). For a joiner taking back a
-  // fiber it already ran inline (SchedulingStrategy::TakeBack).
+  // fiber it already ran inline (SchedulingStrategy::TakeBackEntry).
   template <class Wanted>
   std::uintptr_t TakeOldestIf(Wanted&& wanted) {
     // relaxed: a guess decided by the CAS on head_, as in Pop().

@@ -10,7 +10,7 @@
 //   see "Two kinds of runs"):
 //     D1. Random picks. A worker that takes a ready fiber sometimes takes up to three
 //         more from its own sources, runs a random one of them and queues the others
-//         again in random order (SchedulingGroup::ChaosPick). A fiber not yet begun
+//         again in random order (ChaosPick() in group_chaos.h). A fiber not yet begun
 //         goes back unclaimed, so its joiner may still run it inline.
 //     D2. Migrations. A fiber made ready (woken, yielded or put back by D1) is sometimes
 //         queued on another scheduling group of the same NUMA node, or on its group's

@@ -135,7 +135,7 @@ class SchedulingStrategy : public NotifiedQueues {
   virtual std::uintptr_t StealInGroup(std::size_t /*worker*/) { return 0; }
 
   // ---- Running fiber side: a joiner taking back fibers it already ran inline (so that
-  // join() in a loop leaves no dead entries behind; SchedulingGroup::TakeBackRunInline).
+  // join() in a loop leaves no dead entries behind; TakeBackRunInline() in take_back.h).
   // `worker` is the joiner's worker in this group, or kNoWorker. Where `entry` is the
   // next to leave a queue the joiner may take from (under v2: its runnext and local
   // queue, when `worker` is ours; the group's shared queue), removes it and returns true
