@@ -1405,6 +1405,18 @@ spindle_sh_test(benchmarks.test_seams_symbols_test
   SIZE small
   TIMEOUT 60)
 
+# //runtime/internal:timeout_testing
+spindle_cc_library(runtime.internal.timeout_testing
+  ALWAYSLINK
+  TESTONLY
+  SRCS
+    runtime/internal/timeout_testing.cc
+  HDRS
+    runtime/internal/timeout_testing.h
+  DEPS
+    third_party.gtest
+    runtime.runtime)
+
 # //configs:default_flags_test
 spindle_cc_test(configs.default_flags_test
   LABEL configs:default_flags_test
@@ -1414,6 +1426,7 @@ spindle_cc_test(configs.default_flags_test
     top.spindle
     third_party.gflags
     third_party.gtest_main
+    runtime.internal.timeout_testing
     io.io
   SIZE small
   TIMEOUT 60)
@@ -1508,6 +1521,7 @@ spindle_cc_library(runtime.internal.runtime_testing
     runtime/internal/runtime_testing.h
   DEPS
     runtime.internal.runtime_options
+    runtime.internal.timeout_testing
     third_party.gflags
     third_party.glog
     third_party.gtest
@@ -2124,6 +2138,7 @@ spindle_cc_test(integrations.grpc.grpc_doc_samples_test
     top.spindle
     third_party.gflags
     third_party.gtest_main
+    runtime.internal.timeout_testing
     docs.greeter_proto
   COPTS
     -DSPINDLE_SAMPLES_NOT_README
@@ -2961,6 +2976,7 @@ spindle_cc_test(runtime.quiet_start_test
     runtime.runtime
     third_party.gflags
     third_party.gtest_main
+    runtime.internal.timeout_testing
     fiber.fiber
     runtime.internal.runtime_impl
     runtime.internal.runtime_options
@@ -3298,6 +3314,7 @@ spindle_cc_test(tests.readme_samples_test
     third_party.absl
     third_party.gflags
     third_party.gtest_main
+    runtime.internal.timeout_testing
     io.io
     runtime.runtime
     sync.sync

@@ -25,6 +25,9 @@ libspindle (the closure of //:spindle), and the third-party libraries those use.
                                      that one build has and the other lacks, if the
                                      committed file is not what the BUILD files give
 
+Both fail first, naming the test, on a test binary that starts a runtime without the
+fiber dump on a timeout (it must reach //runtime/internal:timeout_testing).
+
 The check is the drift gate: .ci/run's cmake lane runs it, and so does ctest
 (tools:cmake_drift_check). Needs python3 and g++; not Bazel.
 """
@@ -58,6 +61,11 @@ PUBLIC_ROOT_HEADERS = ["version.h"]
 
 # What libspindle holds: these targets and every non-test library they depend on.
 LIBRARY_ROOTS = ["//:spindle"]
+
+# Every test binary that starts a runtime (reaches RUNTIME) links TIMEOUT_DUMP, so a hang
+# dumps its fibers before Bazel or ctest kills it (runtime/internal/timeout_testing.h).
+RUNTIME = "//runtime:runtime"
+TIMEOUT_DUMP = "//runtime/internal:timeout_testing"
 
 # select() keys -> CMake generator-expression conditions.
 CONDITIONS = {
@@ -564,6 +572,29 @@ class Writer:
                              if self.is_third_party(l))
         return libraries, third_party
 
+    def closure_of(self, label):
+        """Every workspace rule `label` reaches (itself included)."""
+        seen, stack = set(), [label]
+        while stack:
+            current = stack.pop()
+            if current in seen or current not in self.ws.rules:
+                continue
+            seen.add(current)
+            stack.extend(self.rule_deps(self.ws.rules[current]))
+        return seen
+
+    def tests_without_timeout_dump(self):
+        """Test binaries that start a runtime (they reach RUNTIME) without the fiber dump on
+        a timeout (TIMEOUT_DUMP, which :runtime_testing brings too)."""
+        missing = []
+        for label, rule in sorted(self.ws.rules.items()):
+            if rule.kind not in ("cc_test", "spindle_cc_test"):
+                continue
+            reached = self.closure_of(label)
+            if RUNTIME in reached and TIMEOUT_DUMP not in reached:
+                missing.append(label)
+        return missing
+
     def public_headers(self):
         headers = list(PUBLIC_ROOT_HEADERS)
         for folder in PUBLIC_FOLDERS:
@@ -670,7 +701,14 @@ def main():
         return 1
     workspace = Workspace()
     workspace.load_all()
-    text = Writer(workspace).render()
+    writer = Writer(workspace)
+    missing = writer.tests_without_timeout_dump()
+    for label in missing:
+        print("%s starts a runtime (it reaches %s) but does not link %s: add it to the "
+              "test's deps (or use :runtime_testing)" % (label, RUNTIME, TIMEOUT_DUMP))
+    if missing:
+        return 1
+    text = writer.render()
     if not options.check:
         OUTPUT.write_text(text)
         print("wrote %s (%d rules)" % (OUTPUT.relative_to(REPO), len(workspace.rules)))

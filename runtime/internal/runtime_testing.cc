@@ -83,10 +83,6 @@ const bool kRegistered = (::testing::AddGlobalTestEnvironment(new ChaosFromEnvir
                               new ChaosKeyPerTest),
                           true);
 
-// Every test binary that links this library (every one that runs a runtime) dumps its
-// fibers at 90% of Bazel's TEST_TIMEOUT rather than dying silently when Bazel kills it.
-const bool kWatchdog = AddBazelTimeoutWatchdog();
-
 }  // namespace
 
 int CurrentThreadId() { return static_cast<int>(syscall(SYS_gettid)); }

@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "fiber/internal/fiber_entity.h"
 #include "runtime/internal/runtime_options.h"
+#include "runtime/internal/timeout_testing.h"
 #include "runtime/runtime.h"
 
 #ifndef SPINDLE_STRESS_SCALE_DEFAULT
@@ -170,67 +171,6 @@ class ScopedRuntime {
   const std::string numa_aware_;
   const std::string strategy_;
 };
-
-// A deadline for a test: if the object still lives when `timeout` has passed, it prints
-// "TestWatchdog: <what> exceeded its deadline of N ms" and the fiber dump
-// (spindle::DumpFibers()) to stderr, then aborts, so a hang in CI shows where every
-// fiber stands. Disarmed by its destructor. Thread-safe to destroy from the thread that
-// made it; one watchdog thread per object.
-class TestWatchdog {
- public:
-  explicit TestWatchdog(std::chrono::milliseconds timeout, std::string what = "test")
-      : what_(std::move(what)), thread_([this, timeout] { Watch(timeout); }) {}
-  ~TestWatchdog() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      disarmed_ = true;
-    }
-    disarm_.notify_one();
-    thread_.join();
-  }
-  TestWatchdog(const TestWatchdog&) = delete;
-  TestWatchdog& operator=(const TestWatchdog&) = delete;
-
- private:
-  void Watch(std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (disarm_.wait_for(lock, timeout, [this] { return disarmed_; })) return;
-    std::fprintf(stderr, "TestWatchdog: %s exceeded its deadline of %lld ms\n",
-                 what_.c_str(), static_cast<long long>(timeout.count()));
-    DumpFibers(std::cerr);
-    std::cerr.flush();
-    std::abort();
-  }
-
-  const std::string what_;
-  std::mutex mutex_;
-  std::condition_variable disarm_;
-  bool disarmed_ = false;
-  std::thread thread_;  // last: started once the members above exist
-};
-
-// Arms a TestWatchdog over the whole test binary at 90% of Bazel's TEST_TIMEOUT (when
-// Bazel runs it), so a hang dumps every fiber before Bazel kills the process silently.
-// runtime_testing.cc installs it in every test binary that links this library; call it
-// once per binary (at namespace scope) only in one that does not.
-class BazelTimeoutWatchdog : public ::testing::Environment {
- public:
-  void SetUp() override {
-    const char* timeout = std::getenv("TEST_TIMEOUT");
-    const long seconds = timeout != nullptr ? std::atol(timeout) : 0;
-    if (seconds <= 0) return;
-    watchdog_ = std::make_unique<TestWatchdog>(std::chrono::milliseconds(seconds * 900),
-                                               "the test binary (90% of TEST_TIMEOUT)");
-  }
-  void TearDown() override { watchdog_.reset(); }
-
- private:
-  std::unique_ptr<TestWatchdog> watchdog_;
-};
-inline bool AddBazelTimeoutWatchdog() {
-  ::testing::AddGlobalTestEnvironment(new BazelTimeoutWatchdog);  // gtest owns it
-  return true;
-}
 
 // Collects every glog message logged while it lives (for tests of what the runtime
 // logs: TerminateRuntime()'s stragglers, the blocking pool's report). Thread-safe.
