@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "fiber/fiber.h"
 #include "fiber/this_fiber.h"
@@ -49,17 +50,26 @@ constexpr auto kHogFor = std::chrono::seconds(5);
 // itself, and speed is the benchmarks' business).
 
 // Computes without switching until `until`. Out of line and named, so that the
-// report's stack can be checked for it. It looks at the clock about once a millisecond:
-// the stack signal then lands in its own code (a frame-pointer walk from a frameless
-// leaf such as clock_gettime's starts at its caller's caller).
+// report's stack can be checked for it. The loop calls nothing: a thread of its own
+// watches the clock and raises a flag, which the loop reads about once a millisecond.
+// (It read the clock itself before, and a stack signal that landed in clock_gettime
+// lost this frame: a frame-pointer walk from a frameless function, such as
+// libstdc++'s steady_clock::now() or the vDSO's clock_gettime, goes from its caller's
+// caller. Seen once in the asan lane of a loaded machine.)
 __attribute__((noinline)) std::uint64_t HogComputeUntil(Clock::time_point until) {
+  std::atomic<bool> done{false};
+  std::thread clock_watcher([&done, until] {
+    std::this_thread::sleep_until(until);  // the hog's length: the workload, not a wait
+    done.store(true, std::memory_order_relaxed);  // relaxed: a flag; join() orders the end
+  });
   std::uint64_t x = 1;
-  while (Clock::now() < until) {
+  while (!done.load(std::memory_order_relaxed)) {
     for (int i = 0; i < (1 << 20); ++i) {
       x = x * 6364136223846793005ULL + 1442695040888963407ULL;
       asm volatile("" : "+r"(x));
     }
   }
+  clock_watcher.join();
   return x;
 }
 
