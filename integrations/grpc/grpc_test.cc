@@ -297,9 +297,15 @@ class GrpcTest : public ::testing::Test {
     if (server_ != nullptr) ShutdownServer(*server_, milliseconds(2000));
   }
 
-  static std::shared_ptr<grpc::Channel> Channel(int port, int index = 0) {
+  // `fixed_window`: without gRPC's BDP probe, so the stream's flow-control window
+  // stays at its initial size (the probe grows it with the round trip it measures,
+  // which a loaded machine inflates: the slow-reader test saw the writer 934 messages
+  // ahead in one CI run and under 150 in others).
+  static std::shared_ptr<grpc::Channel> Channel(int port, int index = 0,
+                                                bool fixed_window = false) {
     grpc::ChannelArguments arguments;
     arguments.SetInt("spindle.test_channel", index);  // a connection of its own
+    if (fixed_window) arguments.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
                                      grpc::InsecureChannelCredentials(), arguments);
   }
@@ -596,13 +602,16 @@ TEST_F(GrpcTest, ASlowStreamingReaderParksTheWriterAndBoundsMemory) {
   request.set_count(kMessages);
   request.set_payload_bytes(kBytes);
   grpc::ClientContext context;
+  // A connection of its own whose window does not grow with the measured round trip
+  // (Channel()): the bound below is then flow control's, whatever the machine's load.
+  auto stub = TestService::NewStub(Channel(port_, /*index=*/1, /*fixed_window=*/true));
   const long rss_before = ResidentKib();
   long rss_peak = rss_before;
   int most_ahead = 0;
   int read = 0;
   RunAsFiber([&] {
     ClientReader<TestReply> reader(context, [&](auto* reactor) {
-      stub_->async()->ServerStream(&context, &request, reactor);
+      stub->async()->ServerStream(&context, &request, reactor);
     });
     TestReply reply;
     while (reader.Read(&reply)) {
