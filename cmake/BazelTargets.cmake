@@ -41,28 +41,29 @@ set(SPINDLE_LIBRARY_TARGETS
   io.internal.descriptor
   io.io
   io.server
+  runtime.internal.base.fiber_desc
+  runtime.internal.base.foreign_producers
+  runtime.internal.base.futex
+  runtime.internal.base.live_fibers
+  runtime.internal.base.metrics
+  runtime.internal.base.os_lock_check
+  runtime.internal.base.parker
+  runtime.internal.base.ready_batch
+  runtime.internal.base.topology
   runtime.internal.fiber_worker
-  runtime.internal.group.fiber_desc
-  runtime.internal.group.foreign_producers
+  runtime.internal.group.busy_poll
   runtime.internal.group.group_stats
-  runtime.internal.group.live_fibers
+  runtime.internal.group.idle_path
   runtime.internal.group.parking
-  runtime.internal.group.ready_batch
   runtime.internal.group.scheduling_group
   runtime.internal.group.take_back
   runtime.internal.group_layout
   runtime.internal.hog_monitor
-  runtime.internal.idle.busy_poll
-  runtime.internal.idle.futex
   runtime.internal.idle.group_timers
-  runtime.internal.idle.idle_path
   runtime.internal.idle.notifier
-  runtime.internal.idle.parker
   runtime.internal.idle.spinner_notifier
   runtime.internal.idle.wait_slot
   runtime.internal.observability.fiber_dump
-  runtime.internal.observability.metrics
-  runtime.internal.observability.os_lock_check
   runtime.internal.observability.terminate_reports
   runtime.internal.queues.capacity
   runtime.internal.queues.global_run_queue
@@ -82,7 +83,6 @@ set(SPINDLE_LIBRARY_TARGETS
   runtime.internal.strategies.strategy_relaxed
   runtime.internal.strategies.strategy_v1
   runtime.internal.strategies.strategy_v2
-  runtime.internal.topology
   runtime.runtime
   sync.barrier
   sync.condition_variable
@@ -161,7 +161,7 @@ set(SPINDLE_INSTALLED_HEADERS
   io/run_blocking.h
   io/server.h
   io/stream.h
-  runtime/internal/observability/metrics.h
+  runtime/internal/base/metrics.h
   runtime/metrics.h
   runtime/runtime.h
   sync/barrier.h
@@ -356,12 +356,12 @@ spindle_cc_library(fiber.internal.fiber_entity
     third_party.absl
     third_party.glog)
 
-# //runtime/internal/group:ready_batch
-spindle_cc_library(runtime.internal.group.ready_batch
+# //runtime/internal/base:ready_batch
+spindle_cc_library(runtime.internal.base.ready_batch
   SRCS
-    runtime/internal/group/ready_batch.cc
+    runtime/internal/base/ready_batch.cc
   HDRS
-    runtime/internal/group/ready_batch.h
+    runtime/internal/base/ready_batch.h
   DEPS
     fiber.internal.fiber_entity
     fiber.internal.spinlock)
@@ -377,7 +377,7 @@ spindle_cc_library(sync.internal.stop_state
     fiber.internal.atomic
     fiber.internal.fiber_entity
     fiber.internal.spinlock
-    runtime.internal.group.ready_batch)
+    runtime.internal.base.ready_batch)
 
 # //sync:stop_token
 spindle_cc_library(sync.stop_token
@@ -411,12 +411,12 @@ spindle_cc_library(fiber.fiber_local
     fiber.internal.fiber_entity
     fiber.internal.local_storage)
 
-# //runtime/internal/group:live_fibers
-spindle_cc_library(runtime.internal.group.live_fibers
+# //runtime/internal/base:live_fibers
+spindle_cc_library(runtime.internal.base.live_fibers
   SRCS
-    runtime/internal/group/live_fibers.cc
+    runtime/internal/base/live_fibers.cc
   HDRS
-    runtime/internal/group/live_fibers.h
+    runtime/internal/base/live_fibers.h
   DEPS
     third_party.absl
     fiber.internal.os_mutex)
@@ -426,45 +426,45 @@ spindle_cc_library(bazel.third_party.numa
   LINKOPTS
     -lnuma)
 
-# //runtime/internal:topology
-spindle_cc_library(runtime.internal.topology
+# //runtime/internal/base:topology
+spindle_cc_library(runtime.internal.base.topology
   SRCS
-    runtime/internal/topology.cc
+    runtime/internal/base/topology.cc
   HDRS
-    runtime/internal/topology.h
+    runtime/internal/base/topology.h
   DEPS
     third_party.glog
     third_party.numa)
 
-# //runtime/internal/group:fiber_desc
-spindle_cc_library(runtime.internal.group.fiber_desc
+# //runtime/internal/base:fiber_desc
+spindle_cc_library(runtime.internal.base.fiber_desc
   SRCS
-    runtime/internal/group/fiber_desc.cc
+    runtime/internal/base/fiber_desc.cc
   HDRS
-    runtime/internal/group/fiber_desc.h
+    runtime/internal/base/fiber_desc.h
   DEPS
-    runtime.internal.group.live_fibers
+    runtime.internal.base.live_fibers
     third_party.absl
     fiber.internal.batch_pool
     fiber.internal.fiber_entity
     fiber.internal.sanitizers)
 
-# //runtime/internal/group:foreign_producers
-spindle_cc_library(runtime.internal.group.foreign_producers
+# //runtime/internal/base:foreign_producers
+spindle_cc_library(runtime.internal.base.foreign_producers
   SRCS
-    runtime/internal/group/foreign_producers.cc
+    runtime/internal/base/foreign_producers.cc
   HDRS
-    runtime/internal/group/foreign_producers.h
+    runtime/internal/base/foreign_producers.h
   DEPS
     third_party.absl
     fiber.internal.atomic)
 
-# //runtime/internal/observability:metrics
-spindle_cc_library(runtime.internal.observability.metrics
+# //runtime/internal/base:metrics
+spindle_cc_library(runtime.internal.base.metrics
   SRCS
-    runtime/internal/observability/metrics.cc
+    runtime/internal/base/metrics.cc
   HDRS
-    runtime/internal/observability/metrics.h
+    runtime/internal/base/metrics.h
   DEPS
     third_party.absl
     third_party.glog
@@ -478,31 +478,31 @@ spindle_cc_library(runtime.internal.group.group_stats
   HDRS
     runtime/internal/group/group_stats.h
   DEPS
-    runtime.internal.group.fiber_desc
+    runtime.internal.base.fiber_desc
     third_party.glog
     fiber.internal.cycle_clock
     fiber.internal.fiber_entity
-    runtime.internal.observability.metrics)
+    runtime.internal.base.metrics)
 
 # //runtime/internal/idle:group_timers
 spindle_cc_library(runtime.internal.idle.group_timers
   HDRS
     runtime/internal/idle/group_timers.h)
 
-# //runtime/internal/idle:futex
-spindle_cc_library(runtime.internal.idle.futex
+# //runtime/internal/base:futex
+spindle_cc_library(runtime.internal.base.futex
   HDRS
-    runtime/internal/idle/futex.h
+    runtime/internal/base/futex.h
   DEPS
     fiber.internal.atomic
     fiber.internal.sanitizers)
 
-# //runtime/internal/idle:parker
-spindle_cc_library(runtime.internal.idle.parker
+# //runtime/internal/base:parker
+spindle_cc_library(runtime.internal.base.parker
   HDRS
-    runtime/internal/idle/parker.h
+    runtime/internal/base/parker.h
   DEPS
-    runtime.internal.idle.futex
+    runtime.internal.base.futex
     fiber.internal.atomic)
 
 # //runtime/internal/seams:test_seams
@@ -529,7 +529,7 @@ spindle_cc_library(runtime.internal.idle.wait_slot
     runtime/internal/idle/group_poller.h
     runtime/internal/idle/wait_slot.h
   DEPS
-    runtime.internal.idle.parker
+    runtime.internal.base.parker
     fiber.internal.atomic
     runtime.internal.seams.chaos)
 
@@ -550,11 +550,11 @@ spindle_cc_library(runtime.internal.idle.notifier
   HDRS
     runtime/internal/idle/notifier.h
   DEPS
-    runtime.internal.idle.futex
+    runtime.internal.base.futex
     runtime.internal.idle.wait_slot
     third_party.glog
     fiber.internal.atomic
-    runtime.internal.observability.metrics
+    runtime.internal.base.metrics
     runtime.internal.seams.scheduling_test_points)
 
 # //runtime/internal/strategies:scheduling_strategy
@@ -567,19 +567,19 @@ spindle_cc_library(runtime.internal.strategies.scheduling_strategy
     fiber.internal.atomic
     third_party.absl
     runtime.internal.idle.notifier
-    runtime.internal.observability.metrics
+    runtime.internal.base.metrics
     runtime.internal.seams.scheduling_test_points
-    runtime.internal.topology)
+    runtime.internal.base.topology)
 
-# //runtime/internal/idle:busy_poll
-spindle_cc_library(runtime.internal.idle.busy_poll
+# //runtime/internal/group:busy_poll
+spindle_cc_library(runtime.internal.group.busy_poll
   SRCS
-    runtime/internal/idle/busy_poll.cc
+    runtime/internal/group/busy_poll.cc
   HDRS
-    runtime/internal/idle/busy_poll.h
+    runtime/internal/group/busy_poll.h
   DEPS
     runtime.internal.idle.group_timers
-    runtime.internal.idle.parker
+    runtime.internal.base.parker
     runtime.internal.idle.wait_slot
     runtime.internal.strategies.scheduling_strategy)
 
@@ -594,7 +594,7 @@ spindle_cc_library(runtime.internal.strategies.strategy_global_fifo
     third_party.absl
     fiber.internal.atomic
     fiber.internal.os_mutex
-    runtime.internal.group.fiber_desc
+    runtime.internal.base.fiber_desc
     runtime.internal.idle.notifier)
 
 # //runtime/internal/queues:relaxed_queue
@@ -608,7 +608,7 @@ spindle_cc_library(runtime.internal.queues.relaxed_queue
     third_party.glog
     fiber.internal.cycle_clock
     fiber.internal.spinlock
-    runtime.internal.topology)
+    runtime.internal.base.topology)
 
 # //runtime/internal/strategies:strategy_relaxed
 spindle_cc_library(runtime.internal.strategies.strategy_relaxed
@@ -621,8 +621,8 @@ spindle_cc_library(runtime.internal.strategies.strategy_relaxed
     third_party.gflags
     third_party.glog
     fiber.internal.spinlock
-    runtime.internal.group.fiber_desc
-    runtime.internal.idle.futex
+    runtime.internal.base.fiber_desc
+    runtime.internal.base.futex
     runtime.internal.idle.notifier
     runtime.internal.queues.relaxed_queue)
 
@@ -633,7 +633,7 @@ spindle_cc_library(runtime.internal.idle.spinner_notifier
   HDRS
     runtime/internal/idle/spinner_notifier.h
   DEPS
-    runtime.internal.idle.futex
+    runtime.internal.base.futex
     runtime.internal.idle.notifier
     fiber.internal.atomic
     runtime.internal.seams.scheduling_test_points)
@@ -654,7 +654,7 @@ spindle_cc_library(runtime.internal.queues.run_queue
     third_party.glog
     fiber.internal.atomic
     fiber.internal.spinlock
-    runtime.internal.topology)
+    runtime.internal.base.topology)
 
 # //runtime/internal/queues:global_run_queue
 spindle_cc_library(runtime.internal.queues.global_run_queue
@@ -667,7 +667,7 @@ spindle_cc_library(runtime.internal.queues.global_run_queue
     third_party.absl
     third_party.glog
     fiber.internal.os_mutex
-    runtime.internal.group.fiber_desc)
+    runtime.internal.base.fiber_desc)
 
 # //runtime/internal/queues:stage_buffer
 spindle_cc_library(runtime.internal.queues.stage_buffer
@@ -690,7 +690,7 @@ spindle_cc_library(runtime.internal.strategies.strategy_v1
     third_party.gflags
     third_party.glog
     fiber.internal.spinlock
-    runtime.internal.idle.futex
+    runtime.internal.base.futex
     runtime.internal.idle.notifier
     runtime.internal.idle.spinner_notifier
     runtime.internal.queues.global_run_queue
@@ -707,7 +707,7 @@ spindle_cc_library(runtime.internal.queues.local_queue
     runtime.internal.queues.capacity
     third_party.glog
     fiber.internal.spinlock
-    runtime.internal.topology)
+    runtime.internal.base.topology)
 
 # //runtime/internal/queues:wake_inbox
 spindle_cc_library(runtime.internal.queues.wake_inbox
@@ -730,8 +730,8 @@ spindle_cc_library(runtime.internal.strategies.strategy_v2
     third_party.gflags
     third_party.glog
     fiber.internal.spinlock
-    runtime.internal.group.fiber_desc
-    runtime.internal.idle.futex
+    runtime.internal.base.fiber_desc
+    runtime.internal.base.futex
     runtime.internal.idle.notifier
     runtime.internal.queues.global_run_queue
     runtime.internal.queues.local_queue
@@ -760,31 +760,31 @@ spindle_cc_library(runtime.internal.group.scheduling_group
     runtime/internal/group/group_chaos.h
     runtime/internal/group/scheduling_group.h
   DEPS
-    runtime.internal.group.fiber_desc
-    runtime.internal.group.foreign_producers
+    runtime.internal.base.fiber_desc
+    runtime.internal.base.foreign_producers
     runtime.internal.group.group_stats
-    runtime.internal.group.ready_batch
+    runtime.internal.base.ready_batch
     third_party.absl
     third_party.glog
     fiber.internal.fiber_entity
     fiber.internal.spinlock
     fiber.internal.switch_safe_tls
-    runtime.internal.idle.busy_poll
-    runtime.internal.observability.metrics
+    runtime.internal.group.busy_poll
+    runtime.internal.base.metrics
     runtime.internal.seams.chaos
     runtime.internal.seams.test_seams
     runtime.internal.strategies.scheduling_strategy
     runtime.internal.strategies.strategy_registry
     runtime.internal.strategies.strategy_v2
-    runtime.internal.topology)
+    runtime.internal.base.topology)
 
-# //runtime/internal/observability:os_lock_check
-spindle_cc_library(runtime.internal.observability.os_lock_check
+# //runtime/internal/base:os_lock_check
+spindle_cc_library(runtime.internal.base.os_lock_check
   ALWAYSLINK
   SRCS
-    runtime/internal/observability/os_lock_check.cc
+    runtime/internal/base/os_lock_check.cc
   HDRS
-    runtime/internal/observability/os_lock_check.h
+    runtime/internal/base/os_lock_check.h
   DEPS
     third_party.absl
     fiber.internal.switch_safe_tls
@@ -798,29 +798,29 @@ spindle_cc_library(runtime.internal.group.parking
   HDRS
     runtime/internal/group/parking.h
   DEPS
-    runtime.internal.group.fiber_desc
+    runtime.internal.base.fiber_desc
     runtime.internal.group.group_stats
-    runtime.internal.group.live_fibers
-    runtime.internal.group.ready_batch
+    runtime.internal.base.live_fibers
+    runtime.internal.base.ready_batch
     runtime.internal.group.scheduling_group
     third_party.absl
     third_party.glog
     fiber.internal.fiber_entity
     fiber.internal.spinlock
     fiber.internal.stack_allocator
-    runtime.internal.observability.os_lock_check
+    runtime.internal.base.os_lock_check
     runtime.internal.seams.chaos
     runtime.internal.seams.test_seams
     runtime.internal.strategies.strategy_v2)
 
-# //runtime/internal/idle:idle_path
-spindle_cc_library(runtime.internal.idle.idle_path
+# //runtime/internal/group:idle_path
+spindle_cc_library(runtime.internal.group.idle_path
   SRCS
-    runtime/internal/idle/idle_path.cc
+    runtime/internal/group/idle_path.cc
   HDRS
-    runtime/internal/idle/idle_path.h
+    runtime/internal/group/idle_path.h
   DEPS
-    runtime.internal.idle.parker
+    runtime.internal.base.parker
     third_party.glog
     fiber.internal.fiber_entity
     fiber.internal.spinlock
@@ -837,15 +837,15 @@ spindle_cc_library(runtime.internal.fiber_worker
   HDRS
     runtime/internal/fiber_worker.h
   DEPS
-    runtime.internal.topology
+    runtime.internal.base.topology
     third_party.glog
     fiber.internal.fiber_entity
     fiber.internal.spinlock
     fiber.internal.switch_safe_tls
     runtime.internal.group.scheduling_group
-    runtime.internal.group.ready_batch
-    runtime.internal.idle.idle_path
-    runtime.internal.observability.metrics
+    runtime.internal.base.ready_batch
+    runtime.internal.group.idle_path
+    runtime.internal.base.metrics
     runtime.internal.seams.chaos
     runtime.internal.seams.test_seams)
 
@@ -876,7 +876,7 @@ spindle_cc_library(runtime.internal.hog_monitor
     fiber.internal.stack_allocator
     runtime.internal.group.scheduling_group
     runtime.internal.observability.fiber_dump
-    runtime.internal.observability.metrics
+    runtime.internal.base.metrics
     runtime.internal.queues.global_run_queue)
 
 # //runtime/internal:group_layout
@@ -886,7 +886,7 @@ spindle_cc_library(runtime.internal.group_layout
   HDRS
     runtime/internal/group_layout.h
   DEPS
-    runtime.internal.topology)
+    runtime.internal.base.topology)
 
 # //runtime/internal:runtime_options
 spindle_cc_library(runtime.internal.runtime_options
@@ -896,7 +896,7 @@ spindle_cc_library(runtime.internal.runtime_options
     runtime/internal/runtime_options.h
   DEPS
     runtime.internal.group_layout
-    runtime.internal.topology
+    runtime.internal.base.topology
     third_party.gflags
     fiber.internal.stack_allocator
     runtime.internal.queues.run_queue
@@ -915,10 +915,10 @@ spindle_cc_library(runtime.internal.runtime_impl
     runtime.internal.hog_monitor
     runtime.internal.runtime_options
     third_party.glog
-    runtime.internal.group.fiber_desc
-    runtime.internal.group.foreign_producers
+    runtime.internal.base.fiber_desc
+    runtime.internal.base.foreign_producers
     runtime.internal.group.group_stats
-    runtime.internal.group.live_fibers
+    runtime.internal.base.live_fibers
     runtime.internal.group.scheduling_group
     runtime.internal.seams.chaos
     runtime.internal.seams.test_seams)
@@ -930,7 +930,7 @@ spindle_cc_library(runtime.internal.group.take_back
   HDRS
     runtime/internal/group/take_back.h
   DEPS
-    runtime.internal.group.fiber_desc
+    runtime.internal.base.fiber_desc
     runtime.internal.group.scheduling_group
     fiber.internal.fiber_entity)
 
@@ -954,22 +954,22 @@ spindle_cc_library(timer.internal.timer_worker
     timer/internal/timer_worker.h
   DEPS
     timer.internal.timer_queue
-    runtime.internal.observability.metrics
+    runtime.internal.base.metrics
     fiber.internal.atomic
     runtime.internal.seams.chaos
-    runtime.internal.idle.futex
-    runtime.internal.idle.parker
+    runtime.internal.base.futex
+    runtime.internal.base.parker
     runtime.internal.seams.test_seams
     third_party.absl
     third_party.glog
     fiber.internal.batch_pool
     fiber.internal.os_mutex
     fiber.internal.spinlock
-    runtime.internal.group.fiber_desc
+    runtime.internal.base.fiber_desc
     runtime.internal.queues.global_run_queue
     runtime.internal.idle.group_timers
-    runtime.internal.group.live_fibers
-    runtime.internal.group.ready_batch)
+    runtime.internal.base.live_fibers
+    runtime.internal.base.ready_batch)
 
 # //sync/internal:timed_waiter
 spindle_cc_library(sync.internal.timed_waiter
@@ -983,10 +983,10 @@ spindle_cc_library(sync.internal.timed_waiter
     fiber.internal.wait_types
     fiber.internal.atomic
     runtime.internal.seams.chaos
-    runtime.internal.idle.parker
+    runtime.internal.base.parker
     third_party.glog
     fiber.internal.fiber_entity
-    runtime.internal.group.ready_batch
+    runtime.internal.base.ready_batch
     timer.internal.timer_worker)
 
 # //fiber:fiber
@@ -1005,8 +1005,8 @@ spindle_cc_library(fiber.fiber
     fiber.internal.batch_pool
     fiber.internal.fiber_entity
     fiber.internal.stack_allocator
-    runtime.internal.group.live_fibers
-    runtime.internal.group.ready_batch
+    runtime.internal.base.live_fibers
+    runtime.internal.base.ready_batch
     runtime.internal.runtime_impl
     runtime.internal.group.parking
     runtime.internal.group.scheduling_group
@@ -1034,7 +1034,7 @@ spindle_cc_library(sync.event
   DEPS
     third_party.absl
     fiber.internal.spinlock
-    runtime.internal.group.ready_batch
+    runtime.internal.base.ready_batch
     sync.internal.wait_queue)
 
 # //sync:future
@@ -1076,7 +1076,7 @@ spindle_cc_library(io.internal.descriptor
     fiber.internal.os_mutex
     fiber.internal.spinlock
     runtime.internal.seams.chaos
-    runtime.internal.group.ready_batch
+    runtime.internal.base.ready_batch
     runtime.internal.runtime_impl
     runtime.internal.group.scheduling_group
     runtime.internal.idle.wait_slot
@@ -1104,7 +1104,7 @@ spindle_cc_library(sync.barrier
     third_party.absl
     third_party.glog
     fiber.internal.spinlock
-    runtime.internal.group.ready_batch
+    runtime.internal.base.ready_batch
     sync.internal.wait_queue)
 
 # //sync:mutex
@@ -1117,7 +1117,7 @@ spindle_cc_library(sync.mutex
     third_party.absl
     third_party.glog
     fiber.internal.spinlock
-    runtime.internal.group.ready_batch
+    runtime.internal.base.ready_batch
     sync.internal.wait_queue)
 
 # //sync:condition_variable
@@ -1130,7 +1130,7 @@ spindle_cc_library(sync.condition_variable
     sync.mutex
     third_party.absl
     fiber.internal.spinlock
-    runtime.internal.group.ready_batch
+    runtime.internal.base.ready_batch
     sync.internal.wait_queue)
 
 # //sync:latch
@@ -1143,7 +1143,7 @@ spindle_cc_library(sync.latch
     third_party.absl
     third_party.glog
     fiber.internal.spinlock
-    runtime.internal.group.ready_batch
+    runtime.internal.base.ready_batch
     sync.internal.wait_queue)
 
 # //sync:semaphore
@@ -1157,7 +1157,7 @@ spindle_cc_library(sync.semaphore
     third_party.glog
     fiber.internal.spinlock
     fiber.internal.wait_types
-    runtime.internal.group.ready_batch
+    runtime.internal.base.ready_batch
     sync.internal.wait_queue)
 
 # //sync:seqlock
@@ -1180,7 +1180,7 @@ spindle_cc_library(sync.shared_mutex
     third_party.absl
     third_party.glog
     fiber.internal.spinlock
-    runtime.internal.group.ready_batch
+    runtime.internal.base.ready_batch
     sync.internal.wait_queue)
 
 # //sync:sync
@@ -1236,9 +1236,9 @@ spindle_cc_library(runtime.runtime
     fiber.internal.fiber_entity
     runtime.internal.observability.fiber_dump
     runtime.internal.fiber_worker
-    runtime.internal.group.live_fibers
-    runtime.internal.group.ready_batch
-    runtime.internal.observability.metrics
+    runtime.internal.base.live_fibers
+    runtime.internal.base.ready_batch
+    runtime.internal.base.metrics
     runtime.internal.observability.terminate_reports
     runtime.internal.runtime_impl
     runtime.internal.runtime_options
@@ -1405,14 +1405,14 @@ spindle_sh_test(benchmarks.test_seams_symbols_test
   SIZE small
   TIMEOUT 60)
 
-# //runtime/internal:timeout_testing
-spindle_cc_library(runtime.internal.timeout_testing
+# //runtime/internal/testing:timeout_testing
+spindle_cc_library(runtime.internal.testing.timeout_testing
   ALWAYSLINK
   TESTONLY
   SRCS
-    runtime/internal/timeout_testing.cc
+    runtime/internal/testing/timeout_testing.cc
   HDRS
-    runtime/internal/timeout_testing.h
+    runtime/internal/testing/timeout_testing.h
   DEPS
     third_party.gtest
     runtime.runtime)
@@ -1426,7 +1426,7 @@ spindle_cc_test(configs.default_flags_test
     top.spindle
     third_party.gflags
     third_party.gtest_main
-    runtime.internal.timeout_testing
+    runtime.internal.testing.timeout_testing
     io.io
   SIZE small
   TIMEOUT 60)
@@ -1511,17 +1511,17 @@ spindle_cc_library(examples.echo_rpc.echo_server_lib
     io.io
     io.server)
 
-# //runtime/internal:runtime_testing
-spindle_cc_library(runtime.internal.runtime_testing
+# //runtime/internal/testing:runtime_testing
+spindle_cc_library(runtime.internal.testing.runtime_testing
   ALWAYSLINK
   TESTONLY
   SRCS
-    runtime/internal/runtime_testing.cc
+    runtime/internal/testing/runtime_testing.cc
   HDRS
-    runtime/internal/runtime_testing.h
+    runtime/internal/testing/runtime_testing.h
   DEPS
     runtime.internal.runtime_options
-    runtime.internal.timeout_testing
+    runtime.internal.testing.timeout_testing
     third_party.gflags
     third_party.glog
     third_party.gtest
@@ -1548,7 +1548,7 @@ spindle_cc_test(examples.echo_rpc.echo_rpc_test
     third_party.gtest_main
     fiber.fiber
     io.io
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium
   TIMEOUT 300
@@ -1798,7 +1798,7 @@ spindle_cc_test(examples.http_server.http_server_test
     third_party.http_parser
     fiber.fiber
     io.io
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium
   TIMEOUT 300
@@ -1996,7 +1996,7 @@ spindle_cc_test(fiber.execution_context_test
     third_party.absl
     third_party.gtest_main
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium
   TIMEOUT 300
@@ -2051,7 +2051,7 @@ spindle_cc_test(fiber.fiber_local_test
     third_party.absl
     third_party.gtest_main
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE large
   TIMEOUT 900
@@ -2076,7 +2076,7 @@ spindle_cc_test(fiber.fiber_test
     third_party.gflags
     third_party.gtest_main
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE large
   TIMEOUT 900
@@ -2101,7 +2101,7 @@ spindle_cc_test(fiber.stack_test
     fiber.internal.sanitizers
     fiber.internal.stack_allocator
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium
   TIMEOUT 300
@@ -2138,7 +2138,7 @@ spindle_cc_test(integrations.grpc.grpc_doc_samples_test
     top.spindle
     third_party.gflags
     third_party.gtest_main
-    runtime.internal.timeout_testing
+    runtime.internal.testing.timeout_testing
     docs.greeter_proto
   COPTS
     -DSPINDLE_SAMPLES_NOT_README
@@ -2168,7 +2168,7 @@ spindle_cc_test(integrations.grpc.grpc_test
     fiber.async
     fiber.execution_context
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE small
   TIMEOUT 60
@@ -2189,7 +2189,7 @@ spindle_cc_test(io.run_blocking_test
     fiber.fiber
     fiber.execution_context
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium
   TIMEOUT 300
@@ -2216,7 +2216,7 @@ spindle_cc_test(io.server_test
     fiber.execution_context
     io.internal.descriptor
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium
   TIMEOUT 300
@@ -2241,7 +2241,7 @@ spindle_cc_test(io.stream_test
     fiber.execution_context
     io.internal.descriptor
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium
   TIMEOUT 300
@@ -2275,8 +2275,8 @@ spindle_cc_library(runtime.internal.queues.queues_for_models
     fiber.internal.model_testing
     fiber.internal.os_mutex
     fiber.internal.spinlock
-    runtime.internal.topology
-    runtime.internal.group.fiber_desc
+    runtime.internal.base.topology
+    runtime.internal.base.fiber_desc
   COPTS
     -O2)
 
@@ -2287,14 +2287,14 @@ spindle_cc_library(runtime.internal.idle.notifier_model
   HDRS
     runtime/internal/idle/notifier_model.h
   DEPS
-    runtime.internal.idle.futex
-    runtime.internal.idle.parker
+    runtime.internal.base.futex
+    runtime.internal.base.parker
     runtime.internal.idle.wait_slot
     third_party.glog
     third_party.gtest
     fiber.internal.atomic
     fiber.internal.model_testing
-    runtime.internal.observability.metrics
+    runtime.internal.base.metrics
     runtime.internal.queues.queues_for_models
     runtime.internal.seams.scheduling_test_points
   COPTS
@@ -2315,20 +2315,20 @@ spindle_cc_library(runtime.internal.idle.notifier_for_models
   COPTS
     -O2)
 
-# //runtime/internal/group:foreign_producers_model_test
-spindle_cc_test(runtime.internal.group.foreign_producers_model_test
+# //runtime/internal/base:foreign_producers_model_test
+spindle_cc_test(runtime.internal.base.foreign_producers_model_test
   WITHOUT_SEAMS
-  LABEL runtime/internal/group:foreign_producers_model_test
+  LABEL runtime/internal/base:foreign_producers_model_test
   SRCS
-    runtime/internal/group/foreign_producers.cc
-    runtime/internal/group/foreign_producers.h
-    runtime/internal/group/foreign_producers_model_test.cc
+    runtime/internal/base/foreign_producers.cc
+    runtime/internal/base/foreign_producers.h
+    runtime/internal/base/foreign_producers_model_test.cc
   DEPS
     fiber.internal.atomic
     fiber.internal.model_testing
     runtime.internal.idle.notifier_for_models
     runtime.internal.idle.notifier_model
-    runtime.internal.idle.parker
+    runtime.internal.base.parker
     runtime.internal.queues.queues_for_models
   COPTS
     -O2
@@ -2336,6 +2336,64 @@ spindle_cc_test(runtime.internal.group.foreign_producers_model_test
   TIMEOUT 60
   TAGS
     model)
+
+# //runtime/internal/base:metrics_test
+spindle_cc_test(runtime.internal.base.metrics_test
+  LABEL runtime/internal/base:metrics_test
+  SRCS
+    runtime/internal/base/metrics_test.cc
+  DEPS
+    runtime.internal.base.metrics
+    third_party.gtest_main
+  SIZE small
+  TIMEOUT 60)
+
+# //runtime/internal/base:os_lock_check_test
+spindle_cc_test(runtime.internal.base.os_lock_check_test
+  STRATEGY_TWINS
+  LABEL runtime/internal/base:os_lock_check_test
+  SRCS
+    runtime/internal/base/os_lock_check_test.cc
+  DEPS
+    runtime.internal.base.os_lock_check
+    third_party.gtest_main
+    fiber.fiber
+    runtime.runtime
+    runtime.internal.testing.runtime_testing
+    sync.sync
+  LINKOPTS
+    -ldl
+  SIZE medium
+  TIMEOUT 300
+  CHAOS_SEEDS
+    v1
+    481760009
+    v2
+    481760010
+    relaxed
+    118205628)
+
+# //runtime/internal/base:parker_test
+spindle_cc_test(runtime.internal.base.parker_test
+  LABEL runtime/internal/base:parker_test
+  SRCS
+    runtime/internal/base/parker_test.cc
+  DEPS
+    runtime.internal.base.parker
+    third_party.gtest_main
+  SIZE small
+  TIMEOUT 60)
+
+# //runtime/internal/base:topology_test
+spindle_cc_test(runtime.internal.base.topology_test
+  LABEL runtime/internal/base:topology_test
+  SRCS
+    runtime/internal/base/topology_test.cc
+  DEPS
+    runtime.internal.base.topology
+    third_party.gtest_main
+  SIZE small
+  TIMEOUT 60)
 
 # //runtime/internal/strategies:strategies_for_models
 spindle_cc_library(runtime.internal.strategies.strategies_for_models
@@ -2357,12 +2415,12 @@ spindle_cc_library(runtime.internal.strategies.strategies_for_models
     fiber.internal.atomic
     fiber.internal.model_testing
     fiber.internal.spinlock
-    runtime.internal.topology
-    runtime.internal.group.fiber_desc
-    runtime.internal.idle.futex
+    runtime.internal.base.topology
+    runtime.internal.base.fiber_desc
+    runtime.internal.base.futex
     runtime.internal.idle.notifier_for_models
     runtime.internal.idle.wait_slot
-    runtime.internal.observability.metrics
+    runtime.internal.base.metrics
     runtime.internal.queues.queues_for_models
     runtime.internal.seams.scheduling_test_points
   COPTS
@@ -2377,15 +2435,61 @@ spindle_cc_library(runtime.internal.group.scheduling_group_headers_for_models
     runtime/internal/group/parking.h
     runtime/internal/group/scheduling_group.h
   DEPS
-    runtime.internal.group.fiber_desc
+    runtime.internal.base.fiber_desc
     runtime.internal.group.group_stats
-    runtime.internal.group.ready_batch
+    runtime.internal.base.ready_batch
     third_party.absl
     fiber.internal.fiber_entity
     fiber.internal.spinlock
     runtime.internal.strategies.strategies_for_models
   COPTS
     -O2)
+
+# //runtime/internal/strategies:strategy_model_group
+spindle_cc_library(runtime.internal.strategies.strategy_model_group
+  WITHOUT_SEAMS
+  TESTONLY
+  HDRS
+    runtime/internal/strategies/strategy_model_group.h
+  DEPS
+    runtime.internal.strategies.strategies_for_models
+  COPTS
+    -O2)
+
+# //runtime/internal/group:idle_path_model_test
+spindle_cc_test(runtime.internal.group.idle_path_model_test
+  WITHOUT_SEAMS
+  LINKSTATIC
+  LABEL runtime/internal/group:idle_path_model_test
+  SRCS
+    runtime/internal/group/busy_poll.cc
+    runtime/internal/group/busy_poll.h
+    runtime/internal/group/idle_path.cc
+    runtime/internal/group/idle_path.h
+    runtime/internal/group/idle_path_model_test.cc
+  DEPS
+    runtime.internal.idle.group_timers
+    runtime.internal.idle.notifier_for_models
+    runtime.internal.idle.notifier_model
+    runtime.internal.base.parker
+    runtime.internal.idle.wait_slot
+    third_party.gflags
+    third_party.glog
+    fiber.internal.fiber_entity
+    fiber.internal.spinlock
+    runtime.internal.group.scheduling_group_headers_for_models
+    runtime.internal.seams.chaos
+    runtime.internal.seams.scheduling_test_points
+    runtime.internal.seams.test_seams
+    runtime.internal.strategies.strategies_for_models
+    runtime.internal.strategies.strategy_model_group
+  COPTS
+    -O2
+  SIZE medium
+  TIMEOUT 300
+  SHARDS 4
+  TAGS
+    model)
 
 # //runtime/internal/group:scheduling_group_protocol_test
 spindle_cc_test(runtime.internal.group.scheduling_group_protocol_test
@@ -2394,29 +2498,29 @@ spindle_cc_test(runtime.internal.group.scheduling_group_protocol_test
   SRCS
     runtime/internal/group/scheduling_group_protocol_test.cc
   DEPS
-    runtime.internal.group.fiber_desc
+    runtime.internal.base.fiber_desc
     runtime.internal.group.scheduling_group
     third_party.gtest_main
     fiber.internal.fiber_entity
-    runtime.internal.idle.idle_path
+    runtime.internal.group.idle_path
     runtime.internal.seams.test_seams
     runtime.internal.strategies.scheduling_strategy
     runtime.internal.strategies.strategy_v1
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
   SIZE small
   TIMEOUT 60)
 
-# //runtime/internal:lost_wake_hammer
-spindle_cc_library(runtime.internal.lost_wake_hammer
+# //runtime/internal/testing:lost_wake_hammer
+spindle_cc_library(runtime.internal.testing.lost_wake_hammer
   TESTONLY
   SRCS
-    runtime/internal/lost_wake_hammer.cc
+    runtime/internal/testing/lost_wake_hammer.cc
   HDRS
-    runtime/internal/lost_wake_hammer.h
+    runtime/internal/testing/lost_wake_hammer.h
   DEPS
     runtime.internal.runtime_impl
     runtime.internal.runtime_options
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     third_party.gflags
     third_party.gtest
     fiber.fiber
@@ -2437,8 +2541,8 @@ spindle_cc_test(runtime.internal.group.scheduling_group_test
     fiber.internal.fiber_entity
     runtime.runtime
     runtime.internal.idle.notifier
-    runtime.internal.lost_wake_hammer
-    runtime.internal.runtime_testing
+    runtime.internal.testing.lost_wake_hammer
+    runtime.internal.testing.runtime_testing
   SIZE large
   TIMEOUT 900
   TAGS
@@ -2450,52 +2554,6 @@ spindle_cc_test(runtime.internal.group.scheduling_group_test
     211320829
     relaxed
     295500044)
-
-# //runtime/internal/strategies:strategy_model_group
-spindle_cc_library(runtime.internal.strategies.strategy_model_group
-  WITHOUT_SEAMS
-  TESTONLY
-  HDRS
-    runtime/internal/strategies/strategy_model_group.h
-  DEPS
-    runtime.internal.strategies.strategies_for_models
-  COPTS
-    -O2)
-
-# //runtime/internal/idle:idle_path_model_test
-spindle_cc_test(runtime.internal.idle.idle_path_model_test
-  WITHOUT_SEAMS
-  LINKSTATIC
-  LABEL runtime/internal/idle:idle_path_model_test
-  SRCS
-    runtime/internal/idle/busy_poll.cc
-    runtime/internal/idle/busy_poll.h
-    runtime/internal/idle/idle_path.cc
-    runtime/internal/idle/idle_path.h
-    runtime/internal/idle/idle_path_model_test.cc
-  DEPS
-    runtime.internal.idle.group_timers
-    runtime.internal.idle.notifier_for_models
-    runtime.internal.idle.notifier_model
-    runtime.internal.idle.parker
-    runtime.internal.idle.wait_slot
-    third_party.gflags
-    third_party.glog
-    fiber.internal.fiber_entity
-    fiber.internal.spinlock
-    runtime.internal.group.scheduling_group_headers_for_models
-    runtime.internal.seams.chaos
-    runtime.internal.seams.scheduling_test_points
-    runtime.internal.seams.test_seams
-    runtime.internal.strategies.strategies_for_models
-    runtime.internal.strategies.strategy_model_group
-  COPTS
-    -O2
-  SIZE medium
-  TIMEOUT 300
-  SHARDS 4
-  TAGS
-    model)
 
 # //runtime/internal/idle:notifier_model_test
 spindle_cc_test(runtime.internal.idle.notifier_model_test
@@ -2513,17 +2571,6 @@ spindle_cc_test(runtime.internal.idle.notifier_model_test
   SHARDS 2
   TAGS
     model)
-
-# //runtime/internal/idle:parker_test
-spindle_cc_test(runtime.internal.idle.parker_test
-  LABEL runtime/internal/idle:parker_test
-  SRCS
-    runtime/internal/idle/parker_test.cc
-  DEPS
-    runtime.internal.idle.parker
-    third_party.gtest_main
-  SIZE small
-  TIMEOUT 60)
 
 # //runtime/internal/idle:spinner_notifier_model_test
 spindle_cc_test(runtime.internal.idle.spinner_notifier_model_test
@@ -2566,7 +2613,7 @@ spindle_cc_test(runtime.internal.idle.wait_slot_model_test
   SRCS
     runtime/internal/idle/wait_slot_model_test.cc
   DEPS
-    runtime.internal.idle.parker
+    runtime.internal.base.parker
     runtime.internal.idle.wait_slot
     third_party.gtest
     fiber.internal.atomic
@@ -2578,42 +2625,6 @@ spindle_cc_test(runtime.internal.idle.wait_slot_model_test
   TAGS
     model)
 
-# //runtime/internal/observability:metrics_test
-spindle_cc_test(runtime.internal.observability.metrics_test
-  LABEL runtime/internal/observability:metrics_test
-  SRCS
-    runtime/internal/observability/metrics_test.cc
-  DEPS
-    runtime.internal.observability.metrics
-    third_party.gtest_main
-  SIZE small
-  TIMEOUT 60)
-
-# //runtime/internal/observability:os_lock_check_test
-spindle_cc_test(runtime.internal.observability.os_lock_check_test
-  STRATEGY_TWINS
-  LABEL runtime/internal/observability:os_lock_check_test
-  SRCS
-    runtime/internal/observability/os_lock_check_test.cc
-  DEPS
-    runtime.internal.observability.os_lock_check
-    third_party.gtest_main
-    fiber.fiber
-    runtime.runtime
-    runtime.internal.runtime_testing
-    sync.sync
-  LINKOPTS
-    -ldl
-  SIZE medium
-  TIMEOUT 300
-  CHAOS_SEEDS
-    v1
-    481760009
-    v2
-    481760010
-    relaxed
-    118205628)
-
 # //runtime/internal/queues:global_run_queue_test
 spindle_cc_test(runtime.internal.queues.global_run_queue_test
   LABEL runtime/internal/queues:global_run_queue_test
@@ -2622,7 +2633,7 @@ spindle_cc_test(runtime.internal.queues.global_run_queue_test
   DEPS
     runtime.internal.queues.global_run_queue
     third_party.gtest_main
-    runtime.internal.topology
+    runtime.internal.base.topology
   SIZE small
   TIMEOUT 60)
 
@@ -2676,7 +2687,7 @@ spindle_cc_test(runtime.internal.queues.relaxed_queue_test
     runtime.internal.queues.relaxed_queue
     third_party.gtest_main
     fiber.internal.sanitizers
-    runtime.internal.topology
+    runtime.internal.base.topology
   SIZE small
   TIMEOUT 60)
 
@@ -2702,7 +2713,7 @@ spindle_cc_test(runtime.internal.queues.run_queue_model_test
     third_party.gtest
     fiber.internal.atomic
     fiber.internal.model_testing
-    runtime.internal.idle.parker
+    runtime.internal.base.parker
   COPTS
     -O2
   SIZE medium
@@ -2754,7 +2765,7 @@ spindle_cc_test(runtime.internal.strategies.strategy_global_fifo_test
   DEPS
     runtime.internal.strategies.strategy_global_fifo
     third_party.gtest_main
-    runtime.internal.group.fiber_desc
+    runtime.internal.base.fiber_desc
   SIZE small
   TIMEOUT 60)
 
@@ -2780,10 +2791,10 @@ spindle_cc_test(runtime.internal.strategies.strategy_v1_test
     runtime.internal.strategies.strategy_v1
     third_party.gtest_main
     fiber.internal.fiber_entity
-    runtime.internal.group.fiber_desc
+    runtime.internal.base.fiber_desc
     runtime.internal.group.scheduling_group
-    runtime.internal.idle.idle_path
-    runtime.internal.runtime_testing
+    runtime.internal.group.idle_path
+    runtime.internal.testing.runtime_testing
   SIZE small
   TIMEOUT 60)
 
@@ -2815,7 +2826,7 @@ spindle_cc_test(runtime.internal.strategies.strategy_v2_test
     runtime.internal.strategies.scheduling_strategy
     runtime.internal.strategies.strategy_v2
     third_party.gtest_main
-    runtime.internal.group.fiber_desc
+    runtime.internal.base.fiber_desc
   SIZE small
   TIMEOUT 60)
 
@@ -2840,10 +2851,10 @@ spindle_cc_test(runtime.internal.fiber_worker_test
     runtime/internal/fiber_worker_test.cc
   DEPS
     runtime.internal.fiber_worker
-    runtime.internal.lost_wake_hammer
+    runtime.internal.testing.lost_wake_hammer
     runtime.internal.runtime_options
-    runtime.internal.runtime_testing
-    runtime.internal.topology
+    runtime.internal.testing.runtime_testing
+    runtime.internal.base.topology
     third_party.gflags
     third_party.gtest_main
     fiber.fiber
@@ -2885,17 +2896,6 @@ spindle_cc_test(runtime.internal.runtime_options_test
   SIZE small
   TIMEOUT 60)
 
-# //runtime/internal:topology_test
-spindle_cc_test(runtime.internal.topology_test
-  LABEL runtime/internal:topology_test
-  SRCS
-    runtime/internal/topology_test.cc
-  DEPS
-    runtime.internal.topology
-    third_party.gtest_main
-  SIZE small
-  TIMEOUT 60)
-
 # //runtime:chaos_test
 spindle_cc_test(runtime.chaos_test
   REQUIRES_SEAMS
@@ -2910,7 +2910,7 @@ spindle_cc_test(runtime.chaos_test
     fiber.fiber
     runtime.internal.seams.chaos
     runtime.internal.runtime_options
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium
   TIMEOUT 300)
@@ -2929,7 +2929,7 @@ spindle_cc_test(runtime.fiber_dump_test
     fiber.fiber
     io.io
     runtime.internal.runtime_options
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium
   TIMEOUT 300
@@ -2954,7 +2954,7 @@ spindle_cc_test(runtime.metrics_test
     third_party.gflags
     runtime.internal.runtime_options
     runtime.internal.group.group_stats
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE small
   TIMEOUT 60
@@ -2976,7 +2976,7 @@ spindle_cc_test(runtime.quiet_start_test
     runtime.runtime
     third_party.gflags
     third_party.gtest_main
-    runtime.internal.timeout_testing
+    runtime.internal.testing.timeout_testing
     fiber.fiber
     runtime.internal.runtime_impl
     runtime.internal.runtime_options
@@ -3002,7 +3002,7 @@ spindle_cc_test(runtime.runtime_test
     third_party.gtest_main
     fiber.fiber
     runtime.internal.runtime_options
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     runtime.internal.seams.test_seams
   SIZE medium
   TIMEOUT 300
@@ -3038,8 +3038,8 @@ spindle_cc_test(sync.internal.timed_waiter_model_test
     fiber.internal.local_storage
     fiber.internal.model_testing
     fiber.internal.spinlock
-    runtime.internal.group.ready_batch
-    runtime.internal.idle.parker
+    runtime.internal.base.ready_batch
+    runtime.internal.base.parker
     runtime.internal.seams.chaos
     timer.internal.timer_worker
   COPTS
@@ -3060,7 +3060,7 @@ spindle_cc_test(sync.internal.timed_waiter_test
     third_party.gtest_main
     fiber.fiber
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
   SIZE large
   TIMEOUT 900
   CHAOS_SEEDS
@@ -3084,7 +3084,7 @@ spindle_cc_test(sync.cancellation_test
     fiber.async
     fiber.execution_context
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
   SIZE large
   TIMEOUT 900
   CHAOS_SEEDS
@@ -3108,7 +3108,7 @@ spindle_cc_test(sync.condition_variable_test
     fiber.async
     fiber.execution_context
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
   SIZE large
   TIMEOUT 900
   CHAOS_SEEDS
@@ -3132,7 +3132,7 @@ spindle_cc_test(sync.event_latch_semaphore_test
     fiber.async
     fiber.execution_context
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
   SIZE large
   TIMEOUT 900
   CHAOS_SEEDS
@@ -3156,7 +3156,7 @@ spindle_cc_test(sync.future_test
     fiber.async
     fiber.execution_context
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
   SIZE large
   TIMEOUT 900
   CHAOS_SEEDS
@@ -3180,7 +3180,7 @@ spindle_cc_test(sync.mutex_test
     fiber.async
     fiber.execution_context
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
   SIZE large
   TIMEOUT 900
   CHAOS_SEEDS
@@ -3204,7 +3204,7 @@ spindle_cc_test(sync.shared_mutex_seqlock_barrier_test
     fiber.async
     fiber.execution_context
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
   SIZE large
   TIMEOUT 900
   CHAOS_SEEDS
@@ -3232,7 +3232,7 @@ spindle_cc_binary(sync.sync_benchmark
     fiber.execution_context
     runtime.runtime
     runtime.internal.runtime_options
-    runtime.internal.runtime_testing)
+    runtime.internal.testing.runtime_testing)
 
 # //tests:exception_state_test
 spindle_cc_test(tests.exception_state_test
@@ -3245,7 +3245,7 @@ spindle_cc_test(tests.exception_state_test
     fiber.fiber
     fiber.internal.fiber_entity
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium
   TIMEOUT 300
@@ -3270,7 +3270,7 @@ spindle_cc_test(tests.hog_test
     fiber.fiber
     io.io
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium
   TIMEOUT 300
@@ -3314,7 +3314,7 @@ spindle_cc_test(tests.readme_samples_test
     third_party.absl
     third_party.gflags
     third_party.gtest_main
-    runtime.internal.timeout_testing
+    runtime.internal.testing.timeout_testing
     io.io
     runtime.runtime
     sync.sync
@@ -3331,9 +3331,9 @@ spindle_cc_test(tests.scheduler_stress_test
     third_party.gtest_main
     fiber.fiber
     runtime.runtime
-    runtime.internal.lost_wake_hammer
+    runtime.internal.testing.lost_wake_hammer
     runtime.internal.runtime_options
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     runtime.internal.group.scheduling_group
     third_party.gflags
   SIZE large
@@ -3380,12 +3380,12 @@ spindle_cc_test(timer.internal.timer_worker_model_test
     fiber.internal.model_testing
     fiber.internal.os_mutex
     fiber.internal.spinlock
-    runtime.internal.group.fiber_desc
-    runtime.internal.group.live_fibers
-    runtime.internal.group.ready_batch
-    runtime.internal.idle.futex
+    runtime.internal.base.fiber_desc
+    runtime.internal.base.live_fibers
+    runtime.internal.base.ready_batch
+    runtime.internal.base.futex
     runtime.internal.idle.group_timers
-    runtime.internal.idle.parker
+    runtime.internal.base.parker
     runtime.internal.queues.global_run_queue
     runtime.internal.seams.chaos
     runtime.internal.seams.test_seams
@@ -3409,7 +3409,7 @@ spindle_cc_test(timer.internal.timer_worker_seams_test
     third_party.gtest_main
     fiber.fiber
     runtime.internal.runtime_impl
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     runtime.internal.seams.test_seams
   SIZE medium
   TIMEOUT 300
@@ -3432,7 +3432,7 @@ spindle_cc_test(timer.internal.timer_worker_test
     third_party.gtest_main
     fiber.fiber
     runtime.internal.runtime_impl
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
   SIZE medium
   TIMEOUT 300
   CHAOS_SEEDS
@@ -3454,7 +3454,7 @@ spindle_cc_test(timer.timer_allocation_test
     third_party.gtest_main
     fiber.fiber
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium
   TIMEOUT 300
@@ -3493,7 +3493,7 @@ spindle_cc_test(timer.timer_test
     third_party.gtest_main
     fiber.fiber
     runtime.runtime
-    runtime.internal.runtime_testing
+    runtime.internal.testing.runtime_testing
   SIZE large
   TIMEOUT 900
   CHAOS_SEEDS

@@ -16,7 +16,7 @@
 #include "fiber/internal/fiber_entity.h"
 #include "fiber/internal/stack_allocator.h"
 #include "glog/logging.h"
-#include "runtime/internal/group/live_fibers.h"
+#include "runtime/internal/base/live_fibers.h"
 #include "runtime/internal/group/parking.h"
 #include "runtime/internal/group/take_back.h"
 #include "runtime/internal/runtime_impl.h"

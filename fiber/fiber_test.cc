@@ -20,7 +20,7 @@
 #include "fiber/this_fiber.h"
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
 #include "sync/latch.h"

@@ -6,7 +6,7 @@
 
 #include "fiber/internal/fiber_entity.h"
 #include "fiber/internal/fiber_switch.h"
-#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/base/ready_batch.h"
 #include "sync/internal/timed_waiter.h"
 
 namespace spindle {

@@ -22,7 +22,7 @@
 #include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "io/run_blocking.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
 #include "sync/latch.h"

@@ -23,7 +23,7 @@
 #include "io/internal/descriptor.h"
 #include "io/server.h"
 #include "io/stream.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
 #include "sync/latch.h"

@@ -32,7 +32,7 @@
 #include "io/internal/reactor.h"
 #include "io/run_blocking.h"
 #include "io/stream.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
 #include "sync/latch.h"

@@ -14,7 +14,7 @@
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_options.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/internal/seams/chaos.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"

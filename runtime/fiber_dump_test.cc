@@ -23,7 +23,7 @@
 #include "io/stream.h"
 #include "runtime/internal/observability/dump_signal.h"
 #include "runtime/internal/runtime_options.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/barrier.h"
 #include "sync/condition_variable.h"

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "runtime/internal/group/live_fibers.h"
+#include "runtime/internal/base/live_fibers.h"
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/idle/group_poller.h"
 #include "runtime/internal/runtime_impl.h"

@@ -26,12 +26,12 @@
 #include <string>
 #include <vector>
 
-#include "runtime/internal/observability/metrics.h"
+#include "runtime/internal/base/metrics.h"
 
 namespace spindle {
 
 // A log-bucketed histogram (4 buckets per power of two) with Percentile(q),
-// Mean(), count and sum; see runtime/internal/observability/metrics.h. The ready-to-run
+// Mean(), count and sum; see runtime/internal/base/metrics.h. The ready-to-run
 // latency is in nanoseconds.
 using Histogram = internal::HistogramSnapshot;
 

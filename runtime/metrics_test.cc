@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "runtime/internal/group/group_stats.h"
 #include "runtime/internal/runtime_options.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
 

@@ -96,7 +96,7 @@ std::vector<SchedulingGroupStats> GetSchedulingGroupStats();
 // runs (fibers keep running meanwhile; each is frozen only while it is read). Costs
 // nothing to fibers that are not being dumped. Also run by --fiber_dump_signal, by
 // TerminateRuntime() after its grace period and by the test watchdog
-// (runtime/internal/runtime_testing.h). Format, one block per fiber, by id:
+// (runtime/internal/testing/runtime_testing.h). Format, one block per fiber, by id:
 //
 //   --- fiber dump: 3 fibers (1 ready, 1 running, 1 waiting); about 0 more started but not yet scheduled ---
 //   fiber 1025 group 0 waiting on event for 1.503s

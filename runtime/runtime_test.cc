@@ -19,7 +19,7 @@
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_options.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/internal/seams/test_seams.h"
 #include "runtime/metrics.h"
 

@@ -14,7 +14,7 @@
 #include <mutex>
 
 #include "glog/logging.h"
-#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/base/ready_batch.h"
 
 namespace spindle {
 

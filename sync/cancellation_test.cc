@@ -24,7 +24,7 @@
 #include "fiber/fiber.h"
 #include "fiber/this_fiber.h"
 #include "gtest/gtest.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/condition_variable.h"
 #include "sync/event.h"

@@ -9,7 +9,7 @@
 
 #include <mutex>
 
-#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/base/ready_batch.h"
 
 namespace spindle {
 

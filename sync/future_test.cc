@@ -13,7 +13,7 @@
 #include "fiber/fiber.h"
 #include "fiber/this_fiber.h"
 #include "gtest/gtest.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
 #include "sync/mutex.h"

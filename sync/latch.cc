@@ -6,7 +6,7 @@
 #include "sync/latch.h"
 
 #include "glog/logging.h"
-#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/base/ready_batch.h"
 
 namespace spindle {
 

@@ -51,7 +51,7 @@
 #include <chrono>
 
 #include "glog/logging.h"
-#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/base/ready_batch.h"
 
 namespace spindle {
 namespace {

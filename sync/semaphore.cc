@@ -3,7 +3,7 @@
 #include "sync/semaphore.h"
 
 #include "glog/logging.h"
-#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/base/ready_batch.h"
 
 namespace spindle::internal {
 

@@ -12,7 +12,7 @@
 #include "fiber/fiber.h"
 #include "fiber/this_fiber.h"
 #include "gtest/gtest.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/barrier.h"
 #include "sync/event.h"

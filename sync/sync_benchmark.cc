@@ -34,7 +34,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "runtime/internal/runtime_options.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/condition_variable.h"
 #include "sync/event.h"

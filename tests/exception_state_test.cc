@@ -15,7 +15,7 @@
 #include "fiber/internal/exception_state.h"
 #include "fiber/this_fiber.h"
 #include "gtest/gtest.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/mutex.h"
 

@@ -31,7 +31,7 @@
 #include "gtest/gtest.h"
 #include "io/address.h"
 #include "io/stream.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/metrics.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"

@@ -20,9 +20,9 @@
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/group/scheduling_group.h"
-#include "runtime/internal/lost_wake_hammer.h"
+#include "runtime/internal/testing/lost_wake_hammer.h"
 #include "runtime/internal/runtime_options.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/runtime.h"
 
 namespace spindle {

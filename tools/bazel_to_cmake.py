@@ -26,7 +26,7 @@ libspindle (the closure of //:spindle), and the third-party libraries those use.
                                      committed file is not what the BUILD files give
 
 Both fail first, naming the test, on a test binary that starts a runtime without the
-fiber dump on a timeout (it must reach //runtime/internal:timeout_testing).
+fiber dump on a timeout (it must reach //runtime/internal/testing:timeout_testing).
 
 The check is the drift gate: .ci/run's cmake lane runs it, and so does ctest
 (tools:cmake_drift_check). Needs python3 and g++; not Bazel.
@@ -63,9 +63,9 @@ PUBLIC_ROOT_HEADERS = ["version.h"]
 LIBRARY_ROOTS = ["//:spindle"]
 
 # Every test binary that starts a runtime (reaches RUNTIME) links TIMEOUT_DUMP, so a hang
-# dumps its fibers before Bazel or ctest kills it (runtime/internal/timeout_testing.h).
+# dumps its fibers before Bazel or ctest kills it (runtime/internal/testing/timeout_testing.h).
 RUNTIME = "//runtime:runtime"
-TIMEOUT_DUMP = "//runtime/internal:timeout_testing"
+TIMEOUT_DUMP = "//runtime/internal/testing:timeout_testing"
 
 # select() keys -> CMake generator-expression conditions.
 CONDITIONS = {

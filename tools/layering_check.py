@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
-"""Fails on an #include that climbs the layers of ../shared/ARCHITECTURE.md (as
-docs/internals/layout.md's "Layers" lists them): a library file may include headers of
-its own layer and of the layers below, never of a layer above. Tests, benchmarks and test
-helpers of a component may use the layers above it (they exercise it through the public
-API), so they are not checked; examples/, benchmarks/ and tests/ are the top layer.
+"""Fails on an #include that climbs the levels of bazel/layers.bzl (LEVELS;
+docs/internals/layout.md, "Levels"): a library file may include headers of its own
+package and of the levels below, never of a level above or of a sibling package of its
+own level. Tests, benchmarks and test helpers of a component may use the levels above
+it (they exercise it through the public API), so they are not checked; examples/,
+benchmarks/ and tests/ are the top level.
 
     tools/layering_check.py          # the whole tree; exit status 1 on any climb
-    tools/layering_check.py --list   # also print each folder's layer
+    tools/layering_check.py --list   # also print each folder's level
 
-Prints one line per climbing include: FILE:LINE: includes HEADER (layer N > M).
+Prints one line per climbing include: FILE:LINE: includes HEADER (level N > M).
 
 Also the house's size bound: a library file (the same files: not tests, benchmarks or
 test helpers) has at most MAX_LINES lines, so each can be read in one sitting; a file
@@ -18,21 +19,19 @@ import os
 import re
 import sys
 
-# Folder -> layer, lowest first. A folder not listed takes its parent's layer.
-LAYERS = [
-    ("fiber/internal", 1),   # the execution core: context switch, stacks, FiberEntity
-    ("runtime/internal", 2), # scheduling: queues, strategies, groups, workers
-    ("timer/internal", 3),   # a TimerWorker per group
-    ("sync/internal", 4),    # the wait queue and the timed park
-    ("sync", 5),             # the primitives, futures
-    ("fiber", 6),            # the public fiber API (Fiber, this_fiber, Async)
-    ("runtime", 6),          # the public runtime API (StartRuntime, metrics)
-    ("timer", 6),            # the public timer API (SetTimer)
-    ("io/internal", 7),      # the reactor of each group
-    ("io", 7),               # fiber-blocking sockets
-    ("integrations", 8),     # Spindle inside other frameworks (gRPC), over the public API
-]
-TOP = 8  # benchmarks/, examples/, tests/, tools/
+# Folder -> level, lowest first: bazel/layers.bzl's LEVELS, the one list of the levels
+# (tools/package_cycles_check.py checks the BUILD files against it). A folder not
+# listed takes its parent's level.
+def _load_levels():
+    layers = {}
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "bazel", "layers.bzl")
+    with open(path, encoding="utf-8") as f:
+        exec(compile(f.read(), path, "exec"), layers)
+    return [(folder, level) for folder, level, _ in layers["LEVELS"]], layers["TOP_LEVEL"]
+
+
+LAYERS, TOP = _load_levels()  # TOP: benchmarks/, examples/, tests/, tools/
 MAX_LINES = 600
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -41,12 +40,13 @@ EXEMPT = re.compile(r'(_test|_benchmark|_testing|_test_util|lost_wake_hammer)\.(
 
 
 def layer_of(path):
+    """path's (folder of LEVELS, level), or None."""
     best = None
     for folder, layer in LAYERS:
         if path == folder or path.startswith(folder + "/"):
             if best is None or len(folder) > len(best[0]):
                 best = (folder, layer)
-    return best[1] if best else None
+    return best
 
 
 def main():
@@ -54,7 +54,7 @@ def main():
     os.chdir(root)
     if "--list" in sys.argv:
         for folder, layer in LAYERS:
-            print(f"layer {layer}: {folder}/")
+            print(f"level {layer}: {folder}/")
     climbs = 0
     checked = 0
     too_long = 0
@@ -64,7 +64,7 @@ def main():
                 if not name.endswith((".h", ".cc")) or EXEMPT.search(name):
                     continue
                 path = os.path.join(dirpath, name)
-                mine = layer_of(dirpath)
+                my_folder, mine = layer_of(dirpath)
                 checked += 1
                 with open(path, encoding="utf-8") as f:
                     lines = f.readlines()
@@ -76,17 +76,24 @@ def main():
                     if not m:
                         continue
                     header = m.group(1)
-                    theirs = layer_of(os.path.dirname(header))
-                    if theirs is None:
+                    found = layer_of(os.path.dirname(header))
+                    if found is None:
                         # Not one of ours (absl/, gflags/, ...) unless it is under
                         # a top-level folder of the top layer.
                         if header.split("/")[0] in ("benchmarks", "examples", "tests"):
-                            theirs = TOP
+                            found = ("top", TOP)
                         else:
                             continue
+                    their_folder, theirs = found
                     if theirs > mine:
                         print(f"{path}:{number}: includes {header} "
-                              f"(layer {theirs} > {mine})")
+                              f"(level {theirs} > {mine})")
+                        climbs += 1
+                    elif theirs == mine and their_folder != my_folder:
+                        # Two packages of one level are siblings: neither uses the
+                        # other (or one of them belongs a level higher).
+                        print(f"{path}:{number}: includes {header} "
+                              f"(a sibling of level {mine}: {their_folder}/)")
                         climbs += 1
     print(f"layering_check: {checked} files, {climbs} climbing includes, "
           f"{too_long} over {MAX_LINES} lines")

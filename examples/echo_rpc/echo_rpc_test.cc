@@ -26,7 +26,7 @@
 #include "gtest/gtest.h"
 #include "io/address.h"
 #include "io/stream.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "sync/event.h"
 #include "sync/latch.h"
 

@@ -25,7 +25,7 @@
 #include "gtest/gtest.h"
 #include "io/address.h"
 #include "io/stream.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "sync/event.h"
 
 namespace spindle::examples::http {

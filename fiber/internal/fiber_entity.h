@@ -244,7 +244,7 @@ class FiberEntity {
   ExceptionState exception_state_;
 
  public:
-  // The ready-to-run latency sample (runtime/internal/observability/metrics.h): the
+  // The ready-to-run latency sample (runtime/internal/base/metrics.h): the
   // cycle clock when the fiber was last made Ready, if that readiness was sampled, else
   // 0. Written by whoever makes the fiber Ready (only when sampled), before it is
   // queued; read and cleared by the worker that takes it (ordered by the queue). Last,

@@ -18,8 +18,8 @@ using OsMutex = ModelMutex;
 // capability, so fields it protects can be declared ABSL_GUARDED_BY(it): libstdc++'s
 // std::mutex carries no annotations. Same code and same rules as std::mutex (an OS
 // lock: never held across a park, yield or dispatch of a fiber, which
-// runtime/internal/observability/os_lock_check reports). Thread-safe; not recursive. Lock it with
-// OsMutexGuard, or UniqueOsMutexGuard where a std::condition_variable waits on it.
+// runtime/internal/base/os_lock_check reports). Thread-safe; not recursive. Lock it
+// with OsMutexGuard, or UniqueOsMutexGuard where a std::condition_variable waits on it.
 class ABSL_LOCKABLE OsMutex {
  public:
   OsMutex() = default;

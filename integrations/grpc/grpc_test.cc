@@ -32,7 +32,7 @@
 #include "integrations/grpc/client.h"
 #include "integrations/grpc/server.h"
 #include "integrations/grpc/test_service.grpc.pb.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
 #include "sync/future.h"

@@ -17,7 +17,7 @@
 #include "fiber/internal/os_mutex.h"
 #include "glog/logging.h"
 #include "io/internal/reactor.h"
-#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/base/ready_batch.h"
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/runtime_impl.h"
 #include "sync/internal/timed_waiter.h"

@@ -66,7 +66,7 @@
 
 #include "glog/logging.h"
 #include "io/internal/descriptor.h"
-#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/base/ready_batch.h"
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/seams/chaos.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "runtime/internal/group/scheduling_group.h"
-#include "runtime/internal/idle/idle_path.h"
+#include "runtime/internal/group/idle_path.h"
 
 namespace spindle::internal {
 

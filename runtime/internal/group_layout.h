@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/internal/topology.h"
+#include "runtime/internal/base/topology.h"
 
 namespace spindle::internal {
 

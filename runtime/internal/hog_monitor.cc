@@ -41,7 +41,7 @@
 #include "fiber/internal/stack_allocator.h"
 #include "glog/logging.h"
 #include "runtime/internal/observability/fiber_dump.h"
-#include "runtime/internal/observability/metrics.h"
+#include "runtime/internal/base/metrics.h"
 #include "runtime/internal/queues/global_run_queue.h"
 
 namespace spindle::internal {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "glog/logging.h"
-#include "runtime/internal/group/foreign_producers.h"
-#include "runtime/internal/group/live_fibers.h"
+#include "runtime/internal/base/foreign_producers.h"
+#include "runtime/internal/base/live_fibers.h"
 #include "runtime/internal/seams/chaos.h"
 #include "runtime/internal/seams/test_seams.h"
 

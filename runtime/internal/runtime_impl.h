@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "runtime/internal/fiber_worker.h"
-#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/base/fiber_desc.h"
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/hog_monitor.h"
 #include "runtime/internal/runtime_options.h"

@@ -10,7 +10,7 @@
 
 #include "fiber/internal/stack_allocator.h"
 #include "runtime/internal/group_layout.h"
-#include "runtime/internal/topology.h"
+#include "runtime/internal/base/topology.h"
 #include "gflags/gflags_declare.h"
 
 DECLARE_uint64(fiber_concurrency);

@@ -6,7 +6,7 @@
 
 #ifndef SPINDLE_MODEL_CHECK
 #include "fiber/internal/fiber_entity.h"
-#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/base/ready_batch.h"
 #endif
 
 namespace spindle::internal {

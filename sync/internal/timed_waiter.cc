@@ -42,8 +42,8 @@
 #include <thread>
 
 #include "glog/logging.h"
-#include "runtime/internal/group/ready_batch.h"
-#include "runtime/internal/idle/parker.h"
+#include "runtime/internal/base/ready_batch.h"
+#include "runtime/internal/base/parker.h"
 #include "runtime/internal/seams/chaos.h"
 
 namespace spindle::internal {

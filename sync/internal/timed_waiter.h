@@ -10,7 +10,7 @@
 #include "fiber/internal/fiber_entity.h"
 #include "fiber/internal/local_storage.h"
 #include "fiber/internal/wait_types.h"
-#include "runtime/internal/idle/parker.h"
+#include "runtime/internal/base/parker.h"
 #include "sync/internal/stop_state.h"
 #include "timer/internal/timer_worker.h"
 

@@ -43,7 +43,7 @@
 #include "fiber/internal/model_testing.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
-#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/base/ready_batch.h"
 #include "sync/internal/stop_state.h"
 #include "sync/internal/timed_waiter.h"
 #include "timer/internal/timer_worker.h"

@@ -79,12 +79,12 @@
 
 #include "fiber/internal/batch_pool.h"
 #include "glog/logging.h"
-#include "runtime/internal/group/fiber_desc.h"
-#include "runtime/internal/group/live_fibers.h"
-#include "runtime/internal/group/ready_batch.h"
-#include "runtime/internal/idle/futex.h"
+#include "runtime/internal/base/fiber_desc.h"
+#include "runtime/internal/base/live_fibers.h"
+#include "runtime/internal/base/ready_batch.h"
+#include "runtime/internal/base/futex.h"
 #ifndef SPINDLE_MODEL_CHECK
-#include "runtime/internal/observability/metrics.h"
+#include "runtime/internal/base/metrics.h"
 #endif
 #include "runtime/internal/queues/global_run_queue.h"
 #include "runtime/internal/seams/chaos.h"

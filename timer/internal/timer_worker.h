@@ -18,7 +18,7 @@
 #include "fiber/internal/os_mutex.h"
 #include "fiber/internal/spinlock.h"
 #include "runtime/internal/idle/group_timers.h"
-#include "runtime/internal/idle/parker.h"
+#include "runtime/internal/base/parker.h"
 #include "timer/internal/timer_queue.h"
 
 namespace spindle::internal {

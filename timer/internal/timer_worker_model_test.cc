@@ -22,9 +22,9 @@
 #include "fiber/internal/model_testing.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
-#include "runtime/internal/group/fiber_desc.h"
-#include "runtime/internal/group/ready_batch.h"
-#include "runtime/internal/idle/parker.h"
+#include "runtime/internal/base/fiber_desc.h"
+#include "runtime/internal/base/ready_batch.h"
+#include "runtime/internal/base/parker.h"
 #include "runtime/internal/queues/global_run_queue.h"
 #include "timer/internal/timer_worker.h"
 

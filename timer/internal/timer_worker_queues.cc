@@ -41,7 +41,7 @@
 #include <cstdint>
 
 #include "glog/logging.h"
-#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/base/ready_batch.h"
 #include "runtime/internal/seams/chaos.h"
 #include "runtime/internal/seams/test_seams.h"
 

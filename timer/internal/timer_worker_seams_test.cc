@@ -13,7 +13,7 @@
 #include "fiber/this_fiber.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_impl.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/internal/seams/test_seams.h"
 #include "timer/internal/timer_worker.h"
 

@@ -12,7 +12,7 @@
 #include "fiber/this_fiber.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/runtime_impl.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 
 namespace spindle::internal {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <utility>
 
-#include "runtime/internal/group/fiber_desc.h"
-#include "runtime/internal/group/foreign_producers.h"
+#include "runtime/internal/base/fiber_desc.h"
+#include "runtime/internal/base/foreign_producers.h"
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/seams/chaos.h"
 #include "runtime/internal/seams/test_seams.h"

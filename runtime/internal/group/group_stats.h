@@ -9,8 +9,8 @@
 
 #include "fiber/internal/cycle_clock.h"
 #include "fiber/internal/fiber_entity.h"
-#include "runtime/internal/group/fiber_desc.h"
-#include "runtime/internal/observability/metrics.h"
+#include "runtime/internal/base/fiber_desc.h"
+#include "runtime/internal/base/metrics.h"
 
 namespace spindle::internal {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "fiber/internal/fiber_entity.h"
-#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/base/fiber_desc.h"
 #include "runtime/internal/group/scheduling_group.h"
 
 namespace spindle::internal {

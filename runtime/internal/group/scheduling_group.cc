@@ -12,7 +12,7 @@
 
 #include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
-#include "runtime/internal/group/foreign_producers.h"
+#include "runtime/internal/base/foreign_producers.h"
 #include "runtime/internal/group/group_chaos.h"
 #include "runtime/internal/seams/chaos.h"
 #include "runtime/internal/seams/test_seams.h"

@@ -14,10 +14,10 @@
 #include "absl/base/thread_annotations.h"
 #include "fiber/internal/fiber_entity.h"
 #include "fiber/internal/spinlock.h"
-#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/base/fiber_desc.h"
 #include "runtime/internal/group/group_stats.h"
-#include "runtime/internal/group/ready_batch.h"
-#include "runtime/internal/idle/busy_poll.h"
+#include "runtime/internal/base/ready_batch.h"
+#include "runtime/internal/group/busy_poll.h"
 #include "runtime/internal/strategies/scheduling_strategy.h"
 
 namespace spindle::internal {

@@ -14,9 +14,9 @@
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/idle/notifier.h"
-#include "runtime/internal/lost_wake_hammer.h"
+#include "runtime/internal/testing/lost_wake_hammer.h"
 #include "runtime/internal/runtime_options.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/internal/seams/test_seams.h"
 #include "runtime/runtime.h"
 

@@ -4,7 +4,7 @@
 #define SPINDLE_RUNTIME_INTERNAL_TAKE_BACK_H_
 
 #include "fiber/internal/fiber_entity.h"
-#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/base/fiber_desc.h"
 
 namespace spindle::internal {
 

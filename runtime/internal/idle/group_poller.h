@@ -9,7 +9,7 @@
 #include <ctime>
 
 #include "fiber/internal/atomic.h"
-#include "runtime/internal/idle/parker.h"
+#include "runtime/internal/base/parker.h"
 
 namespace spindle::internal {
 

@@ -95,7 +95,7 @@
 #include <algorithm>
 
 #include "glog/logging.h"
-#include "runtime/internal/idle/futex.h"
+#include "runtime/internal/base/futex.h"
 #include "runtime/internal/seams/scheduling_test_points.h"
 
 namespace spindle::internal {

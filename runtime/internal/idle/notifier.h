@@ -8,9 +8,9 @@
 #include <cstdint>
 
 #include "fiber/internal/atomic.h"
-#include "runtime/internal/idle/futex.h"
+#include "runtime/internal/base/futex.h"
 #include "runtime/internal/idle/wait_slot.h"
-#include "runtime/internal/observability/metrics.h"
+#include "runtime/internal/base/metrics.h"
 #include "runtime/internal/seams/scheduling_test_points.h"
 
 namespace spindle::internal {

@@ -33,8 +33,8 @@
 #include "fiber/internal/model_testing.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/idle/notifier.h"
-#include "runtime/internal/idle/parker.h"
-#include "runtime/internal/observability/metrics.h"
+#include "runtime/internal/base/parker.h"
+#include "runtime/internal/base/metrics.h"
 #include "runtime/internal/queues/run_queue.h"
 
 namespace spindle::internal::testing {

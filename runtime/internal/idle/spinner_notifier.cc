@@ -110,7 +110,7 @@
 
 #include "runtime/internal/idle/spinner_notifier.h"
 
-#include "runtime/internal/idle/futex.h"
+#include "runtime/internal/base/futex.h"
 #include "runtime/internal/seams/scheduling_test_points.h"
 
 namespace spindle::internal {

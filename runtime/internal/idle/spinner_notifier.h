@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "fiber/internal/atomic.h"
-#include "runtime/internal/idle/futex.h"
+#include "runtime/internal/base/futex.h"
 #include "runtime/internal/idle/notifier.h"
 #include "runtime/internal/seams/scheduling_test_points.h"
 

@@ -28,7 +28,7 @@
 #include "fiber/internal/model_testing.h"
 #include "runtime/internal/idle/notifier.h"
 #include "runtime/internal/idle/notifier_model.h"
-#include "runtime/internal/idle/parker.h"
+#include "runtime/internal/base/parker.h"
 #include "runtime/internal/idle/spinner_notifier.h"
 
 namespace spindle::internal {

@@ -10,7 +10,7 @@
 
 #include "fiber/internal/atomic.h"
 #include "runtime/internal/idle/group_poller.h"
-#include "runtime/internal/idle/parker.h"
+#include "runtime/internal/base/parker.h"
 #include "runtime/internal/seams/chaos.h"
 
 namespace spindle::internal {

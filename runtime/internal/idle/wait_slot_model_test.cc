@@ -12,7 +12,7 @@
 #include "fiber/internal/model_testing.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/idle/group_poller.h"
-#include "runtime/internal/idle/parker.h"
+#include "runtime/internal/base/parker.h"
 #include "runtime/internal/idle/wait_slot.h"
 
 namespace spindle::internal {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "glog/logging.h"
-#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/base/fiber_desc.h"
 
 namespace spindle::internal {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "fiber/internal/atomic.h"
 #include "glog/logging.h"
-#include "runtime/internal/topology.h"
+#include "runtime/internal/base/topology.h"
 
 namespace spindle::internal {
 

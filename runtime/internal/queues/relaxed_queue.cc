@@ -84,7 +84,7 @@
 #include "absl/base/thread_annotations.h"
 #include "fiber/internal/cycle_clock.h"
 #include "glog/logging.h"
-#include "runtime/internal/topology.h"
+#include "runtime/internal/base/topology.h"
 
 namespace spindle::internal {
 namespace {

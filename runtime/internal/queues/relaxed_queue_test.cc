@@ -11,7 +11,7 @@
 
 #include "fiber/internal/sanitizers.h"
 #include "gtest/gtest.h"
-#include "runtime/internal/topology.h"
+#include "runtime/internal/base/topology.h"
 
 namespace spindle::internal {
 namespace {

@@ -14,7 +14,7 @@
 #include "fiber/internal/atomic.h"
 #include "fiber/internal/model_testing.h"
 #include "gtest/gtest.h"
-#include "runtime/internal/idle/parker.h"
+#include "runtime/internal/base/parker.h"
 #include "runtime/internal/queues/run_queue.h"
 
 namespace spindle::internal {

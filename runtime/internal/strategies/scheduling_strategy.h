@@ -16,9 +16,9 @@
 #include "fiber/internal/atomic.h"
 #include "runtime/internal/idle/group_poller.h"
 #include "runtime/internal/idle/notifier.h"
-#include "runtime/internal/observability/metrics.h"
+#include "runtime/internal/base/metrics.h"
 #include "runtime/internal/seams/scheduling_test_points.h"
-#include "runtime/internal/topology.h"
+#include "runtime/internal/base/topology.h"
 
 namespace spindle::internal {
 

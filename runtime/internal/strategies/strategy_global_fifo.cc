@@ -29,7 +29,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/base/fiber_desc.h"
 
 namespace spindle::internal {
 namespace {

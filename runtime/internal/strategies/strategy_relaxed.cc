@@ -53,7 +53,7 @@
 #include "fiber/internal/spinlock.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
-#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/base/fiber_desc.h"
 
 DEFINE_uint64(fiber_relaxed_lists_per_worker, 2,
               "Strategy relaxed: the group's queue has this many FIFO lists per worker "

@@ -121,8 +121,8 @@
 #include "fiber/internal/spinlock.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
-#include "runtime/internal/group/fiber_desc.h"
-#include "runtime/internal/idle/futex.h"
+#include "runtime/internal/base/fiber_desc.h"
+#include "runtime/internal/base/futex.h"
 
 DEFINE_uint64(fiber_v1_stage_size, 64,
               "Strategy v1: fibers a worker's running fiber may make ready while every "

@@ -19,10 +19,10 @@
 
 #include "fiber/internal/fiber_entity.h"
 #include "gtest/gtest.h"
-#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/base/fiber_desc.h"
 #include "runtime/internal/group/scheduling_group.h"
-#include "runtime/internal/idle/idle_path.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/group/idle_path.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/internal/strategies/scheduling_strategy.h"
 
 namespace spindle::internal {

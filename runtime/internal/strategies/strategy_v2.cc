@@ -111,8 +111,8 @@
 #include "fiber/internal/spinlock.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
-#include "runtime/internal/group/fiber_desc.h"
-#include "runtime/internal/idle/futex.h"
+#include "runtime/internal/base/fiber_desc.h"
+#include "runtime/internal/base/futex.h"
 
 DEFINE_uint64(fiber_v2_local_queue_size, 256,
               "Strategy v2: capacity of each worker's local queue, in fibers (default "

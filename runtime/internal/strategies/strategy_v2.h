@@ -12,7 +12,7 @@
 #include "fiber/internal/atomic.h"
 #include "fiber/internal/spinlock.h"
 #include "gflags/gflags_declare.h"
-#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/base/fiber_desc.h"
 #include "runtime/internal/idle/notifier.h"
 #include "runtime/internal/queues/global_run_queue.h"
 #include "runtime/internal/queues/local_queue.h"

@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/base/fiber_desc.h"
 
 namespace spindle::internal {
 namespace {

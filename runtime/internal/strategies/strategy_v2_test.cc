@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/base/fiber_desc.h"
 #include "runtime/internal/strategies/scheduling_strategy.h"
 
 namespace spindle::internal {

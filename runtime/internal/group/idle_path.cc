@@ -76,7 +76,7 @@
 // sleep written three times, and the lost wake-ups of the month before lived in those
 // copies.
 
-#include "runtime/internal/idle/idle_path.h"
+#include "runtime/internal/group/idle_path.h"
 
 #include <thread>
 #include <utility>
@@ -85,7 +85,7 @@
 #include "glog/logging.h"
 #include "runtime/internal/group/group_chaos.h"
 #include "runtime/internal/group/parking.h"
-#include "runtime/internal/idle/parker.h"
+#include "runtime/internal/base/parker.h"
 #include "runtime/internal/seams/chaos.h"
 #include "runtime/internal/seams/scheduling_test_points.h"
 #include "runtime/internal/seams/test_seams.h"

@@ -1,6 +1,6 @@
 // Copyright 2026 The Spindle Authors.
 
-#include "runtime/internal/observability/metrics.h"
+#include "runtime/internal/base/metrics.h"
 
 #include <algorithm>
 #include <chrono>

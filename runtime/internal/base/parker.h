@@ -18,7 +18,7 @@
 #include <ctime>
 
 #include "fiber/internal/atomic.h"
-#include "runtime/internal/idle/futex.h"
+#include "runtime/internal/base/futex.h"
 
 namespace spindle::internal {
 

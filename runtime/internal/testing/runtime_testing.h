@@ -23,7 +23,7 @@
 #include "gtest/gtest.h"
 #include "fiber/internal/fiber_entity.h"
 #include "runtime/internal/runtime_options.h"
-#include "runtime/internal/timeout_testing.h"
+#include "runtime/internal/testing/timeout_testing.h"
 #include "runtime/runtime.h"
 
 #ifndef SPINDLE_STRESS_SCALE_DEFAULT

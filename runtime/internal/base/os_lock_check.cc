@@ -20,7 +20,7 @@
 // wrappers read it directly, since they never switch fibers; the scheduler's check reads
 // it through a switch-safe accessor, because it runs on a fiber that may have migrated.
 
-#include "runtime/internal/observability/os_lock_check.h"
+#include "runtime/internal/base/os_lock_check.h"
 
 #if SPINDLE_OS_LOCK_CHECK
 

@@ -3,7 +3,7 @@
 // ReadyBatch: collecting a thread's wake-ups and queueing them per group. The queueing
 // itself (QueueReadyFibers) is the scheduler's, defined in scheduling_group.cc.
 
-#include "runtime/internal/group/ready_batch.h"
+#include "runtime/internal/base/ready_batch.h"
 
 #include <algorithm>
 

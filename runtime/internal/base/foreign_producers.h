@@ -20,7 +20,7 @@ namespace spindle::internal {
 // increment is sequenced before the push, the push (release) before the worker's pop
 // (acquire), which is before the fiber's finish, whose count Terminate reads with
 // acquire before it reads this one; so that read finds the increment, or a later value.
-// (Model-checked: runtime/internal/group/foreign_producers_model_test.cc.)
+// (Model-checked: runtime/internal/base/foreign_producers_model_test.cc.)
 //
 // Thread-safe.
 class ForeignProducers {

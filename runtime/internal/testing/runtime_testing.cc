@@ -19,7 +19,7 @@
 #include "gtest/gtest.h"
 #include "runtime/internal/observability/fiber_dump.h"
 #include "runtime/internal/runtime_options.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/internal/seams/chaos.h"
 #include "runtime/internal/seams/test_seams.h"
 

@@ -1,6 +1,6 @@
 // Copyright 2026 The Spindle Authors.
 
-#include "runtime/internal/topology.h"
+#include "runtime/internal/base/topology.h"
 
 #include <string>
 #include <vector>

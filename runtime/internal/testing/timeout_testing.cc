@@ -1,6 +1,6 @@
 // Copyright 2026 The Spindle Authors.
 
-#include "runtime/internal/timeout_testing.h"
+#include "runtime/internal/testing/timeout_testing.h"
 
 namespace spindle::testing {
 namespace {

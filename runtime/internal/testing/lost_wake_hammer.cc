@@ -1,6 +1,6 @@
 // Copyright 2026 The Spindle Authors.
 
-#include "runtime/internal/lost_wake_hammer.h"
+#include "runtime/internal/testing/lost_wake_hammer.h"
 
 #include <atomic>
 #include <chrono>
@@ -14,7 +14,7 @@
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/runtime_impl.h"
 #include "runtime/internal/runtime_options.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/internal/seams/test_seams.h"
 #include "runtime/internal/strategies/scheduling_strategy.h"
 

@@ -4,7 +4,7 @@
 // libnuma answers three questions: is NUMA available, which node holds a CPU, and give
 // me memory on a node. Everything else (parsing, restricting, affinity) is plain Linux.
 
-#include "runtime/internal/topology.h"
+#include "runtime/internal/base/topology.h"
 
 #include <numa.h>
 #include <pthread.h>

@@ -23,7 +23,7 @@
 #include "glog/logging.h"
 #include "runtime/internal/group/parking.h"
 #include "runtime/internal/group/scheduling_group.h"
-#include "runtime/internal/idle/idle_path.h"
+#include "runtime/internal/group/idle_path.h"
 #include "runtime/internal/idle/notifier_model.h"
 #include "runtime/internal/strategies/scheduling_strategy.h"
 #include "runtime/internal/strategies/strategy_model_group.h"

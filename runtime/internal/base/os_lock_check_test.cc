@@ -1,6 +1,6 @@
 // Copyright 2026 The Spindle Authors.
 
-#include "runtime/internal/observability/os_lock_check.h"
+#include "runtime/internal/base/os_lock_check.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -14,7 +14,7 @@
 #include "fiber/fiber.h"
 #include "fiber/this_fiber.h"
 #include "gtest/gtest.h"
-#include "runtime/internal/runtime_testing.h"
+#include "runtime/internal/testing/runtime_testing.h"
 #include "sync/event.h"
 #include "sync/mutex.h"
 

@@ -1,8 +1,8 @@
 // Copyright 2026 The Spindle Authors.
 
-#include "runtime/internal/idle/busy_poll.h"
+#include "runtime/internal/group/busy_poll.h"
 
-#include "runtime/internal/idle/parker.h"
+#include "runtime/internal/base/parker.h"
 
 namespace spindle::internal {
 

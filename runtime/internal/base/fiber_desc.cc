@@ -4,12 +4,12 @@
 // it: PooledObjects (fiber/internal/batch_pool.h) keeps malloc out of that cross-thread
 // free.
 
-#include "runtime/internal/group/fiber_desc.h"
+#include "runtime/internal/base/fiber_desc.h"
 
 #include <utility>
 
 #include "fiber/internal/batch_pool.h"
-#include "runtime/internal/group/live_fibers.h"
+#include "runtime/internal/base/live_fibers.h"
 
 namespace spindle::internal {
 

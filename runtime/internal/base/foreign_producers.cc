@@ -1,6 +1,6 @@
 // Copyright 2026 The Spindle Authors.
 
-#include "runtime/internal/group/foreign_producers.h"
+#include "runtime/internal/base/foreign_producers.h"
 
 #include <thread>
 

@@ -1,6 +1,6 @@
 // Copyright 2026 The Spindle Authors.
 
-#include "runtime/internal/idle/parker.h"
+#include "runtime/internal/base/parker.h"
 
 #include <atomic>
 #include <cstdlib>

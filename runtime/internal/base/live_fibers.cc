@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/internal/group/live_fibers.h"
+#include "runtime/internal/base/live_fibers.h"
 
 #include "absl/base/thread_annotations.h"
 #include "fiber/internal/os_mutex.h"

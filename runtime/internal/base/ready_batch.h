@@ -23,7 +23,7 @@ struct FiberDesc;       // fiber_desc.h
 //
 // The functions below are declared here and defined in scheduling_group.cc: a direct
 // call resolved at link time, no function pointer on the paths every wake-up and park
-// takes. This target (//runtime/internal/group:ready_batch) therefore does not depend on the
+// takes. This target (//runtime/internal/base:ready_batch) therefore does not depend on the
 // scheduler, and neither do the layers that use only it (//sync:mutex and the like);
 // any binary that runs fibers links the scheduler through //runtime, and with it the
 // definitions. In debug and sanitizer builds, ParkFiber and YieldFiber abort if the

@@ -21,10 +21,10 @@
 #include "fiber/internal/atomic.h"
 #include "fiber/internal/model_testing.h"
 #include "gtest/gtest.h"
-#include "runtime/internal/group/foreign_producers.h"
+#include "runtime/internal/base/foreign_producers.h"
 #include "runtime/internal/idle/notifier.h"
 #include "runtime/internal/idle/notifier_model.h"
-#include "runtime/internal/idle/parker.h"
+#include "runtime/internal/base/parker.h"
 
 namespace spindle::internal {
 namespace {
