@@ -28,6 +28,7 @@ set(SPINDLE_LIBRARY_TARGETS
   fiber.internal.batch_pool
   fiber.internal.context
   fiber.internal.cycle_clock
+  fiber.internal.deadline
   fiber.internal.fiber_entity
   fiber.internal.idle_release
   fiber.internal.local_storage
@@ -65,6 +66,7 @@ set(SPINDLE_LIBRARY_TARGETS
   runtime.internal.idle.wait_slot
   runtime.internal.observability.fiber_dump
   runtime.internal.observability.terminate_reports
+  runtime.internal.poller_host
   runtime.internal.queues.capacity
   runtime.internal.queues.global_run_queue
   runtime.internal.queues.local_queue
@@ -148,6 +150,7 @@ set(SPINDLE_INSTALLED_HEADERS
   fiber/fiber_local.h
   fiber/internal/atomic.h
   fiber/internal/cycle_clock.h
+  fiber/internal/deadline.h
   fiber/internal/fiber_function.h
   fiber/internal/local_storage.h
   fiber/internal/os_mutex.h
@@ -238,6 +241,21 @@ spindle_cc_library(fiber.internal.context
     fiber/internal/context.h
     fiber/internal/context_inline.h)
 
+# //fiber/internal:atomic
+spindle_cc_library(fiber.internal.atomic
+  HDRS
+    fiber/internal/atomic.h
+    fiber/internal/model_atomic.h
+  DEPS
+    third_party.absl)
+
+# //fiber/internal:deadline
+spindle_cc_library(fiber.internal.deadline
+  HDRS
+    fiber/internal/deadline.h
+  DEPS
+    fiber.internal.atomic)
+
 # //fiber/internal:wait_types
 spindle_cc_library(fiber.internal.wait_types
   HDRS
@@ -250,6 +268,7 @@ spindle_cc_library(fiber.internal.local_storage
   HDRS
     fiber/internal/local_storage.h
   DEPS
+    fiber.internal.deadline
     fiber.internal.wait_types
     third_party.glog)
 
@@ -264,14 +283,6 @@ spindle_cc_library(fiber.internal.cycle_clock
 spindle_cc_library(fiber.internal.sanitizers
   HDRS
     fiber/internal/sanitizers.h)
-
-# //fiber/internal:atomic
-spindle_cc_library(fiber.internal.atomic
-  HDRS
-    fiber/internal/atomic.h
-    fiber/internal/model_atomic.h
-  DEPS
-    third_party.absl)
 
 # //fiber/internal:spinlock
 spindle_cc_library(fiber.internal.spinlock
@@ -503,7 +514,8 @@ spindle_cc_library(runtime.internal.base.parker
     runtime/internal/base/parker.h
   DEPS
     runtime.internal.base.futex
-    fiber.internal.atomic)
+    fiber.internal.atomic
+    fiber.internal.deadline)
 
 # //runtime/internal/seams:test_seams
 spindle_cc_library(runtime.internal.seams.test_seams
@@ -956,6 +968,7 @@ spindle_cc_library(timer.internal.timer_worker
     timer.internal.timer_queue
     runtime.internal.base.metrics
     fiber.internal.atomic
+    fiber.internal.deadline
     runtime.internal.seams.chaos
     runtime.internal.base.futex
     runtime.internal.base.parker
@@ -979,6 +992,7 @@ spindle_cc_library(sync.internal.timed_waiter
     sync/internal/timed_waiter.h
   DEPS
     sync.internal.stop_state
+    fiber.internal.deadline
     fiber.internal.local_storage
     fiber.internal.wait_types
     fiber.internal.atomic
@@ -1022,6 +1036,7 @@ spindle_cc_library(sync.internal.wait_queue
   DEPS
     sync.internal.timed_waiter
     third_party.glog
+    fiber.internal.deadline
     fiber.internal.spinlock
     fiber.internal.wait_types)
 
@@ -1061,6 +1076,19 @@ spindle_cc_library(fiber.async
     fiber.fiber
     sync.future)
 
+# //runtime/internal:poller_host
+spindle_cc_library(runtime.internal.poller_host
+  SRCS
+    runtime/internal/poller_host.cc
+  HDRS
+    runtime/internal/poller_host.h
+  DEPS
+    runtime.internal.runtime_impl
+    third_party.glog
+    fiber.internal.fiber_entity
+    runtime.internal.group.scheduling_group
+    runtime.internal.idle.wait_slot)
+
 # //io/internal:descriptor
 spindle_cc_library(io.internal.descriptor
   SRCS
@@ -1077,11 +1105,11 @@ spindle_cc_library(io.internal.descriptor
     fiber.internal.spinlock
     runtime.internal.seams.chaos
     runtime.internal.base.ready_batch
-    runtime.internal.runtime_impl
-    runtime.internal.group.scheduling_group
+    runtime.internal.poller_host
     runtime.internal.idle.wait_slot
     sync.internal.stop_state
     sync.internal.timed_waiter
+    fiber.internal.deadline
     fiber.internal.local_storage)
 
 # //runtime/internal/observability:terminate_reports
@@ -1215,6 +1243,7 @@ spindle_cc_library(io.io
     third_party.absl
     third_party.gflags
     third_party.glog
+    fiber.internal.deadline
     fiber.internal.local_storage
     fiber.internal.os_mutex
     io.internal.descriptor
@@ -1897,6 +1926,17 @@ spindle_cc_test(fiber.internal.context_test
     fiber.internal.context
     fiber.internal.fiber_entity
     fiber.internal.fiber_entity_testing
+    third_party.gtest_main
+  SIZE small
+  TIMEOUT 60)
+
+# //fiber/internal:deadline_test
+spindle_cc_test(fiber.internal.deadline_test
+  LABEL fiber/internal:deadline_test
+  SRCS
+    fiber/internal/deadline_test.cc
+  DEPS
+    fiber.internal.deadline
     third_party.gtest_main
   SIZE small
   TIMEOUT 60)
@@ -3256,6 +3296,33 @@ spindle_cc_test(tests.exception_state_test
     752633205
     relaxed
     41002890)
+
+# //tests:fiber_migration_test
+spindle_cc_test(tests.fiber_migration_test
+  STRATEGY_TWINS
+  LABEL tests:fiber_migration_test
+  SRCS
+    tests/fiber_migration_test.cc
+  DEPS
+    third_party.gtest_main
+    fiber.fiber
+    fiber.internal.fiber_entity
+    runtime.runtime
+    runtime.internal.fiber_worker
+    runtime.internal.base.ready_batch
+    runtime.internal.testing.runtime_testing
+    sync.mutex
+  SIZE medium
+  TIMEOUT 300
+  TAGS
+    lto
+  CHAOS_SEEDS
+    v1
+    365685532
+    v2
+    365685533
+    relaxed
+    358226494)
 
 # //tests:hog_test
 spindle_cc_test(tests.hog_test

@@ -32,6 +32,14 @@ endif()
 set(SPINDLE_COMMON_FLAGS -fno-omit-frame-pointer
   "-fmacro-prefix-map=${SPINDLE_SOURCE_DIR}/=")
 
+# SPINDLE_LTO_TESTS (CMakeLists.txt): the library's objects also carry GCC's LTO form
+# (-flto -ffat-lto-objects: the ordinary code stays, so every other link is unchanged),
+# and each test tagged "lto" gets a twin NAME_lto (and its strategy twins) compiled and
+# linked with -flto, where the switch code, the runtime's thread-local accessors and the
+# test are optimised as one program: the bug class of a compiler caching a thread-local's
+# address across a fiber switch (tests/fiber_migration_test.cc).
+set(SPINDLE_LTO_FLAGS -flto=auto -ffat-lto-objects)
+
 # Bazel's test sizes as ctest labels; the rest of a test's tags become labels too.
 set(SPINDLE_TEST_TMP_ROOT "${CMAKE_BINARY_DIR}/Testing/tmp")
 
@@ -141,6 +149,9 @@ function(spindle_cc_library name)
   add_library(${name}.objs OBJECT ${srcs} ${hdrs})
   target_compile_options(${name}.objs PRIVATE ${SPINDLE_COMMON_FLAGS}
     ${SPINDLE_WARNING_FLAGS} ${A_COPTS})
+  if(SPINDLE_LTO_TESTS)
+    target_compile_options(${name}.objs PRIVATE ${SPINDLE_LTO_FLAGS})
+  endif()
   target_link_libraries(${name}.objs PUBLIC ${name}.usage)
   set_property(GLOBAL PROPERTY SPINDLE_OBJS_${name} ${name}.objs)
 
@@ -264,6 +275,19 @@ function(spindle_cc_test name)
       _spindle_add_test(${A_LABEL}_${strategy} ${common} COMMAND bash
         ${SPINDLE_SOURCE_DIR}/bazel/run_under_strategy.sh ${strategy} $<TARGET_FILE:${name}>)
     endforeach()
+  endif()
+  if(SPINDLE_LTO_TESTS AND "lto" IN_LIST A_TAGS)
+    _spindle_executable(${name}.lto ${output_name}_lto ${link} SRCS ${A_SRCS}
+      DEPS ${A_DEPS} COPTS ${A_COPTS} ${SPINDLE_LTO_FLAGS}
+      LINKOPTS ${A_LINKOPTS} ${SPINDLE_LTO_FLAGS})
+    _spindle_add_test(${A_LABEL}_lto ${common} COMMAND $<TARGET_FILE:${name}.lto> ${A_ARGS})
+    if(A_STRATEGY_TWINS)
+      foreach(strategy v2 relaxed)
+        _spindle_add_test(${A_LABEL}_lto_${strategy} ${common} COMMAND bash
+          ${SPINDLE_SOURCE_DIR}/bazel/run_under_strategy.sh ${strategy}
+          $<TARGET_FILE:${name}.lto>)
+      endforeach()
+    endif()
   endif()
   if(A_CHAOS_SEEDS AND SPINDLE_TEST_SEAMS)
     while(A_CHAOS_SEEDS)

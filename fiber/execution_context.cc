@@ -24,8 +24,10 @@ std::shared_ptr<ExecutionContext> ExecutionContext::Create(Options options) {
 ExecutionContext::ExecutionContext(Options options)
     : stop_(internal::StopState::Create()), parent_(std::move(options.parent)) {
   limits_.stop = stop_;
-  limits_.deadline = parent_ != nullptr ? std::min(options.deadline, parent_->deadline())
-                                        : options.deadline;
+  // The API's edge: the one conversion of the deadline, which every interruptible wait
+  // in the context then reads as it is (fiber/internal/deadline.h).
+  limits_.deadline = internal::MonotonicDeadline::At(options.deadline);
+  if (parent_ != nullptr) limits_.deadline = std::min(limits_.deadline, parent_->limits_.deadline);
   if (parent_ != nullptr) LinkTo(parent_link_, parent_->stop_);
   if (options.stop_token.state_ != nullptr) LinkTo(token_link_, options.stop_token.state_);
 }

@@ -112,7 +112,7 @@ class ExecutionContext : public std::enable_shared_from_this<ExecutionContext> {
   // The deadline fixed by Create(): the earlier of `Options::deadline` and the parent's;
   // max() if none. It never changes. Thread-safe.
   std::chrono::steady_clock::time_point deadline() const {
-    return limits_.deadline;
+    return limits_.deadline.time_point();
   }
 
   // Current()'s stop token; a token that is never stopped outside any context.

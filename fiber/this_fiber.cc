@@ -36,6 +36,7 @@ std::uint64_t GetId() {
 }
 
 bool SleepUntil(std::chrono::steady_clock::time_point deadline) {
+  const auto until = internal::MonotonicDeadline::At(deadline);  // the API's edge
   const internal::WaitLimits* limits = internal::CurrentWaitLimits();
   if (limits == nullptr) {
     // No context: nothing can interrupt it. Nobody notifies a fiber's waiter: it times
@@ -44,18 +45,17 @@ bool SleepUntil(std::chrono::steady_clock::time_point deadline) {
       std::this_thread::sleep_until(deadline);
     } else {
       internal::TimedWaiter waiter;
-      waiter.WaitUntil(deadline, internal::WaitKind::kSleep);
+      waiter.WaitUntil(until, internal::WaitKind::kSleep);
     }
     return true;
   }
   // It times out (at the earlier of the two deadlines) or is cancelled.
   internal::TimedWaiter waiter;
   const internal::TimedWaiter::Result result =
-      waiter.WaitUntil(deadline, internal::WaitKind::kSleep, limits);
+      waiter.WaitUntil(until, internal::WaitKind::kSleep, limits);
   // Timed out at our deadline, or at the context's if that came first (or both had
   // passed: the sleep did reach ours).
-  return result == internal::TimedWaiter::Result::kTimedOut &&
-         internal::TimerClock::now() >= deadline;
+  return result == internal::TimedWaiter::Result::kTimedOut && until.Passed();
 }
 
 }  // namespace this_fiber

@@ -81,7 +81,9 @@ class Operation {
   // Waits for the direction after EAGAIN; OK to retry the system call, or the error.
   absl::Status Wait(Deadline deadline, Descriptor::Direction direction) {
     int error = 0;
-    switch (descriptor_->Wait(direction, deadline, &error)) {
+    // io's edge: the deadline's one conversion (fiber/internal/deadline.h).
+    switch (descriptor_->Wait(direction, spindle::internal::MonotonicDeadline::At(deadline),
+                              &error)) {
       case Descriptor::WaitResult::kReady:
         return absl::OkStatus();
       case Descriptor::WaitResult::kClosed:

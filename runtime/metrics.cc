@@ -31,6 +31,8 @@ void Accumulate(GroupMetrics& into, const GroupMetrics& from) {
   into.steals_in_same_node += from.steals_in_same_node;
   into.steals_in_cross_node += from.steals_in_cross_node;
   into.steals_out += from.steals_out;
+  into.steal_rounds += from.steal_rounds;
+  into.steal_attempts += from.steal_attempts;
   into.steals_in_group += from.steals_in_group;
   into.wakeups += from.wakeups;
   into.sleeps += from.sleeps;
@@ -56,6 +58,8 @@ GroupMetrics GroupSince(const GroupMetrics& now, const GroupMetrics& before) {
   d.steals_in_same_node = Minus(now.steals_in_same_node, before.steals_in_same_node);
   d.steals_in_cross_node = Minus(now.steals_in_cross_node, before.steals_in_cross_node);
   d.steals_out = Minus(now.steals_out, before.steals_out);
+  d.steal_rounds = Minus(now.steal_rounds, before.steal_rounds);
+  d.steal_attempts = Minus(now.steal_attempts, before.steal_attempts);
   d.steals_in_group = Minus(now.steals_in_group, before.steals_in_group);
   d.wakeups = Minus(now.wakeups, before.wakeups);
   d.sleeps = Minus(now.sleeps, before.sleeps);
@@ -114,6 +118,8 @@ RuntimeMetrics GetRuntimeMetrics() {
     m.steals_in_same_node = group.stats().steals_in_same_node();
     m.steals_in_cross_node = group.stats().steals_in_cross_node();
     m.steals_out = group.stats().steals_out();
+    m.steal_rounds = group.stats().steal_rounds();
+    m.steal_attempts = group.stats().steal_attempts();
     m.hogs = group.stats().hogs_reported();
     m.hog_fibers_moved = group.stats().hog_fibers_moved();
     const internal::StrategyStats stats = group.strategy()->stats();
@@ -183,6 +189,12 @@ std::string FormatPrometheus(const RuntimeMetrics& metrics) {
             &GroupMetrics::steals_in_cross_node);
   per_group("spindle_steals_out_total", "counter",
             "The group's fibers that other groups stole.", &GroupMetrics::steals_out);
+  per_group("spindle_steal_rounds_total", "counter",
+            "Idle rounds of the group's workers that had other groups to steal from.",
+            &GroupMetrics::steal_rounds);
+  per_group("spindle_steal_attempts_total", "counter",
+            "Attempts of the group's workers to steal from another group.",
+            &GroupMetrics::steal_attempts);
   per_group("spindle_steals_in_group_total", "counter",
             "Fibers taken from a sibling worker's local queue (v2).",
             &GroupMetrics::steals_in_group);

@@ -17,9 +17,9 @@
 // per-worker) cells bumped with a plain load and store, never a shared
 // read-modify-write; the ready-to-run latency reads the cycle clock twice for
 // one readiness in 64 (GroupStats::kDefaultReadySamplePeriod; Go samples 1 in 8,
-// which cost the yield workload 6% here) and nothing for the others. Reading a snapshot takes locks and walks every thread's
-// cells: do it at most a few times a second, not per request. The cost figures
-// are in the README.
+// which weighs on a yield-heavy workload) and nothing for the others. Reading a
+// snapshot takes locks and walks every thread's cells: do it at most a few times a
+// second, not per request. The cost figures are in the README.
 
 #include <cstddef>
 #include <cstdint>
@@ -63,6 +63,11 @@ struct GroupMetrics {
   std::uint64_t steals_in_same_node = 0;   // fibers its workers stole on their node
   std::uint64_t steals_in_cross_node = 0;  // ... from groups on other nodes
   std::uint64_t steals_out = 0;            // its fibers that other groups stole
+  // Idle rounds of its workers that had other groups to steal from, and the steal
+  // attempts among them: a victim with --fiber_work_stealing_ratio N gets one attempt
+  // every N rounds (per worker), so attempts <= rounds / N + 1 per worker and victim.
+  std::uint64_t steal_rounds = 0;
+  std::uint64_t steal_attempts = 0;
   std::uint64_t steals_in_group = 0;       // v2: taken from a sibling worker's queue
   std::uint64_t wakeups = 0;               // sleeping workers woken (a system call each)
   std::uint64_t sleeps = 0;                // summed over its workers

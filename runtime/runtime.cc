@@ -111,7 +111,7 @@ void RunAsFiber(absl::AnyInvocable<void()> f) {
     done.Notify();  // our last access to this frame
   });
   internal::Runtime::Get().NearestGroup()->StartFiber(desc);
-  done.WaitUntil(internal::TimerClock::time_point::max());
+  done.WaitUntil(internal::MonotonicDeadline::None());
 }
 
 std::size_t GetSchedulingGroupCount() { return internal::Runtime::Get().group_count(); }

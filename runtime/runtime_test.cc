@@ -134,13 +134,9 @@ TEST(RuntimeFlagsTest, AStackFlagChangedAfterStacksExistIsRefusedByName) {
   TerminateRuntime();
 }
 
-// --fiber_work_stealing_ratio=0 turns stealing within a node off (seed 003's
-// steal_every_n = 0): two groups, all work started in one, none of it stolen.
-TEST(RuntimeFlagsTest, AStealingRatioOfZeroMeansNever) {
-  gflags::FlagSaver saver;
-  FLAGS_fiber_work_stealing_ratio = 0;
-  ScopedRuntime runtime(2, 1);
-  const RuntimeMetrics before = GetRuntimeMetrics();
+// Starts 2000 short fibers in group 0 and joins them: work that group 1 (started with
+// none) can only steal.
+void RunShortFibersInGroupZero() {
   Fiber::Attributes in_group0;
   in_group0.scheduling_group = 0;
   std::vector<Fiber> fibers;
@@ -151,10 +147,47 @@ TEST(RuntimeFlagsTest, AStealingRatioOfZeroMeansNever) {
     });
   }
   for (auto& f : fibers) f.join();
+}
+
+// --fiber_work_stealing_ratio=0 turns stealing within a node off (seed 003's
+// steal_every_n = 0): two groups, all work started in one, none of it stolen.
+TEST(RuntimeFlagsTest, AStealingRatioOfZeroMeansNever) {
+  gflags::FlagSaver saver;
+  FLAGS_fiber_work_stealing_ratio = 0;
+  ScopedRuntime runtime(2, 1);
+  const RuntimeMetrics before = GetRuntimeMetrics();
+  RunShortFibersInGroupZero();
   const GroupMetrics all = GetRuntimeMetrics().Since(before).Total();
   EXPECT_EQ(all.steals_in_same_node, 0u);
   EXPECT_EQ(all.steals_in_cross_node, 0u);
   EXPECT_EQ(all.steals_out, 0u);
+}
+
+// A larger ratio steals less often: a victim with ratio N gets one attempt every N idle
+// rounds of each thief, counted exactly (not timed): over any window, a group's
+// attempts are at most its rounds / N + 1 (its one worker has one victim), plus one for
+// a round counted between the two reads of a snapshot.
+TEST(RuntimeFlagsTest, AStealingRatioOfNMeansOneAttemptEveryNRounds) {
+  for (const std::uint64_t ratio : {1u, 4u, 64u}) {
+    SCOPED_TRACE(ratio);
+    gflags::FlagSaver saver;
+    FLAGS_fiber_work_stealing_ratio = ratio;
+    ScopedRuntime runtime(2, 1);
+    const RuntimeMetrics before = GetRuntimeMetrics();
+    RunShortFibersInGroupZero();
+    const RuntimeMetrics since = GetRuntimeMetrics().Since(before);
+    ASSERT_EQ(since.groups.size(), 2u);
+    // Group 1 started nothing: its worker was idle and looked at group 0.
+    const GroupMetrics& thief = since.groups[1];
+    EXPECT_GT(thief.steal_rounds, 0u);
+    EXPECT_LE(thief.steal_attempts, thief.steal_rounds / ratio + 2);
+    if (ratio == 1) {
+      EXPECT_GE(thief.steal_attempts + 1, thief.steal_rounds);
+    }
+    for (const GroupMetrics& group : since.groups) {
+      EXPECT_LE(group.steal_attempts, group.steal_rounds / ratio + 2) << group.index;
+    }
+  }
 }
 
 TEST(RuntimeLayoutTest, GroupSizes) {

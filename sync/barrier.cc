@@ -40,8 +40,10 @@ void Barrier::arrive_and_wait() {
     if (ArriveLocked()) return;  // this arrival ended the phase
   }
   internal::UniqueSpinlockGuard guard(lock_);
-  while (phase_ == phase) waiters_.Wait(guard.unique(), std::chrono::steady_clock::time_point::max(),
-                                        internal::WaitKind::kBarrier);
+  while (phase_ == phase) {
+    waiters_.Wait(guard.unique(), internal::MonotonicDeadline::None(),
+                  internal::WaitKind::kBarrier);
+  }
 }
 
 void Barrier::arrive_and_drop() {

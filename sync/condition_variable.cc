@@ -18,7 +18,7 @@ bool ConditionVariable::WaitUntil(std::unique_lock<Mutex>& lock,
                                   const internal::WaitLimits* limits) {
   internal::UniqueSpinlockGuard guard(lock_);
   lock.unlock();
-  const bool notified = waiters_.Wait(guard.unique(), deadline,
+  const bool notified = waiters_.Wait(guard.unique(), internal::MonotonicDeadline::At(deadline),
                                       internal::WaitKind::kConditionVariable, limits) ==
                         internal::WaitResult::kNotified;
   guard.unlock();

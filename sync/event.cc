@@ -30,9 +30,10 @@ void Event::Set() {
 bool Event::Await(std::chrono::steady_clock::time_point deadline,
                   const internal::WaitLimits* limits) {
   if (IsSet()) return true;
+  const auto until = internal::MonotonicDeadline::At(deadline);  // the API's edge
   internal::UniqueSpinlockGuard guard(lock_);
   while (!set_.load(std::memory_order_relaxed)) {  // relaxed: under lock_
-    if (waiters_.Wait(guard.unique(), deadline, internal::WaitKind::kEvent, limits) !=
+    if (waiters_.Wait(guard.unique(), until, internal::WaitKind::kEvent, limits) !=
         internal::WaitResult::kNotified) {
       return set_.load(std::memory_order_relaxed);  // relaxed: under lock_
     }

@@ -30,9 +30,10 @@ bool Latch::try_wait() const {
 
 bool Latch::Await(std::chrono::steady_clock::time_point deadline,
                   const internal::WaitLimits* limits) const {
+  const auto until = internal::MonotonicDeadline::At(deadline);  // the API's edge
   internal::UniqueSpinlockGuard guard(lock_);
   while (count_ != 0) {
-    if (waiters_.Wait(guard.unique(), deadline, internal::WaitKind::kLatch, limits) !=
+    if (waiters_.Wait(guard.unique(), until, internal::WaitKind::kLatch, limits) !=
         internal::WaitResult::kNotified) {
       return count_ == 0;
     }

@@ -3,10 +3,9 @@
 // Slow paths of Mutex: Go's sync.Mutex protocol (normal mode with barging and brief
 // spinning, hand-off mode after 1 ms of starvation), on Spindle's wait queue.
 //
-// Why not strict FIFO hand-off? It was the first version: unlock() gave the lock to the
-// oldest waiter, which then had to be scheduled before anybody could enter, so every
-// contended lock cost a fiber switch and a run-queue round trip (53 ns per lock for 64
-// fibers on 2 workers, against 28 ns for std::mutex). With barging, the running fiber
+// Why not strict FIFO hand-off? There unlock() gives the lock to the oldest waiter,
+// which then has to be scheduled before anybody can enter, so every contended lock
+// costs a fiber switch and a run-queue round trip. With barging, the running fiber
 // keeps going; hand-off is kept for waiters that would otherwise starve.
 //
 // Lock (LockSlow):
@@ -65,6 +64,7 @@ constexpr std::uintptr_t kHandOffTag = 1;
 
 bool Mutex::LockSlow(std::chrono::steady_clock::time_point deadline,
                      const internal::WaitLimits* limits) {
+  const auto until = internal::MonotonicDeadline::At(deadline);  // the API's edge
   bool awoke = false;     // we hold the `woken` claim
   bool starving = false;  // we have waited longer than kStarvationThreshold
   bool waited = false;
@@ -120,7 +120,7 @@ bool Mutex::LockSlow(std::chrono::steady_clock::time_point deadline,
       waited = true;
       wait_start = std::chrono::steady_clock::now();
     }
-    if (waiters_.Wait(guard.unique(), deadline, detail, internal::WaitKind::kMutex, limits) !=
+    if (waiters_.Wait(guard.unique(), until, detail, internal::WaitKind::kMutex, limits) !=
         internal::WaitResult::kNotified) {
       // relaxed: under lock_, like every change of the count.
       if (detail.removed_self) state_.fetch_sub(kOneWaiter, std::memory_order_relaxed);

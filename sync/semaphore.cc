@@ -37,7 +37,8 @@ bool SemaphoreCore::Acquire(std::chrono::steady_clock::time_point deadline,
     --count_;
     return true;
   }
-  return waiters_.Wait(guard.unique(), deadline, WaitKind::kSemaphore, limits) ==
+  return waiters_.Wait(guard.unique(), MonotonicDeadline::At(deadline), WaitKind::kSemaphore,
+                       limits) ==
          WaitResult::kNotified;
 }
 

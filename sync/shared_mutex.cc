@@ -21,7 +21,7 @@ void SharedMutex::lock() {
   bool starving = false;
   while (writer_ || readers_ != 0) {
     const auto result = writer_queue_.Wait(
-        guard.unique(), std::chrono::steady_clock::now() + std::chrono::milliseconds(1),
+        guard.unique(), internal::MonotonicDeadline::In(std::chrono::milliseconds(1)),
         internal::WaitKind::kSharedMutex);
     if (result == internal::WaitResult::kTimedOut && !starving) {
       starving = true;
@@ -55,7 +55,7 @@ void SharedMutex::unlock() {
 void SharedMutex::lock_shared() {
   internal::UniqueSpinlockGuard guard(lock_);
   while (!ReadersMayEnter()) {
-    reader_queue_.Wait(guard.unique(), std::chrono::steady_clock::time_point::max(),
+    reader_queue_.Wait(guard.unique(), internal::MonotonicDeadline::None(),
                        internal::WaitKind::kSharedMutex);
   }
   ++readers_;

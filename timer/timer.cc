@@ -17,7 +17,7 @@ std::uint64_t Arm(TimerClock::time_point at, TimerClock::duration interval,
   internal::SchedulingGroup* group = runtime.NearestGroup();
   auto* entry = internal::NewTimerEntry();
   entry->refs.store(2, std::memory_order_relaxed);  // the user's and the worker's
-  entry->expires_at = at;
+  entry->expires = internal::MonotonicDeadline::At(at);  // the API's edge
   entry->interval = interval;
   entry->callback = std::move(callback);
   entry->group = group;

@@ -116,11 +116,10 @@ class BatchPool {
 
 // new and delete for small objects that one thread allocates and another frees, many
 // per second (fiber descriptors, join states): a plain new/delete makes malloc pay for
-// a cross-thread free each time (a quarter of 1M spawns' time in _int_malloc/_int_free).
-// Each thread keeps a cache of free objects and trades batches with one BatchPool per
-// type. When both are empty, a slab (a page) is carved into kObjectsPerSlab objects at
-// once: one fresh object at a time from malloc's top chunk cost spawn_join (1M fibers
-// outstanding) ~250 instructions per fiber (callgrind). The
+// a cross-thread free each time. Each thread keeps a cache of free objects and trades
+// batches with one BatchPool per type. When both are empty, a slab (a page) is carved
+// into kObjectsPerSlab objects at once: one fresh object at a time from malloc's top
+// chunk is far dearer per object while many are outstanding. The
 // pool keeps kKeep objects for good; beyond that, objects that sat in it unused for
 // --fiber_release_delay_ms are destroyed (idle_release.h), and a slab goes back to
 // malloc when its last object is, so a burst of 100k fibers does not pin 100k

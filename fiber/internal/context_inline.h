@@ -11,9 +11,9 @@ namespace spindle::internal {
 // x86-64 an asm statement that saves only the frame pointer and the floating-point
 // control state and declares every other register clobbered, so the compiler keeps
 // what it needs across the switch in the caller's own frame (the yield path has pushed
-// the callee-saved registers in its prologue already: a called switch pushed and popped
-// them a second time, with a call, a return and a frame of its own around it; 19 of
-// yield's 221 instructions, callgrind). The frame it leaves follows the protocol at the
+// the callee-saved registers in its prologue already: a called switch pushes and pops
+// them a second time, with a call, a return and a frame of its own around it). The
+// frame it leaves follows the protocol at the
 // top of context_x86_64.S, so either kind of switch resumes either kind of save, and a
 // new context's trampoline.
 //

@@ -280,8 +280,8 @@ SPINDLE_NO_SANITIZE_THREAD void FiberEntity::LeaveForGood() {
   std::abort();
 }
 
-// Every spawn writes the whole control block: a sixth cache line (the fiber-local
-// slots grew it once) cost skynet and fib 8-10%. Grow it only with a measurement.
+// Every spawn writes the whole control block: a sixth cache line slows spawn-heavy
+// work measurably. Grow it only with a measurement.
 static_assert(sizeof(FiberEntity) + kStackHeaderSize <= 5 * 64,
               "the fiber control block must fit five cache lines");
 
@@ -294,10 +294,10 @@ std::size_t FiberControlBlockSize() {
 }
 
 #ifdef SPINDLE_TSAN
-// TSan fibers. __tsan_create_fiber() costs 2-6 ms with GCC 12's libtsan (it clears a
-// 0.8 MiB thread state and maps a new thread context with its trace; perf: memset and
-// page faults), a thousand times a fiber's whole life, and the TSan lane spent most of
-// its hour creating them. So a dead fiber's TSan fiber is kept for the next fiber that
+// TSan fibers. __tsan_create_fiber() costs milliseconds with GCC 12's libtsan (it
+// clears a large thread state and maps a new thread context with its trace), far more
+// than a fiber's whole life, and a test run under TSan spends most of its time creating
+// them. So a dead fiber's TSan fiber is kept for the next fiber that
 // first runs on the same thread: a pool per thread, taken at a fiber's first switch-in
 // (not at its creation: a thread that only spawns, as a test's main thread does, would
 // never get any back) and given back when the dead fiber is destroyed, on the worker
@@ -436,7 +436,7 @@ FiberEntity* GetMasterFiberEntity() {
 }
 
 // Out of line (never inlined into a caller that may switch) and reading the slot
-// directly: one call, not two, on every Yield() and park (callgrind: 4 instructions).
+// directly: one call, not two, on every Yield() and park.
 __attribute__((noinline)) FiberEntity* GetCurrentFiberEntity() {
   FiberEntity** slot = &tls_current_fiber;
   asm volatile("" : "+r"(slot));  // as SPINDLE_SWITCH_SAFE_TLS_ACCESSOR's

@@ -80,7 +80,7 @@ class FiberEntity {
   // Changes the state; CHECKs that `scheduler_lock` is held and that the transition is
   // legal (see FiberState). Stamps state_since() when the fiber parks. Inline, the
   // checks one load, a table test and a branch each: the yield path makes two of these
-  // per switch, and out of line they were an eighth of its instructions (callgrind).
+  // per switch, and out of line each would add a call to it.
   // They stay in opt builds: an illegal transition (a fiber queued twice, run on two
   // workers) would otherwise corrupt its stack silently.
   void SetState(FiberState next) {
@@ -89,8 +89,8 @@ class FiberEntity {
     }
     state_ = next;
     // Only a park is timed: the dump's question is how long a fiber has waited, and a
-    // clock read on every transition would cost spawn_join several percent. Written
-    // only then (the dump reads it only for a Waiting fiber).
+    // clock read on every transition would slow every spawn and switch. Written only
+    // then (the dump reads it only for a Waiting fiber).
     if (next == FiberState::kWaiting) state_since_ = StateClockNow();
   }
   // SetState(kTo) where the caller knows the one state the fiber must be in (the switch
@@ -107,7 +107,7 @@ class FiberEntity {
   }
   // Transition() where the caller took scheduler_lock itself, in the same function,
   // just before: the state is checked, the lock check (which could not fail there) is
-  // left out (two per yield, 6 instructions).
+  // left out (two per yield).
   template <FiberState kFrom, FiberState kTo>
   __attribute__((always_inline)) void TransitionJustLocked() {
     static_assert(IsLegalTransition(kFrom, kTo), "not an edge of the state diagram");
@@ -249,7 +249,7 @@ class FiberEntity {
   // 0. Written by whoever makes the fiber Ready (only when sampled), before it is
   // queued; read and cleared by the worker that takes it (ordered by the queue). Last,
   // after the fields every switch touches, so as not to move them to other cache lines
-  // (spawn_join cost 7% more with it among the scheduling fields).
+  // (among the scheduling fields it slows the spawn path).
   std::uint64_t ready_stamp = 0;
 
   // The fiber's FiberLocal values and execution context (fiber/fiber_local.h,

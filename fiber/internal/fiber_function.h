@@ -16,10 +16,10 @@ namespace spindle::internal {
 
 // What a fiber runs: a move-only callable taking no arguments, type-erased. Built for
 // the spawn path, which moves a fiber's function from the caller into its descriptor and
-// on into its control block, and destroys it when it returns. absl::AnyInvocable did that
-// with an indirect call into a manager function for every move and every destruction,
-// empty or not (a quarter of fib's samples, perf), and keeps only 16 bytes inline, so a
-// lambda capturing four words (skynet's) went to the heap on every spawn.
+// on into its control block, and destroys it when it returns. absl::AnyInvocable does
+// that with an indirect call into a manager function for every move and every
+// destruction, empty or not, and keeps only 16 bytes inline, so a lambda capturing four
+// words goes to the heap on every spawn.
 //
 // A callable that can be null (a null function pointer, an empty std::function or
 // absl::AnyInvocable) makes an empty FiberFunction, which the start paths reject with

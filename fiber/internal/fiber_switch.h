@@ -31,7 +31,7 @@ namespace fiber_switch_internal {
 extern __thread FiberEntity* tls_current_fiber;
 // The calling thread's `__cxa_eh_globals` (exception_state.h), looked up once per
 // thread: libstdc++'s __cxa_get_globals() reaches its thread-local through
-// __tls_get_addr (it is a shared library), 22 instructions per switch (callgrind).
+// __tls_get_addr (it is a shared library), a call on every switch.
 // Read only by a thread about its own state, before a switch (Switch()) or through
 // ThisThreadExceptionState(), never cached across one.
 extern __thread ExceptionState* tls_exception_state;

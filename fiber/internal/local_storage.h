@@ -22,6 +22,7 @@
 #include <new>
 #include <utility>
 
+#include "fiber/internal/deadline.h"
 #include "fiber/internal/wait_types.h"
 
 namespace spindle::internal {
@@ -34,7 +35,7 @@ class StopState;  // sync/internal/stop_state.h
 // and threads that run in it, while they do (the scope that entered it keeps it alive).
 struct WaitLimits {
   StopState* stop = nullptr;  // never null in a context
-  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  MonotonicDeadline deadline = MonotonicDeadline::None();
 };
 
 // A value's header. Lives as long as the value; destroyed (with the value) only through
@@ -72,8 +73,8 @@ LocalKey AllocateLocalKey(LocalKeySpace space);
 void FreeLocalKey(LocalKeySpace space, LocalKey key);
 
 // The value slots of one fiber (or of a plain thread, through its master fiber): five
-// inline (what keeps the control block in five cache lines: a sixth line cost skynet and
-// fib 8-10%), more in a heap array grown on demand. Owner only: the fiber that it belongs
+// inline (what keeps the control block in five cache lines: every spawn writes all of
+// them), more in a heap array grown on demand. Owner only: the fiber that it belongs
 // to, or the code that ends that fiber.
 class FiberLocalStorage {
  public:

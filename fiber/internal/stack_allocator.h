@@ -191,9 +191,9 @@ std::string ValidateRequestedStackSize(std::size_t requested);
 // allocator only once per batch. The allocator must outlive its caches and every stack
 // it handed out.
 //
-// Where the memory goes, per parked fiber (the budget of issue 16; 4 KiB pages, x86-64,
-// the default 128 KiB stack; measured by spindle_bench's parked_memory, 100k fibers
-// parked on one Event):
+// Where the memory goes, per parked fiber (4 KiB pages, x86-64, the default 128 KiB
+// stack; spindle_bench's parked_memory measures it, with 100k fibers parked on one
+// Event: docs/internals/execution-core.md):
 //   - 4096 bytes: the stack's top page, the only page a fiber that parks in a sync
 //     primitive touches. It holds the 320-byte control block (FiberEntity, 304 bytes,
 //     and the 16-byte stack header) and the frames of the entry and park paths (about
@@ -207,16 +207,13 @@ std::string ValidateRequestedStackSize(std::size_t requested);
 //   - ~50 bytes of malloc: the fiber's closure when it does not fit AnyInvocable's
 //     inline storage (parked_memory's captures four references). The waiter lives on the
 //     stack, the descriptor is recycled when the fiber first runs, and the fiber dump's
-//     registry has one entry per slab, not per stack (one per stack took 80 bytes).
+//     registry has one entry per slab, not per stack (one per stack would take 80
+//     bytes).
 //   - VMAs: kernel memory outside RSS, but bounded by vm.max_map_count (65530 by
 //     default): 2 per stack with a PROT_NONE guard, 0 per stack in a slab.
-// Measured: 4.1 KiB per parked fiber (4127-4203 KiB per 1000), guarded, on a 2-core VM.
-// Before this layout, stacks past the mmap limit came from aligned_alloc(): glibc serves
-// 128 KiB from an mmap of its own with the chunk header at its bottom, so each such stack
-// touched a second page. With the default map count, 84% of 100k stacks were there:
-// 7.4 KiB per fiber on that VM. The same build read 4.2 KiB with the mmap limit out of
-// the way (guard pages off) -- which is what a machine with a higher vm.max_map_count
-// sees, the likely cause of the 16-core machine's 4,165 KiB per 1000.
+// Stacks past the mmap limit do not come from aligned_alloc(): glibc serves 128 KiB
+// from an mmap of its own with the chunk header at its bottom, so each such stack would
+// touch a second page.
 class StackAllocator {
  public:
   explicit StackAllocator(const StackAllocatorOptions& options);  // CHECKs options

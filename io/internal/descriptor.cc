@@ -18,8 +18,7 @@
 #include "glog/logging.h"
 #include "io/internal/reactor.h"
 #include "runtime/internal/base/ready_batch.h"
-#include "runtime/internal/group/scheduling_group.h"
-#include "runtime/internal/runtime_impl.h"
+#include "runtime/internal/poller_host.h"
 #include "sync/internal/timed_waiter.h"
 
 namespace spindle::io::internal {
@@ -225,7 +224,7 @@ void Descriptor::OnEvents(std::uint32_t generation, std::uint32_t epoll_events) 
 }
 
 Descriptor::WaitResult Descriptor::Wait(Direction direction,
-                                        std::chrono::steady_clock::time_point deadline,
+                                        spindle::internal::MonotonicDeadline deadline,
                                         int* error) {
   // Every wait is interruptible: the caller's execution context bounds it.
   const spindle::internal::WaitLimits* limits = spindle::internal::CurrentWaitLimits();
@@ -238,20 +237,18 @@ Descriptor::WaitResult Descriptor::Wait(Direction direction,
 }
 
 int Descriptor::EnsureRegistered() {
-  auto* group = spindle::internal::GetCurrentFiberEntity()->scheduling_group;
   if (reactor_ != nullptr) {
     // Registered under an earlier runtime whose group of that index is gone (fewer
     // groups now): move to ours, or nobody would poll it. Else make sure the reactor is
     // attached to this runtime's group of its index.
-    auto& runtime = spindle::internal::Runtime::Get();
-    if (reactor_->index() < runtime.group_count()) {
-      Reactor::ForGroup(runtime.group(reactor_->index()));
+    if (reactor_->index() < spindle::internal::PollerHostGroupCount()) {
+      Reactor::ForGroup(reactor_->index());
       return 0;
     }
     reactor_->Unregister(fd_);
     reactor_ = nullptr;
   }
-  Reactor* reactor = Reactor::ForGroup(group);
+  Reactor* reactor = Reactor::ForGroup(spindle::internal::PollerHostCurrentGroup());
   const int error = reactor->Register(fd_, Tag());
   if (error != 0) {
     // EPERM: a file epoll cannot watch (a regular file); the caller's wait falls back
@@ -270,7 +267,7 @@ int Descriptor::EnsureRegistered() {
 }
 
 Descriptor::WaitResult Descriptor::WaitAsFiber(
-    Direction direction, std::chrono::steady_clock::time_point deadline,
+    Direction direction, spindle::internal::MonotonicDeadline deadline,
     const spindle::internal::WaitLimits* limits, int* error) {
   TimedWaiter waiter;
   bool pollable = true;
@@ -302,7 +299,7 @@ Descriptor::WaitResult Descriptor::WaitAsFiber(
   }
   // Someone must poll while we wait (see BusyPoll::EnsurePollerAwake()).
   if (direction != kNeither) {
-    spindle::internal::Runtime::Get().group(reactor_index)->busy_poll().EnsurePollerAwake();
+    spindle::internal::EnsurePollerAwake(reactor_index);
   }
   const TimedWaiter::Result result =
       waiter.WaitUntil(deadline, spindle::internal::WaitKind::kSocket, limits);
@@ -343,7 +340,7 @@ struct PollCancel : spindle::internal::StopState::Callback {
 }  // namespace
 
 Descriptor::WaitResult Descriptor::WaitAsThread(Direction direction,
-                                                std::chrono::steady_clock::time_point deadline,
+                                                spindle::internal::MonotonicDeadline deadline,
                                                 spindle::internal::StopState* stop) {
   if (stop == nullptr) return PollAsThread(direction, deadline, -1);
   PollCancel cancel;
@@ -365,13 +362,11 @@ Descriptor::WaitResult Descriptor::WaitAsThread(Direction direction,
 
 bool Descriptor::RegisteredWithLiveGroup() const {
   if (reactor_ == nullptr) return false;
-  const auto& runtime = spindle::internal::Runtime::Get();
-  return reactor_->index() < runtime.group_count() &&
-         runtime.group(reactor_->index())->strategy()->poller() == reactor_;
+  return spindle::internal::IsAttachedPoller(reactor_->index(), reactor_);
 }
 
 Descriptor::WaitResult Descriptor::PollAsThread(
-    Direction direction, std::chrono::steady_clock::time_point deadline, int cancel_fd) {
+    Direction direction, spindle::internal::MonotonicDeadline deadline, int cancel_fd) {
   pollfd entries[2] = {};
   pollfd& entry = entries[0];
   entry.fd = fd_;
@@ -383,12 +378,10 @@ Descriptor::WaitResult Descriptor::PollAsThread(
   for (;;) {
     if (closed()) return WaitResult::kClosed;
     int timeout_ms = -1;
-    if (deadline != std::chrono::steady_clock::time_point::max()) {
-      const auto left = deadline - std::chrono::steady_clock::now();
-      if (left <= std::chrono::steady_clock::duration::zero()) {
-        return WaitResult::kTimedOut;
-      }
-      const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+    if (!deadline.is_none()) {
+      const std::int64_t left_ns = deadline.ns() - spindle::internal::MonotonicNowNs();
+      if (left_ns <= 0) return WaitResult::kTimedOut;
+      const std::int64_t ms = (left_ns + 999'999) / 1'000'000;  // rounded up
       timeout_ms = ms > 1'000'000'000 ? 1'000'000'000 : static_cast<int>(ms);
     }
     const int n = poll(entries, cancel_fd >= 0 ? 2 : 1, timeout_ms);
@@ -398,8 +391,8 @@ Descriptor::WaitResult Descriptor::PollAsThread(
       if (direction != kNeither) return WaitResult::kReady;
       // kNeither: a hang-up without Close() (the peer); keep backing off until the
       // deadline without spinning on it.
-      if (deadline == std::chrono::steady_clock::time_point::max()) return WaitResult::kReady;
-      std::this_thread::sleep_until(deadline);
+      if (deadline.is_none()) return WaitResult::kReady;
+      std::this_thread::sleep_until(deadline.time_point());
       return WaitResult::kTimedOut;
     }
     if (n < 0 && errno != EINTR) {

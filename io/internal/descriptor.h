@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "absl/base/thread_annotations.h"
+#include "fiber/internal/deadline.h"
 #include "fiber/internal/local_storage.h"
 #include "fiber/internal/spinlock.h"
 
@@ -87,7 +88,7 @@ class Descriptor {
   // Waits (under a reference) until `direction` may be ready, the descriptor is closed,
   // or `deadline`. kNeither waits for closing or the deadline only (a back-off).
   // kFailed sets `*error` (an errno value) when `error` is not null.
-  WaitResult Wait(Direction direction, std::chrono::steady_clock::time_point deadline,
+  WaitResult Wait(Direction direction, spindle::internal::MonotonicDeadline deadline,
                   int* error = nullptr);
 
   // The owner's Close(), for the use `generation`: marks closed, wakes waiters,
@@ -124,11 +125,11 @@ class Descriptor {
  private:
   friend class DescriptorTable;
 
-  WaitResult WaitAsFiber(Direction direction, std::chrono::steady_clock::time_point deadline,
+  WaitResult WaitAsFiber(Direction direction, spindle::internal::MonotonicDeadline deadline,
                          const spindle::internal::WaitLimits* limits, int* error);
-  WaitResult WaitAsThread(Direction direction, std::chrono::steady_clock::time_point deadline,
+  WaitResult WaitAsThread(Direction direction, spindle::internal::MonotonicDeadline deadline,
                           spindle::internal::StopState* stop);
-  WaitResult PollAsThread(Direction direction, std::chrono::steady_clock::time_point deadline,
+  WaitResult PollAsThread(Direction direction, spindle::internal::MonotonicDeadline deadline,
                           int cancel_fd);
   // Registers with the reactor of the calling fiber's group (once; again if that
   // reactor's group is gone). 0, or the errno value epoll_ctl failed with (then

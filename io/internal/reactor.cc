@@ -67,7 +67,7 @@
 #include "glog/logging.h"
 #include "io/internal/descriptor.h"
 #include "runtime/internal/base/ready_batch.h"
-#include "runtime/internal/group/scheduling_group.h"
+#include "runtime/internal/poller_host.h"
 #include "runtime/internal/seams/chaos.h"
 
 namespace spindle::io::internal {
@@ -81,8 +81,7 @@ std::mutex g_create_lock;
 
 }  // namespace
 
-Reactor* Reactor::ForGroup(spindle::internal::SchedulingGroup* group) {
-  const std::size_t index = group->index();
+Reactor* Reactor::ForGroup(std::size_t index) {
   CHECK_LT(index, kMaxReactors) << "more scheduling groups than reactors";
   // acquire: pairs with the release below (a fully built reactor).
   Reactor* reactor = g_reactors[index].load(std::memory_order_acquire);
@@ -94,7 +93,7 @@ Reactor* Reactor::ForGroup(spindle::internal::SchedulingGroup* group) {
       g_reactors[index].store(reactor, std::memory_order_release);
     }
   }
-  if (group->strategy()->poller() != reactor) group->strategy()->SetPoller(reactor);
+  spindle::internal::AttachPoller(index, reactor);
   return reactor;
 }
 
@@ -150,7 +149,7 @@ void Reactor::Unregister(int fd) {
   registered_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: as in Register()
 }
 
-bool Reactor::Wait(spindle::internal::Deadline deadline) {
+bool Reactor::Wait(spindle::internal::MonotonicDeadline deadline) {
   int timeout_ms = -1;
   if (!deadline.is_none()) {
     const std::int64_t left = deadline.ns() - spindle::internal::MonotonicNowNs();

@@ -11,10 +11,6 @@
 
 #include "runtime/internal/idle/group_poller.h"
 
-namespace spindle::internal {
-class SchedulingGroup;
-}  // namespace spindle::internal
-
 namespace spindle::io::internal {
 
 // Counters of one reactor (relaxed snapshots).
@@ -34,9 +30,9 @@ struct ReactorStats {
 // Thread-safety: see GroupPoller; Register/Unregister from any thread.
 class Reactor final : public spindle::internal::GroupPoller {
  public:
-  // The reactor of `group` (by index), created on first use and attached to the group
-  // as its poller.
-  static Reactor* ForGroup(spindle::internal::SchedulingGroup* group);
+  // The reactor of scheduling group `index` of the running runtime, created on first
+  // use and attached to the group as its poller (poller_host.h).
+  static Reactor* ForGroup(std::size_t index);
   // The reactor at `index`, or null if none was created.
   static Reactor* AtIndex(std::size_t index);
 
@@ -57,7 +53,7 @@ class Reactor final : public spindle::internal::GroupPoller {
   bool HasInterest() const override {
     return registered_.load(std::memory_order_relaxed) > 0;  // relaxed: a hint
   }
-  bool Wait(spindle::internal::Deadline deadline) override;
+  bool Wait(spindle::internal::MonotonicDeadline deadline) override;
   void Dispatch() override;
   void Interrupt() override;
 

@@ -58,7 +58,7 @@ FiberEntity* CurrentFiberOrNull() {
 
 TimedWaiter::TimedWaiter() : fiber_(CurrentFiberOrNull()) {}
 
-TimedWaiter::Result TimedWaiter::WaitInterruptibly(TimerClock::time_point deadline,
+TimedWaiter::Result TimedWaiter::WaitInterruptibly(MonotonicDeadline deadline,
                                                    WaitKind kind, const WaitLimits* limits) {
   deadline = std::min(deadline, limits->deadline);
   StopState* stop = limits->stop;
@@ -142,13 +142,11 @@ void TimedWaiter::OnDeadline(void* arg) {
   waiter->deadline_callback_done_.store(true, std::memory_order_release);
 }
 
-TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline,
+TimedWaiter::Result TimedWaiter::WaitAsFiber(MonotonicDeadline deadline,
                                              WaitKind kind) {
-  const bool timed = deadline != TimerClock::time_point::max();
+  const bool timed = !deadline.is_none();
   if (timed) {
-    deadline_node_.expires_ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch())
-            .count();
+    deadline_node_.expires_ns = deadline.ns();
     deadline_node_.fire = &TimedWaiter::OnDeadlineNode;
     deadline_node_.touches = fiber_;
     ArmTimerNodeOnThisWorker(&deadline_node_);
@@ -178,12 +176,12 @@ TimedWaiter::Result TimedWaiter::WaitAsFiber(TimerClock::time_point deadline,
   return ResultOf(state().load(std::memory_order_acquire));
 }
 
-TimedWaiter::Result TimedWaiter::WaitAsThread(TimerClock::time_point deadline) {
+TimedWaiter::Result TimedWaiter::WaitAsThread(MonotonicDeadline deadline) {
   for (;;) {
     // acquire: pairs with the flip in Notify().
     const int now = state().load(std::memory_order_acquire);
     if (now != kWaiting) return ResultOf(now);
-    if (!state_.ParkWhile(kWaiting, Deadline::At(deadline))) {
+    if (!state_.ParkWhile(kWaiting, deadline)) {
       int expected = kWaiting;
       // acq_rel: races with Notify(); one flip wins.
       if (state().compare_exchange_strong(expected, kTimedOut, std::memory_order_acq_rel)) {

@@ -37,13 +37,13 @@ class TimedWaiter {
   TimedWaiter(const TimedWaiter&) = delete;
   TimedWaiter& operator=(const TimedWaiter&) = delete;
 
-  // Blocks until Notify() or `deadline` (TimerClock::time_point::max(): no deadline).
+  // Blocks until Notify() or `deadline` (MonotonicDeadline::None(): no deadline).
   // A fiber waiter is shown by the fiber dump as waiting for `kind` (unless a
   // ScopedWaitKind on it names the wait). With `limits` (an interruptible wait: those of
   // the caller's execution context, CurrentWaitLimits()), it also ends at their deadline
   // if that comes first (kTimedOut), and when their stop is requested, before the wait
   // or during it (kCancelled).
-  Result WaitUntil(TimerClock::time_point deadline, WaitKind kind = WaitKind::kOther,
+  Result WaitUntil(MonotonicDeadline deadline, WaitKind kind = WaitKind::kOther,
                    const WaitLimits* limits = nullptr) {
     if (limits != nullptr) return WaitInterruptibly(deadline, kind, limits);
     return fiber_ != nullptr ? WaitAsFiber(deadline, kind) : WaitAsThread(deadline);
@@ -63,10 +63,10 @@ class TimedWaiter {
   // Flips kWaiting -> `to` under the fiber's scheduler lock and queues the fiber if it
   // is parked. Returns whether the flip won.
   bool WinAndWakeFiber(int to);
-  Result WaitInterruptibly(TimerClock::time_point deadline, WaitKind kind,
+  Result WaitInterruptibly(MonotonicDeadline deadline, WaitKind kind,
                            const WaitLimits* limits);
-  Result WaitAsFiber(TimerClock::time_point deadline, WaitKind kind);
-  Result WaitAsThread(TimerClock::time_point deadline);
+  Result WaitAsFiber(MonotonicDeadline deadline, WaitKind kind);
+  Result WaitAsThread(MonotonicDeadline deadline);
   Result ResultOf(int state) const;
 
   Atomic<int>& state() { return state_.word(); }

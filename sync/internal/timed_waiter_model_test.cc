@@ -97,7 +97,7 @@ void ParkFiber(FiberEntity* self, std::unique_lock<Spinlock> self_lock) {
   self_lock.unlock();
   // acquire: pairs with QueueReadyFiber()'s release, as a run queue's pop does.
   while (g_model->queued.word().load(std::memory_order_acquire) == 0) {
-    g_model->queued.ParkWhile(0, Deadline::None());
+    g_model->queued.ParkWhile(0, MonotonicDeadline::None());
   }
   std::lock_guard<Spinlock> lock(self->scheduler_lock);
   self->SetState(FiberState::kRunning);
@@ -144,7 +144,7 @@ void RunModelTimerThread() {
       return;
     }
     if (waiter_done) return;
-    g_model->timer_events.ParkWhile(seen, Deadline::None());
+    g_model->timer_events.ParkWhile(seen, MonotonicDeadline::None());
   }
 }
 
@@ -152,8 +152,8 @@ namespace {
 
 using testing::ExpectModelHolds;
 
-TimerClock::time_point ModelTimeIn(std::int64_t ns) {
-  return TimerClock::time_point(std::chrono::nanoseconds(ModelClockNs() + ns));
+MonotonicDeadline ModelTimeIn(std::int64_t ns) {
+  return MonotonicDeadline::AtNs(ModelClockNs() + ns);
 }
 
 // A waiter with a deadline against one Notify(): it is notified (and the Notify() says
@@ -222,7 +222,7 @@ struct TwoNotifiesAgainstWait : rl::test_suite<TwoNotifiesAgainstWait, 3> {
 
   void thread(unsigned index) {
     if (index == 0) {
-      result = waiter.WaitUntil(TimerClock::time_point::max());
+      result = waiter.WaitUntil(MonotonicDeadline::None());
     } else {
       notifies_won += waiter.Notify() ? 1 : 0;
     }
@@ -267,8 +267,8 @@ struct FiberWait : rl::test_suite<FiberWait<kNotifiers, kDeadline, kCancel>,
   void thread(unsigned index) {
     if (index == 0) {
       TimedWaiter* waiter = listed;  // plain: written in before()
-      result = waiter->WaitUntil(kDeadline ? TimerClock::time_point(std::chrono::seconds(1))
-                                           : TimerClock::time_point::max(),
+      result = waiter->WaitUntil(kDeadline ? MonotonicDeadline::AtNs(1'000'000'000)
+                                           : MonotonicDeadline::None(),
                                  WaitKind::kOther, kCancel ? &limits : nullptr);
       {
         std::lock_guard<Spinlock> lock(list_lock);

@@ -67,7 +67,7 @@ void WaitSide(Round& round, Order order, int deadline_us) {
   const auto deadline = order == Order::kNotifyFirst
                             ? TimerClock::now() + kFarDeadline
                             : TimerClock::now() + std::chrono::microseconds(deadline_us);
-  const TimedWaiter::Result result = waiter.WaitUntil(deadline);
+  const TimedWaiter::Result result = waiter.WaitUntil(MonotonicDeadline::At(deadline));
   round.result.store(static_cast<int>(result));
   round.waiter_returned.store(true);
   ASSERT_TRUE(WaitFor([&] { return round.notifier_done.load(); }));
@@ -250,7 +250,7 @@ TEST(TimedWaiterTest, NotifyBeforeWaitReturnsAtOnceAndWaitWithoutDeadline) {
     TimedWaiter waiter;
     EXPECT_TRUE(waiter.Notify());
     EXPECT_FALSE(waiter.Notify());
-    EXPECT_EQ(waiter.WaitUntil(TimerClock::time_point::max()),
+    EXPECT_EQ(waiter.WaitUntil(MonotonicDeadline::None()),
               TimedWaiter::Result::kNotified);
   });
   Round round;
@@ -258,7 +258,7 @@ TEST(TimedWaiterTest, NotifyBeforeWaitReturnsAtOnceAndWaitWithoutDeadline) {
   RunAsFiber([&] {
     TimedWaiter waiter;
     round.published.store(&waiter);
-    EXPECT_EQ(waiter.WaitUntil(TimerClock::time_point::max()),
+    EXPECT_EQ(waiter.WaitUntil(MonotonicDeadline::None()),
               TimedWaiter::Result::kNotified);
     ASSERT_TRUE(WaitFor([&] { return round.notifier_done.load(); }));
   });

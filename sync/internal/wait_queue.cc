@@ -2,15 +2,10 @@
 
 #include "sync/internal/wait_queue.h"
 
-#include <type_traits>
-
 #include "glog/logging.h"
 #include "sync/internal/timed_waiter.h"
 
 namespace spindle::internal {
-
-static_assert(std::is_same_v<TimerClock, std::chrono::steady_clock>,
-              "sync/'s public deadlines are steady_clock time points");
 
 struct WaitQueue::Node {
   TimedWaiter waiter;
@@ -26,14 +21,14 @@ WaitQueue::~WaitQueue() {
 }
 
 TimedWaiter::Result WaitQueue::Wait(std::unique_lock<Spinlock>& lock,
-                                    TimerClock::time_point deadline, WaitKind kind,
+                                    MonotonicDeadline deadline, WaitKind kind,
                                     const WaitLimits* limits) {
   WaitDetail detail;
   return Wait(lock, deadline, detail, kind, limits);
 }
 
 TimedWaiter::Result WaitQueue::Wait(std::unique_lock<Spinlock>& lock,
-                                    TimerClock::time_point deadline, WaitDetail& detail,
+                                    MonotonicDeadline deadline, WaitDetail& detail,
                                     WaitKind kind, const WaitLimits* limits) {
   Node node;
   Link(&node, detail.front);

@@ -8,14 +8,15 @@
 #include <cstdint>
 #include <mutex>
 
+#include "fiber/internal/deadline.h"
 #include "fiber/internal/spinlock.h"
 #include "fiber/internal/wait_types.h"
 
 namespace spindle::internal {
 
 // The public primitives (sync/*.h) take std::chrono::steady_clock deadlines so that users
-// name no internal type; they pass them here unchanged (wait_queue.cc checks that the
-// timers' clock is that one).
+// name no internal type; each converts its deadline once, at its edge, into the
+// MonotonicDeadline that everything below takes (fiber/internal/deadline.h).
 
 // The one wait-queue core every synchronization primitive is built on: a FIFO of
 // waiters (fibers or plain threads), each a TimedWaiter on the waiter's own stack.
@@ -44,13 +45,11 @@ class WaitQueue {
 
   // Enqueues the caller, releases `lock` while waiting, and returns with `lock` held
   // again: kNotified if a WakeOne/WakeAll chose it, kTimedOut at `deadline`
-  // (std::chrono::steady_clock::time_point::max() for none), kCancelled if `limits` (an interruptible
+  // (MonotonicDeadline::None() for none), kCancelled if `limits` (an interruptible
   // wait's: TimedWaiter::WaitUntil) were cancelled. `kind` is what the fiber dump shows
   // a parked fiber waiting for.
-  WaitResult Wait(std::unique_lock<Spinlock>& lock,
-                           std::chrono::steady_clock::time_point deadline,
-                           WaitKind kind = WaitKind::kOther,
-                           const WaitLimits* limits = nullptr);
+  WaitResult Wait(std::unique_lock<Spinlock>& lock, MonotonicDeadline deadline,
+                  WaitKind kind = WaitKind::kOther, const WaitLimits* limits = nullptr);
 
   // What a waiter learns beyond the result (for primitives that count their waiters or
   // tell the woken waiter how it was woken, as Mutex does).
@@ -60,9 +59,9 @@ class WaitQueue {
     // out: timed out or cancelled, and unlinked itself (no waker popped it)
     bool removed_self = false;
   };
-  WaitResult Wait(std::unique_lock<Spinlock>& lock, std::chrono::steady_clock::time_point deadline,
-                           WaitDetail& detail, WaitKind kind = WaitKind::kOther,
-                           const WaitLimits* limits = nullptr);
+  WaitResult Wait(std::unique_lock<Spinlock>& lock, MonotonicDeadline deadline,
+                  WaitDetail& detail, WaitKind kind = WaitKind::kOther,
+                  const WaitLimits* limits = nullptr);
 
   // Wakes the oldest waiter that can still be woken; false if there was none. The woken
   // waiter's WaitDetail::tag becomes `tag`. `*popped` (if given) is set to the number

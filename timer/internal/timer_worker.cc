@@ -14,8 +14,8 @@
 // The worker loop:
 //   1. seq = wake_seq_ (acquire); then leave if Stop() was called. Stop() sets its flag
 //      before bumping wake_seq_, so the flag is seen here or step 5 returns at once. (The
-//      reverse order lost the stop: flag checked, Stop() sets it and bumps the sequence,
-//      the new sequence read, and step 5 waited on it with no timer left to wake it.)
+//      reverse order loses the stop: flag checked, Stop() sets it and bumps the sequence,
+//      the new sequence read, and step 5 waits on it with no timer left to wake it.)
 //   2. Move every producer list into the heap; fire what has expired.
 //   3. Publish the next expiry in next_expiry_ns_ (a relaxed store), then a StoreLoad fence.
 //   4. If any producer list is non-empty again, go to 1.
@@ -132,7 +132,7 @@ void ReleaseTimerEntry(TimerEntry* entry) {
   // Back to the initial state (relaxed: the entry is ours alone until handed out
   // again, which publishes these stores).
   entry->state.store(TimerEntry::kPending, std::memory_order_relaxed);
-  entry->expires_at = {};
+  entry->expires = MonotonicDeadline::Expired();
   entry->interval = TimerClock::duration{0};
   if (entry->callback) entry->callback = nullptr;
   entry->inline_callback = nullptr;
@@ -271,7 +271,7 @@ TimerWorker::ProducerList* TimerWorker::ThisThreadList() {
 void TimerWorker::Add(TimerEntry* entry) {
   // Read before publishing: once the entry is in the list, the worker may fire and
   // free it at any moment.
-  const std::int64_t expires_ns = TimerNanos(entry->expires_at);
+  const std::int64_t expires_ns = entry->expires.ns();
   ProducerList* list = ThisThreadList();
   bool refused = false;
   bool collect = false;
@@ -332,7 +332,7 @@ bool TimerWorker::CollectNewTimers() {
       collected_.swap(list->entries);
     }
     for (TimerEntry* entry : collected_) {
-      heap_.push_back(HeapItem{TimerNanos(entry->expires_at), entry});
+      heap_.push_back(HeapItem{entry->expires.ns(), entry});
       std::push_heap(heap_.begin(), heap_.end(), HeapOrder());
     }
     collected_.clear();
@@ -405,7 +405,7 @@ void TimerWorker::Fire(TimerEntry* entry) {
       ReleaseTimerEntry(entry);
       return;
     }
-    entry->expires_at += entry->interval;
+    entry->expires = entry->expires.Plus(entry->interval);
     ArmTimerEntry(entry);
   });
   StartFiberIn(group_, desc);
@@ -468,10 +468,9 @@ void TimerWorker::Run() {
   // SCHED_BATCH: waking up, this thread does not preempt a running worker. Busy
   // workers fire their timers themselves (FireDue), and the fibers this thread would
   // wake could not run before a worker is free anyway; with a worker idle there is a
-  // CPU for it at once. A thread that preempted a worker at each of its rounds stalled
-  // that worker's queued fibers for the rest of a scheduler slice (spindle_bench's
-  // sleep: a fifth of 100k sleepers 200 us to 1 ms late). Best effort: on failure the
-  // thread runs as before.
+  // CPU for it at once. A thread that preempts a worker at each of its rounds stalls
+  // that worker's queued fibers for the rest of a scheduler slice. Best effort: on
+  // failure the thread keeps the default policy.
   {
     sched_param param{};
     pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
@@ -533,7 +532,7 @@ void TimerWorker::Run() {
       wake_ns = std::min(owner_wakes_for_it ? front + kAssistGraceNs : front, wake_ns);
     }
     if (wake_ns == INT64_MAX) {
-      wake_seq_.ParkWhile(seq, Deadline::None());
+      wake_seq_.ParkWhile(seq, MonotonicDeadline::None());
       continue;
     }
     // While the workers fire timers themselves (FireDue, in the last kAssistWindowNs),
@@ -548,7 +547,7 @@ void TimerWorker::Run() {
       wait_until = std::max(wait_until, next + kAssistGraceNs);
     }
     if (wait_until <= now) continue;
-    wake_seq_.ParkWhile(seq, Deadline::AtNs(wait_until));
+    wake_seq_.ParkWhile(seq, MonotonicDeadline::AtNs(wait_until));
   }
 }
 

@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
 #include "fiber/internal/atomic.h"
+#include "fiber/internal/deadline.h"
 #include "fiber/internal/os_mutex.h"
 #include "fiber/internal/spinlock.h"
 #include "runtime/internal/idle/group_timers.h"
@@ -38,7 +39,7 @@ struct TimerEntry {
   };
   Atomic<int> state{kPending};
   Atomic<int> refs{0};
-  TimerClock::time_point expires_at;
+  MonotonicDeadline expires = MonotonicDeadline::Expired();
   TimerClock::duration interval{0};  // 0: one-shot
   // User timers: runs in a new fiber of `group`.
   absl::AnyInvocable<void()> callback;
@@ -52,23 +53,18 @@ struct TimerEntry {
   const void* inline_touches = nullptr;
   SchedulingGroup* group = nullptr;
   // The entry's place in a worker's TimerQueue, when armed there (ArmTimerEntry()).
-  // Its `expires_ns` is `expires_at`'s.
+  // Its `expires_ns` is `expires`' ns().
   TimerNode node;
 };
 
 // A TimerEntry in its initial state, from a per-thread pool (a sleep makes one; a
-// malloc and a free on two threads for each cost 5% of 100k sleeps).
+// malloc and a free on two threads for each would weigh on every sleep).
 TimerEntry* NewTimerEntry();
 // Drops one reference; the last one returns the entry to the pool.
 void ReleaseTimerEntry(TimerEntry* entry);
 // Cancels a timer that will not fire after all (its worker stopping) and drops that
 // reference.
 void CancelAndReleaseTimerEntry(TimerEntry* entry);
-
-// A time point as the queues and the heap keep it: nanoseconds of TimerClock.
-inline std::int64_t TimerNanos(TimerClock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
 
 // The timers of one scheduling group and its timer thread. Each worker of the group arms
 // its timers in a TimerQueue of its own (AddToQueue(): a sleep, a deadline wait, a
@@ -246,7 +242,7 @@ void SetTimerWorkerAssistTestHook(void (*hook)(TimerWorker* worker));
 // Arms `node` in this thread's worker's queue (TimerWorker::AddToQueue). The thread
 // must be a worker of the running runtime (a fiber's thread): CHECK-fails otherwise.
 void ArmTimerNodeOnThisWorker(TimerNode* node);
-// Arms `entry` (its references counted, expires_at set): in this thread's worker's
+// Arms `entry` (its references counted, expires set): in this thread's worker's
 // queue if it is a worker, else in the list of the group `entry->group` (which then
 // becomes the group whose fibers run its callback).
 void ArmTimerEntry(TimerEntry* entry);

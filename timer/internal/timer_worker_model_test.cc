@@ -104,7 +104,7 @@ struct ModelTimer {
     expires_ns = ns;
     allowed_late_ns = late_ns;
     fired = fired_count;
-    entry.expires_at = TimerClock::time_point(std::chrono::nanoseconds(ns));
+    entry.expires = MonotonicDeadline::AtNs(ns);
     entry.inline_callback = &ModelTimer::OnFire;
     entry.inline_arg = this;
     // The worker's and the model's. relaxed: before the entry is handed to Add(), whose
@@ -164,7 +164,7 @@ void WaitFired(Parker& fired, int count) {
   for (;;) {
     const int seen = fired.word().load(std::memory_order_acquire);  // acquire: OnFire
     if (seen >= count) return;
-    fired.ParkWhile(seen, Deadline::None());
+    fired.ParkWhile(seen, MonotonicDeadline::None());
   }
 }
 
@@ -374,7 +374,7 @@ struct QueueCancelAgainstTheFire : rl::test_suite<QueueCancelAgainstTheFire, 3> 
     } else {
       // acquire: pairs with the canceller's release store.
       while (cancelled.word().load(std::memory_order_acquire) == 0) {
-        cancelled.ParkWhile(0, Deadline::None());
+        cancelled.ParkWhile(0, MonotonicDeadline::None());
       }
       Access::RequestStop(worker);
     }

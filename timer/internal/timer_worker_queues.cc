@@ -168,9 +168,9 @@ void TimerWorker::FireDue(std::size_t worker, std::int64_t now_ns) {
       // Step 4 of the thread's loop, for the same reason: a producer that appended
       // after our collection but read the expiry before our publication saw an earlier
       // expiry than its own and neither lowered it nor woke anyone. Without this
-      // re-check its timer waited, uncollected, behind a published front that did not
-      // include it (the heap's next, or none at all: lost while the thread waited for a
-      // CPU; a test that holds the thread saw 499 of 500 sleepers wake). Either we see
+      // re-check its timer waits, uncollected, behind a published front that does not
+      // include it (the heap's next, or none at all: lost while the thread waits for a
+      // CPU). Either we see
       // its entry here, or it sees our front and lowers it (store buffering, a fence
       // on each side).
       StoreLoadFence();  // pairs with the producer's fence in Add()
@@ -213,7 +213,7 @@ void ArmTimerEntry(TimerEntry* entry) {
     return;
   }
   entry->group = group;  // its callbacks run here, where its queue is
-  entry->node.expires_ns = TimerNanos(entry->expires_at);
+  entry->node.expires_ns = entry->expires.ns();
   entry->node.fire = &TimerWorker::FireEntryNode;
   // Refused after Stop(): the queue's reference goes, as Add() does with a list's.
   if (!TimerWorkerFor(group)->AddToQueue(worker, &entry->node)) CancelAndReleaseTimerEntry(entry);

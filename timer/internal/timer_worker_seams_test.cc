@@ -84,7 +84,7 @@ void CountFiring(void* arg) { static_cast<std::atomic<int>*>(arg)->fetch_add(1);
 TimerEntry* CountingTimer(TimerClock::time_point expires_at, std::atomic<int>* count) {
   auto* entry = NewTimerEntry();  // released through the pool: not plain new
   entry->refs.store(1, std::memory_order_relaxed);  // the worker's only
-  entry->expires_at = expires_at;
+  entry->expires = MonotonicDeadline::At(expires_at);
   entry->inline_callback = &CountFiring;
   entry->inline_arg = count;
   return entry;

@@ -49,7 +49,7 @@ TEST(TimerWorkerTest, TimersCancelledFarAheadOfAnyExpiryDoNotPileUp) {
   for (int i = 0; i < kTimers; ++i) {
     auto* entry = NewTimerEntry();
     entry->refs.store(2, std::memory_order_relaxed);  // the worker's and ours
-    entry->expires_at = far;
+    entry->expires = MonotonicDeadline::At(far);
     entry->inline_callback = &Record;  // never called: cancelled below
     worker->Add(entry);
     int expected = TimerEntry::kPending;
@@ -80,7 +80,7 @@ int CheckExpiryOrderOnce(TimerWorker* worker, std::chrono::milliseconds lead) {
     auto* entry = NewTimerEntry();  // released through the pool: not plain new
     entry->refs.store(1, std::memory_order_relaxed);  // the worker's only
     due[i] = base + std::chrono::microseconds(random() % 50000);
-    entry->expires_at = due[i];
+    entry->expires = MonotonicDeadline::At(due[i]);
     entry->inline_callback = &Record;
     entry->inline_arg = &probes[i];
     worker->Add(entry);

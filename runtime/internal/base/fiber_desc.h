@@ -44,9 +44,8 @@ struct FiberDesc {
   // The joiner's reference keeps the address from being reused while it compares queue
   // entries with it. The last of the two frees the descriptor (ReleaseRunInlineDesc).
   std::atomic<int> run_inline_refs{2};
-  // Beside the int above, so that the descriptor stays small: with ready_stamp added
-  // among the others it grew from 96 bytes to 112, and spawn_join, which keeps a
-  // million descriptors queued at once, cost 7% more.
+  // Beside the int above, so that the descriptor stays small: every byte counts for a
+  // workload that keeps a million descriptors queued at once.
   bool scheduling_group_local = false;
   // The stack size class to instantiate it with (stack_allocator.h; 0: the default).
   std::uint8_t stack_class = 0;

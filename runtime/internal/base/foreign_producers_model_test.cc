@@ -69,7 +69,7 @@ struct DrainAgainstAForeignProducer : rl::test_suite<DrainAgainstAForeignProduce
       while (!queues.TryTake()) {
         const int seen = pushed.word().load(std::memory_order_acquire);
         if (queues.TryTake()) break;
-        pushed.ParkWhile(seen, Deadline::None());
+        pushed.ParkWhile(seen, MonotonicDeadline::None());
       }
       // The fiber's finish (live_fibers.cc's count). release: pairs with the drain's
       // acquire.
@@ -81,7 +81,7 @@ struct DrainAgainstAForeignProducer : rl::test_suite<DrainAgainstAForeignProduce
       for (;;) {
         const int left = live.word().load(std::memory_order_acquire);  // acquire: see above
         if (left == 0) break;
-        live.ParkWhile(left, Deadline::None());
+        live.ParkWhile(left, MonotonicDeadline::None());
       }
       foreign.WaitUntilNone();
       strategy_memory(ModelWhere().info) = 0;

@@ -1,72 +1,24 @@
 // Copyright 2026 The Spindle Authors.
 //
-// How a thread waits for another: one deadline type and one parker. Every thread the
-// runtime blocks (a worker in its WaitSlot, a plain thread in a TimedWaiter, a
-// TimerWorker between rounds) parks through Parker::ParkWhile, on one futex word whose
-// meaning belongs to the caller (a wake-up count, a state, a sequence); the caller's
-// protocol decides what to wait for, the parker only how. Deadlines are Deadline values
-// on one clock (CLOCK_MONOTONIC, std::chrono::steady_clock's epoch) with a value for
-// "none", instead of raw nanoseconds with -1.
+// How a thread waits for another: one parker, until one kind of deadline
+// (MonotonicDeadline, fiber/internal/deadline.h). Every thread the runtime blocks (a
+// worker in its WaitSlot, a plain thread in a TimedWaiter, a TimerWorker between
+// rounds) parks through Parker::ParkWhile, on one futex word whose meaning belongs to
+// the caller (a wake-up count, a state, a sequence); the caller's protocol decides what
+// to wait for, the parker only how.
 
 #ifndef SPINDLE_RUNTIME_INTERNAL_PARKER_H_
 #define SPINDLE_RUNTIME_INTERNAL_PARKER_H_
 
 #include <atomic>
-#include <chrono>
 #include <climits>
 #include <cstdint>
-#include <ctime>
 
 #include "fiber/internal/atomic.h"
+#include "fiber/internal/deadline.h"
 #include "runtime/internal/base/futex.h"
 
 namespace spindle::internal {
-
-// Monotonic nanoseconds (CLOCK_MONOTONIC: std::chrono::steady_clock's epoch). The one
-// clock of every deadline in the runtime.
-inline std::int64_t MonotonicNowNs() {
-#ifdef SPINDLE_MODEL_CHECK
-  return ModelClockNs();  // the model's clock (model_atomic.h)
-#else
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return now.tv_sec * std::int64_t{1000000000} + now.tv_nsec;
-#endif
-}
-
-// A point on MonotonicNowNs()'s clock, or none. A plain value.
-class Deadline {
- public:
-  // No deadline: wait until woken.
-  static constexpr Deadline None() { return Deadline(kNone); }
-  // Already passed: look, but do not block.
-  static constexpr Deadline Expired() { return Deadline(0); }
-  static constexpr Deadline AtNs(std::int64_t ns) { return Deadline(ns < 0 ? 0 : ns); }
-  // time_point::max() is None().
-  static Deadline At(std::chrono::steady_clock::time_point t) {
-    if (t == std::chrono::steady_clock::time_point::max()) return None();
-    return AtNs(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch())
-                    .count());
-  }
-  // `d` from now; a zero or negative duration is Expired().
-  static Deadline In(std::chrono::nanoseconds d) {
-    return d.count() <= 0 ? Expired() : AtNs(MonotonicNowNs() + d.count());
-  }
-
-  bool is_none() const { return ns_ == kNone; }
-  // The point in nanoseconds; INT64_MAX for None().
-  std::int64_t ns() const { return ns_; }
-  bool PassedAt(std::int64_t now_ns) const { return now_ns >= ns_; }
-  bool Passed() const { return !is_none() && PassedAt(MonotonicNowNs()); }
-
-  friend bool operator==(Deadline a, Deadline b) { return a.ns_ == b.ns_; }
-  friend bool operator!=(Deadline a, Deadline b) { return a.ns_ != b.ns_; }
-
- private:
-  static constexpr std::int64_t kNone = INT64_MAX;
-  constexpr explicit Deadline(std::int64_t ns) : ns_(ns) {}
-  std::int64_t ns_;
-};
 
 // One futex word that threads park on. The word's value is the caller's protocol; the
 // parker sleeps while it still holds what the caller last saw, so a change made before
@@ -87,7 +39,7 @@ class Parker {
   // Returns false only when `deadline` had passed (it then does not sleep); true
   // otherwise, whether or not the word changed: the caller re-reads its word and
   // decides. Never sleeps past `deadline`.
-  bool ParkWhile(int expected, Deadline deadline) {
+  bool ParkWhile(int expected, MonotonicDeadline deadline) {
     if (deadline.is_none()) {
       FutexWait(&word_, expected);
       return true;

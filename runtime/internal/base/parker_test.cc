@@ -14,31 +14,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(DeadlineTest, NoneExpiredAndPointsOnTheMonotonicClock) {
-  EXPECT_TRUE(Deadline::None().is_none());
-  EXPECT_FALSE(Deadline::None().Passed());
-  EXPECT_EQ(Deadline::At(std::chrono::steady_clock::time_point::max()), Deadline::None());
-  EXPECT_TRUE(Deadline::Expired().Passed());
-  EXPECT_EQ(Deadline::In(0ns), Deadline::Expired());
-  EXPECT_EQ(Deadline::In(-5ms), Deadline::Expired());
-  EXPECT_EQ(Deadline::AtNs(-3), Deadline::Expired());
-  // One clock: steady_clock's now and MonotonicNowNs() agree to well within a second.
-  const Deadline now = Deadline::At(std::chrono::steady_clock::now());
-  EXPECT_LT(std::abs(now.ns() - MonotonicNowNs()), 1'000'000'000);
-  const Deadline later = Deadline::In(1h);
-  EXPECT_FALSE(later.Passed());
-  EXPECT_GT(later.ns(), now.ns());
-}
-
 TEST(ParkerTest, APassedDeadlineReturnsFalseWithoutSleeping) {
   Parker parker;
-  EXPECT_FALSE(parker.ParkWhile(0, Deadline::Expired()));
-  EXPECT_FALSE(parker.ParkWhile(0, Deadline::AtNs(MonotonicNowNs() - 1)));
+  EXPECT_FALSE(parker.ParkWhile(0, MonotonicDeadline::Expired()));
+  EXPECT_FALSE(parker.ParkWhile(0, MonotonicDeadline::AtNs(MonotonicNowNs() - 1)));
 }
 
 TEST(ParkerTest, AWordThatChangedIsNotSleptOn) {
   Parker parker(7);
-  EXPECT_TRUE(parker.ParkWhile(6, Deadline::None()));  // returns at once: 7 != 6
+  EXPECT_TRUE(parker.ParkWhile(6, MonotonicDeadline::None()));  // returns at once: 7 != 6
 }
 
 // A bounded park ends by itself: the loop below stops once ParkWhile reports the
@@ -52,7 +36,7 @@ TEST(ParkerTest, ABoundedParkEndsAtItsDeadline) {
   int tries = 0;
   for (std::chrono::milliseconds bound = 20ms; parks == 0 && bound <= 20s; bound *= 4) {
     ++tries;
-    const Deadline deadline = Deadline::In(bound);
+    const MonotonicDeadline deadline = MonotonicDeadline::In(bound);
     while (parker.ParkWhile(0, deadline)) ++parks;
     EXPECT_TRUE(deadline.Passed());
   }
@@ -69,7 +53,7 @@ TEST(ParkerTest, ChangeThenUnparkIsNeverSleptThrough) {
       parker.Unpark();
     });
     while (parker.word().load(std::memory_order_acquire) == 0) {
-      parker.ParkWhile(0, Deadline::None());
+      parker.ParkWhile(0, MonotonicDeadline::None());
     }
     waker.join();
   }

@@ -33,8 +33,8 @@ void BusyPoll::PollAndFireIfDue(std::size_t worker) {
 
 void BusyPoll::FromIdle(std::size_t worker) {
   // With a poller, every pass looks at the clock, as a reactor's latency wants; for the
-  // timers alone, only when ParkFiber() found them due or every kPollEvery-th pass (a clock read on
-  // every fiber's exit cost spawn_join 25%).
+  // timers alone, only when ParkFiber() found them due or every kPollEvery-th pass (a
+  // clock read on every fiber's exit weighs on spawn-heavy work).
   PerWorker& self = per_worker_[worker];
   if (self.poll_due || (++self.switches & (kPollEvery - 1)) == 0 ||
       strategy_.poller() != nullptr) {

@@ -25,9 +25,8 @@ class BusyPoll {
  public:
   // How often (in switches) a busy worker looks at the clock for due timers and polls.
   // A sleeping fiber's timer fires on its own worker at the first look after its
-  // expiry: at 64 (about 20-30 us of short fibers), 100k sleepers of 1 ms overslept by
-  // 150 us on average, at 16 by 80 us (the rest is queueing); a look costs a clock
-  // read (~20 ns), and none is made while the group has no timer and no poller.
+  // expiry, so the interval bounds how late it fires (the rest is queueing); a look
+  // costs a clock read, and none is made while the group has no timer and no poller.
   static constexpr std::uint64_t kPollEvery = 16;
 
   BusyPoll(SchedulingStrategy& strategy, std::size_t workers)
@@ -77,7 +76,7 @@ class BusyPoll {
   // ---- For the hog monitor (hog_monitor.h): whether worker `worker` is in its idle
   // path (between fibers, searching or asleep) rather than running a fiber. (Its count
   // of fibers made Running is GroupStats::RunProgress; the switch count above stays a
-  // plain word: an atomic there made the yield path reload two fields, 5 instructions.)
+  // plain word: an atomic there makes the yield path reload two fields.)
   bool InIdlePath(std::size_t worker) const {
     return per_worker_[worker].idle.load(std::memory_order_relaxed);  // a snapshot
   }

@@ -16,8 +16,8 @@ class SchedulingGroup;  // scheduling_group.h
 // strategy(). Declared always, so that the callers' `if constexpr (kTestSeams)` compile
 // everywhere; defined (group_chaos.cc) only in builds with the test seams
 // (test_seams.h), so an optimized binary holds no chaos symbol. Out of line and cold:
-// inlined, ChaosPick made SchedulingGroup's TakeNextForSwitch too big to inline into
-// Yield (24 instructions per switch, callgrind).
+// inlined, ChaosPick makes SchedulingGroup's TakeNextForSwitch too big to inline into
+// Yield, which then pays a call per switch.
 
 // D1: `entry`, just taken by worker `worker` of `group` (on that worker's thread), or a
 // random one of up to three more taken from its sources; the others are queued again

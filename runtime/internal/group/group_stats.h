@@ -70,6 +70,10 @@ class GroupStats {
   }
   // Another group stole `n` of ours.
   void CountStealOut(std::uint64_t n = 1) { steals_out_.Add(n); }
+  // An idle round of one of our workers that had other groups to steal from, and an
+  // attempt at one of them (IdlePath::TryOtherGroups; per-thread cells).
+  void CountStealRound() { steal_rounds_.Add(1); }
+  void CountStealAttempt() { steal_attempts_.Add(1); }
   // The hog monitor (its own thread): a fiber of ours reported for holding its worker,
   // and `n` fibers moved from behind such a fiber to where its siblings take them.
   void CountHogReported() { hogs_reported_.Add(1); }
@@ -96,6 +100,8 @@ class GroupStats {
   std::uint64_t steals_in_same_node() const { return steals_in_same_node_.Read(); }
   std::uint64_t steals_in_cross_node() const { return steals_in_cross_node_.Read(); }
   std::uint64_t steals_out() const { return steals_out_.Read(); }
+  std::uint64_t steal_rounds() const { return steal_rounds_.Read(); }
+  std::uint64_t steal_attempts() const { return steal_attempts_.Read(); }
   std::uint64_t hogs_reported() const { return hogs_reported_.Read(); }
   std::uint64_t hog_fibers_moved() const { return hog_fibers_moved_.Read(); }
   // Ready-to-run latency samples (nanoseconds; see StampReady()) of all workers, or of
@@ -107,9 +113,9 @@ class GroupStats {
 
   // One readiness in ReadySamplePeriod() is timed (Go samples scheduling latency the
   // same way, 1 in 8): a cycle-clock read costs tens of cycles (a VM may make it more),
-  // and at 1 in 8 the two reads per sample were half of yield's 12% regression over the
-  // tree before the metrics (perf, 2-core KVM). The default, 1 in 64, still gives a
-  // million-fiber workload 15k samples; --fiber_ready_latency_sample_period sets it.
+  // and at 1 in 8 the two reads per sample weigh on the yield path. The default, 1 in
+  // 64, still gives a million-fiber workload 15k samples;
+  // --fiber_ready_latency_sample_period sets it.
   static constexpr std::uint32_t kDefaultReadySamplePeriod = 64;
   // Sets the period (a power of two) for every group. Only while no runtime runs
   // (StartRuntime() calls it before it creates the groups).
@@ -119,9 +125,8 @@ class GroupStats {
   // ReadySamplePeriod() readinesses is stamped with the cycle clock; the rest with 0).
   // A fiber's stamp is written only when sampled, and cleared by the worker that takes
   // it (MakeRunning(), parking.h): a waker on another CPU must not write the
-  // wakee's control block on every wake-up (that line then bounces between the CPUs:
-  // pingpong's round trip cost 10% more when every wake-up wrote a stamp or a count
-  // there). The caller owns `fiber`/`desc` until it queues it.
+  // wakee's control block on every wake-up (that line then bounces between the CPUs
+  // and slows every round trip). The caller owns `fiber`/`desc` until it queues it.
   static void StampReady(FiberEntity* fiber) {
     if (ThisThreadSamplesReadiness()) fiber->ready_stamp = CycleClockNow();
   }
@@ -170,8 +175,8 @@ class GroupStats {
   // Adds `n` to `field` of worker `worker`'s cells when the calling thread is that
   // worker of this group, else to `elsewhere` (a thread of another group, a plain
   // thread). A worker's own cell is a load and a store on a line it already writes; a
-  // ThreadCounter costs a call to find the thread's row (spawn_join paid ~2% for two
-  // per fiber).
+  // ThreadCounter costs a call to find the thread's row, which the spawn path would pay
+  // twice per fiber.
   void CountOn(std::size_t worker, SingleWriterCounter WorkerCells::*field,
                ThreadCounter& elsewhere, std::uint64_t n) {
     if (worker < workers_) {
@@ -204,6 +209,8 @@ class GroupStats {
   ThreadCounter steals_in_same_node_;
   ThreadCounter steals_in_cross_node_;
   ThreadCounter steals_out_;
+  ThreadCounter steal_rounds_;
+  ThreadCounter steal_attempts_;
   ThreadCounter hogs_reported_;
   ThreadCounter hog_fibers_moved_;
 };

@@ -72,9 +72,8 @@
 //
 // Rejected: always sleeping with a time limit (a steal check every T): it wakes idle
 // workers of an idle runtime for nothing and still leaves a sleeping group blind for T.
-// One idle loop per strategy (the tree before issue 29): the same announce, re-check and
-// sleep written three times, and the lost wake-ups of the month before lived in those
-// copies.
+// One idle loop per strategy: the same announce, re-check and sleep written three
+// times, where a lost wake-up can hide in any one copy.
 
 #include "runtime/internal/group/idle_path.h"
 
@@ -215,9 +214,11 @@ std::uintptr_t IdlePath::LookInGroup() {
 std::uintptr_t IdlePath::TryOtherGroups() {
   if (victims_.empty()) return 0;
   ++idle_rounds_;
+  group_->stats().CountStealRound();
   for (Victim& victim : victims_) {
     if (victim.next_round > idle_rounds_) continue;  // not its turn; the scan goes on
     victim.next_round = idle_rounds_ + victim.every_n;
+    group_->stats().CountStealAttempt();
     if (std::uintptr_t entry = group_->StealEntryFrom(victim.group, worker_)) {
       victim.looked_stealable = true;  // there may be more
       return entry;
@@ -269,8 +270,8 @@ IdlePath::Plan IdlePath::PlanWhenAnnounced(bool searched) const {
 void IdlePath::SleepOnSlot(std::chrono::nanoseconds limit, std::int64_t until_ns) {
   notifier_.CountSleep(worker_, /*spurious=*/slept_since_work_);
   slept_since_work_ = true;
-  Deadline deadline = limit.count() == 0 ? Deadline::None() : Deadline::In(limit);
-  if (until_ns < deadline.ns()) deadline = Deadline::AtNs(until_ns);
+  MonotonicDeadline deadline = limit.count() == 0 ? MonotonicDeadline::None() : MonotonicDeadline::In(limit);
+  if (until_ns < deadline.ns()) deadline = MonotonicDeadline::AtNs(until_ns);
   WaitSlot& slot = notifier_.slot(worker_);
   // While the group's poller has descriptors registered and its token is free, we
   // sleep in the poller instead (WaitSlot::WaitPolling): to the notifier that is the

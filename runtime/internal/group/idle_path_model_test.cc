@@ -155,7 +155,7 @@ TEST_F(IdlePathModelTest, V2ThreeWorkersOneStartTwoChildrenOneStaged) {
                                       /*kYields=*/0, /*kSpawns=*/2>>(50000);
 }
 
-// v2: one worker may take both starts in one global batch (T4) and must wake the
+// v2: one worker may take both starts in one global batch (TK4) and must wake the
 // other for the rest (M1).
 TEST_F(IdlePathModelTest, V2TwoWorkersOneProducerTwoStarts) {
   ExpectIdleModelHolds<GroupIdleModel<IdlePathGroup<2, kStrategyV2Entry>, 2, 1, 2>>(

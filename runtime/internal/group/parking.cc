@@ -17,25 +17,24 @@
 // holding its scheduler lock, which the landing hook releases, as a park does. Whoever
 // takes the entry meanwhile (a sibling, a thief) waits for that lock in MakeRunning
 // (TakeOver takes it before it touches the fiber), so it cannot run the fiber before its
-// registers are saved. The wait cannot deadlock: see "Lock waits" below. (The push
-// used to be made by the landing hook itself: a second indirect call and a detour per
-// yield.) The push is a
-// producer's like any other, with the strategy's wake-up decision (P1-P4 under v1). It
-// used to wake nobody, on the argument that the yielding worker is busy and comes back
-// to the queue: true only once the fiber it switched to stops running. A partner fiber
-// yields, its worker takes the waiter fiber and re-queues the partner, the waiter spins
-// until the partner has run, and the other worker sleeps: stranded
-// (tests/scheduler_stress_test.cc, PartnerThatYieldsAlwaysGetsAWorkerBack, failed in 2
-// runs of 2 that way). A runnable fiber must never wait while a worker of its group is
-// idle; the price is P1's fence per yield.
+// registers are saved. The wait cannot deadlock: see "Lock waits" below. (Made by the
+// landing hook itself, the push would cost a second indirect call and a detour per
+// yield.) The push is a producer's like any other, with the strategy's wake-up
+// decision (P1-P4 under v1). Waking nobody, on the argument that the yielding worker is
+// busy and comes back to the queue, holds only once the fiber it switched to stops
+// running. A partner fiber yields, its worker takes the waiter fiber and re-queues the
+// partner, the waiter spins until the partner has run, and the other worker sleeps:
+// stranded (tests/scheduler_stress_test.cc, PartnerThatYieldsAlwaysGetsAWorkerBack). A
+// runnable fiber must never wait while a worker of its group is idle; the price is
+// P1's fence per yield.
 //
 // The swap (SwapToNext, v2 only). Where v2 would take the next fiber from the worker's
 // local queue, the yielder is made Ready under its lock first, pushed to that queue's
 // tail, and the oldest entry popped after: the queue never looks emptier than before,
 // so no sibling can look in between and sleep, and the swap needs no Notify(), no
-// fence (StrategyV2::SwapOnYield, S1-S2; strategy_v2_model_test). Its price: the
+// fence (StrategyV2::SwapOnYield, SW1-SW2; strategy_v2_model_test). Its price: the
 // yielder holds its lock while it waits for the next fiber's, which SwapToNext shows
-// cannot close a cycle. Elsewhere (runnext, an inbox, T1's round, v1, relaxed) a yield
+// cannot close a cycle. Elsewhere (runnext, an inbox, TK1's round, v1, relaxed) a yield
 // takes the general path above.
 //
 // Lock waits. A thread waits for a fiber's scheduler lock while it holds another in two
@@ -113,8 +112,8 @@ __attribute__((always_inline)) inline FiberEntity* TakeOver(SchedulingGroup* gro
 }
 
 // MakeRunning() with its common case inline: a Ready fiber (not a new one) whose
-// readiness was not sampled (a call and the general path cost the yield 52
-// instructions per switch, callgrind). `worker` is the switching fiber's, one of ours.
+// readiness was not sampled (a call and the general path would be paid on every
+// switch). `worker` is the switching fiber's, one of ours.
 __attribute__((always_inline)) inline FiberEntity* MakeRunningOnSwitch(SchedulingGroup* group,
                                                                        std::uintptr_t entry,
                                                                        std::size_t worker) {
@@ -125,8 +124,8 @@ __attribute__((always_inline)) inline FiberEntity* MakeRunningOnSwitch(Schedulin
 }
 
 // The next Ready fiber for `self`, which leaves its worker (Yield, Park), made Running;
-// nullptr if none. Inlined into both (a call here cost yield 15 instructions per
-// switch). kChaos: chaos mode's decisions are on (ChaosDecides(), fixed for a runtime's
+// nullptr if none. Inlined into both (a call here would be paid on every switch).
+// kChaos: chaos mode's decisions are on (ChaosDecides(), fixed for a runtime's
 // life; the callers look once per switch, not once per step). True only in builds with
 // the test seams.
 template <bool kChaos>
@@ -207,7 +206,7 @@ __attribute__((always_inline)) inline bool SwapToNext(FiberEntity* self, std::ui
   if (strategy == nullptr) return false;
   const std::size_t worker = self->scheduling_worker;
   // Checked before the lock: a yield the swap does not apply to (runnext, an inbox,
-  // T1's round, nothing else queued) pays nothing for it.
+  // TK1's round, nothing else queued) pays nothing for it.
   StrategyV2::Worker* queues = strategy->SwapApplies(worker);
   if (queues == nullptr) return false;
   self->scheduler_lock.lock();
@@ -279,7 +278,7 @@ __attribute__((noinline)) void YieldFiber(FiberEntity* self) {
     // us, or in the workers' timer inboxes).
     busy_poll.PollAndFireIfDue(self->scheduling_worker);
   }
-  // One look at chaos mode for the pick and the re-queue (two cost yield 1%).
+  // One look at chaos mode for the pick and the re-queue (two would cost every yield).
   if constexpr (kTestSeams) {
     if (__builtin_expect(ChaosDecides(), 0)) return ChaosYield(self, tick);
   }

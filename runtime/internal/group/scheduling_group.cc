@@ -112,7 +112,7 @@ void SchedulingGroup::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason 
 
 void SchedulingGroup::StartFiber(FiberDesc* desc) {
   // One read of the binding for the count, the origin and the foreign-producer count
-  // (a call each cost spawn_join ~1.5%).
+  // (a call each would be paid on every start).
   const BoundWorker bound = *BoundWorkerSlot();
   const std::size_t origin = bound.group == this ? bound.index : kNoWorker;
   stats_.CountStarted(origin, 1);

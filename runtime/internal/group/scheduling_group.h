@@ -89,9 +89,7 @@ class SchedulingGroup {
   // Running, as a stolen fiber does (Go's ready() puts a goroutine on the waker's P).
   // Queued here it would be a push from outside the group: our global queue, which busy
   // workers look at once in 61 takes, where a fork-join parent whose child another group
-  // stole would wait for its children on the tree's critical path (16 workers in two
-  // groups of 8 ran fib 3x slower than 8 in one with a ready-to-run p99 of 92 ms, on a
-  // 16-core machine; this is the suspected cause, not yet measured there).
+  // stole would wait for its children on the tree's critical path.
   bool AdoptsOnWake(const SchedulingGroup* group) const {
     for (const SchedulingGroup* adopter : adopters_) {
       if (adopter == group) return true;

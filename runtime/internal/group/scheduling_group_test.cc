@@ -44,7 +44,7 @@ TEST(LowestSetBitsTest, SixtyFourBitArithmetic) {
   EXPECT_EQ(LowestSetBits(~std::uint64_t{0}, 64), ~std::uint64_t{0});
 }
 
-// Strategy v2's fairness rule (T1 at the top of strategy_v2.cc): on one worker, a hog
+// Strategy v2's fairness rule (TK1 at the top of strategy_v2.cc): on one worker, a hog
 // fiber keeps its local queue from ever running dry (it starts a child and yields, over
 // and over), and a fiber started from a plain thread waits in the global queue. It must
 // still run within a bounded number of rounds: every 61st round looks at the global

@@ -10,12 +10,12 @@
 // holding up a producer (GlobalRunQueue::Compact(), v2's local overflow, relaxed's
 // lists), so what join() leaves behind costs at most one queue's capacity.
 //
-// Until this version a worker also kept a list of up to 8 entries it could not take
-// back and retried them on every inline join. In fork-join (skynet, fib) the child is
-// almost never at a queue's front: a depth-first joiner's children sit in the middle of
-// its local queue, behind its ancestors' unjoined siblings. Every inline join then paid
-// for a failed retry and the list's upkeep: 22% of skynet's instructions (callgrind, one
-// worker). Dropping a dead entry where it is taken costs its consumer one claim check.
+// Rejected: a per-worker list of entries that could not be taken back, retried on every
+// inline join. In fork-join (skynet, fib) the child is almost never at a queue's front:
+// a depth-first joiner's children sit in the middle of its local queue, behind its
+// ancestors' unjoined siblings, so every inline join would pay for a failed retry and
+// the list's upkeep. Dropping a dead entry where it is taken costs its consumer one
+// claim check.
 
 #include "runtime/internal/group/take_back.h"
 

@@ -36,9 +36,9 @@ class GroupPoller {
   // pointless and an idle worker sleeps on its futex).
   virtual bool HasInterest() const = 0;
   // Holder only: waits until events arrive, Interrupt() is called, or `deadline`
-  // (Deadline::Expired(): do not block), and keeps the events for Dispatch(). Returns
+  // (MonotonicDeadline::Expired(): do not block), and keeps the events for Dispatch(). Returns
   // whether any descriptor event (not an interruption) arrived.
-  virtual bool Wait(Deadline deadline) = 0;
+  virtual bool Wait(MonotonicDeadline deadline) = 0;
   // Holder only: makes the fibers waiting for the events Wait() kept ready (through
   // their groups' usual "make ready" path).
   virtual void Dispatch() = 0;
@@ -95,7 +95,7 @@ class GroupPoller {
   [[nodiscard]] bool PollNow(std::int64_t now_ns) {
     if (!TryAcquire()) return false;
     NotePoll(now_ns);
-    if (Wait(Deadline::Expired())) Dispatch();
+    if (Wait(MonotonicDeadline::Expired())) Dispatch();
     return Release();
   }
   // Records a poll at `now_ns` (holders call it as they start waiting).

@@ -14,11 +14,10 @@ namespace spindle::internal {
 //
 // Why workers fire timers at all: the group's TimerWorker is one more thread. When the
 // workers keep every CPU busy, it waits for a CPU like any thread, up to a scheduler
-// slice (0.75-3 ms) at a time, and every timer of its next round is that late (spindle_
-// bench's sleep workload on 2 CPUs: 0.67 ms late on average at the moment of firing). A
-// busy worker looks at the next expiry every BusyPoll::kPollEvery-th switch (BusyPoll::Due,
-// with the busy poll of the reactor) and, when a timer is due, fires the
-// due ones itself, on its own stack, holding no fiber's lock; the TimerWorker thread
+// slice at a time, and every timer of its next round is that late. A busy worker looks
+// at the next expiry every BusyPoll::kPollEvery-th switch (BusyPoll::Due, with the busy
+// poll of the reactor) and, when a timer is due, fires the due ones itself, on its own
+// stack, holding no fiber's lock; the TimerWorker thread
 // still fires them when the workers are idle or stuck in long fibers.
 //
 // Each worker also has timers of its own (the ones it armed: a sleeping fiber's, a

@@ -56,9 +56,9 @@
 // sleep of at most 1 ms), a producer whose count found no sleeper (N5: nobody of ours
 // sleeps, so every worker is busy and goes through W3 before it sleeps). A busy victim
 // asks on every push: the reads stay in its caches while our workers are all busy, and
-// nothing is written to a shared line unless someone is woken (the 16-core figures of
-// issue 31: skynet at 16 workers in two groups of 8 went from 79 ms to 22 ms when the
-// old T1's per-push fetch_add on a shared cursor and its reads of our queues went).
+// nothing is written to a shared line unless someone is woken (a per-push fetch_add on
+// a shared cursor, or reads of our queues, would make every push of a saturated
+// victim contend with its thieves).
 //   W4. (idle_path.cc) Sleep on our slot. EndSleep: clear our bit; if a waker had
 //       cleared it we hold its count and search (I3).
 //
@@ -82,11 +82,10 @@
 //     global queue, every sibling's; relaxed: a sweep of every list).
 // DisableSleepRecheckForTesting() removes W3; the lost-wake-up hammer then fails.
 //
-// v2 used a separate token (wake_pending_) that a producer held while its wake-up was
-// in flight; handing the count itself to the woken worker does the same with one
-// shared line less and one hand-over fewer to reason about. The first v2 version gave
-// its token back without looking at sleeping_ again (N5's second look): timer_test's
-// yield storm hung with both workers asleep and a fiber queued.
+// A separate token that a producer holds while its wake-up is in flight does the same
+// as handing the count itself to the woken worker, with one shared line more and one
+// hand-over more to reason about. A count given back without a second look at
+// sleeping_ (N5's) can leave every worker asleep with a fiber queued.
 //
 // Rejected: waking on every push (a futex call per spawn); waking every sleeper.
 

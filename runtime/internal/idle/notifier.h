@@ -200,8 +200,8 @@ class SearchNotifier final : public IdleNotifier {
   // `queues`: the strategy this notifier serves; `workers`: the group's size.
   SearchNotifier(NotifiedQueues& queues, std::size_t workers);
 
-  // N1-N3 inline (they run after every push: out of line, with the call, they were 14
-  // instructions of a yield's); N4-N5 out of line.
+  // N1-N3 inline (they run after every push: out of line, every yield would pay the
+  // call); N4-N5 out of line.
   void Notify() override {
     SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorkerIndex);
     StoreLoadFence();  // N1: pairs with W2 and with I4's fence.

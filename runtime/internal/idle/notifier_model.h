@@ -106,7 +106,7 @@ class StalledPushModelQueues final : public RunQueueModelQueues {
     RL_ASSERT(claimed);
     // acquire: pairs with Notified()'s release.
     while (notified_.word().load(std::memory_order_acquire) == 0) {
-      notified_.ParkWhile(0, Deadline::None());
+      notified_.ParkWhile(0, MonotonicDeadline::None());
     }
     queue_.PublishForTesting(position, 1, /*stealable=*/true);
   }
@@ -248,7 +248,7 @@ struct GroupIdleModel
     }
     // acquire: pairs with the release above.
     while (all_taken.word().load(std::memory_order_acquire) == 0) {
-      all_taken.ParkWhile(0, Deadline::None());
+      all_taken.ParkWhile(0, MonotonicDeadline::None());
     }
   }
   bool Stopping() const { return group.Stopping(); }

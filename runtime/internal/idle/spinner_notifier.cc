@@ -59,9 +59,9 @@
 // already and passes the claim on (S3) while fibers are still queued, which is P1-P4
 // again for the same fiber.
 //
-// The wake-up that was lost before S3 passed claims on (seen on 16 cores, in
-// timed_waiter_test; reproduced on 2 cores by scheduling_group_test's
-// ClaimOfASpinnerHoldingAFiberIsPassedOn). Two workers A and B, a producer on a thread:
+// The wake-up that is lost if S3 does not pass claims on (scheduling_group_test's
+// ClaimOfASpinnerHoldingAFiberIsPassedOn forces it). Two workers A and B, a producer on
+// a thread:
 //   1. A and B spin (S1).
 //   2. The producer pushes fiber N and claims A (P2: A's bit cleared).
 //   3. B polls first and pops N. B's spinning bit is still set.
@@ -69,11 +69,11 @@
 //      (W1-W4): correct, N is taken.
 //   5. The producer pushes fiber W and claims B (P2: B's bit cleared), the only spinner.
 //      It does not look at the sleeping mask: a claimed spinner is supposed to poll.
-//   6. B leaves the spin loop with N; its fetch_and found its bit clear, but the old
-//      code ignored that and polled again only when it held no fiber. B runs N.
+//   6. B leaves the spin loop with N; its fetch_and found its bit clear, but without
+//      the hand-over it polls again only when it holds no fiber. B runs N.
 //   7. W waits in the queue while A sleeps, until B finishes N. If N waits for W (the
 //      test's notifier spins until the waiter publishes itself), that is forever.
-// Step 6 now passes the claim on: B sees W queued and runs P1-P3 for it, which finds
+// S3 passes the claim on in step 6: B sees W queued and runs P1-P3 for it, which finds
 // A's sleeping bit (A set it in 4 before the claim in 5 was made, or A's W3 re-check
 // sees W) and wakes A. Whoever clears a bit owns a poll, and every owned poll happens
 // or is handed on while its fiber may still be queued.
@@ -150,7 +150,7 @@ bool SpinnerNotifier::KeepSearching(std::size_t w) {
   // A woken worker's look (the poll its wake-up paid for) found nothing: another
   // worker took the fiber, or a stalled push hides it. Spin like any idle worker, if
   // fewer than two do (S1), rather than sleep at once: the next push then claims us
-  // without a system call (spawn_join paid a futex wake per fiber without this).
+  // without a system call (sleeping at once costs a spawn loop a futex wake per fiber).
   if (mode_[w] == Mode::kWoken) return TryJoinSpinners(w);
   if (mode_[w] != Mode::kSpinning) return false;
   // S2. relaxed load + exchange: a hand-over flag between spinners; the woken worker

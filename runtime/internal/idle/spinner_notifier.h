@@ -78,7 +78,7 @@ class SpinnerNotifier final : public IdleNotifier {
 };
 
 // The producer's side (P1-P4) is defined here, inline: it runs after every push, and
-// StrategyV1::Enqueue calling it out of line cost v1's yield 2% more instructions.
+// out of line StrategyV1::Enqueue would pay a call for it on every yield.
 
 inline void SpinnerNotifier::Notify() {
   SchedulerTestPointReached(SchedulerTestPoint::kBeforeWakeUp, kNoWorkerIndex);

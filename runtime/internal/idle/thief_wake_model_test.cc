@@ -132,7 +132,7 @@ struct ThiefWakeModel : rl::test_suite<ThiefWakeModel<Notifier>, 4> {
     if (entry == 1) {
       // acquire: pairs with the release above.
       while (released.word().load(std::memory_order_acquire) == 0) {
-        released.ParkWhile(0, Deadline::None());
+        released.ParkWhile(0, MonotonicDeadline::None());
       }
     }
   }

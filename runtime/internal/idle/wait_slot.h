@@ -25,7 +25,7 @@ class WaitSlot {
  public:
   // Blocks until a wake-up is available and consumes it (true), or until `deadline`
   // (false: nothing consumed).
-  bool Wait(Deadline deadline = Deadline::None()) {
+  bool Wait(MonotonicDeadline deadline = MonotonicDeadline::None()) {
     // acquire: pairs with the release in Wake(), so what the waker published before
     // waking (the fiber it pushed) is visible once we return. release: publishes our
     // earlier clearing of polling_ to a Wake() that finds us waiting (WaitPolling()).
@@ -57,7 +57,7 @@ class WaitSlot {
   // it rather than waking the futex; the interruption persists (an eventfd count) if
   // it lands before we block. We clear `polling_` only after taking our -1 back, and
   // the next Wait()'s fetch_sub orders that clearing before any Wake() that sees it.
-  bool WaitPolling(GroupPoller* poller, Deadline deadline) {
+  bool WaitPolling(GroupPoller* poller, MonotonicDeadline deadline) {
     polling_.store(poller, std::memory_order_relaxed);  // relaxed: see above
     // acq_rel: release publishes polling_; acquire as in Wait().
     int value = count().fetch_sub(1, std::memory_order_acq_rel) - 1;

@@ -26,7 +26,7 @@ using testing::ExpectModelHolds;
 class ModelPoller final : public GroupPoller {
  public:
   bool HasInterest() const override { return true; }
-  bool Wait(Deadline deadline) override {
+  bool Wait(MonotonicDeadline deadline) override {
     // acquire: pairs with Interrupt()'s release (the eventfd's kernel ordering).
     while (eventfd_.word().exchange(0, std::memory_order_acquire) == 0) {
       if (!eventfd_.ParkWhile(0, deadline)) return false;
@@ -66,13 +66,13 @@ struct WakeAgainstTimedWait : rl::test_suite<WakeAgainstTimedWait, 2> {
   int consumed = 0;
   void thread(unsigned index) {
     if (index == 0) {
-      if (slot.Wait(Deadline::AtNs(ModelClockNs() + 1000))) {
+      if (slot.Wait(MonotonicDeadline::AtNs(ModelClockNs() + 1000))) {
         ++consumed;
       } else {
         consumed += slot.Wait() ? 1 : 0;  // the wake-up must still be there
       }
       // Nothing more is banked: a wait that expires at once consumes nothing.
-      RL_ASSERT(!slot.Wait(Deadline::Expired()));
+      RL_ASSERT(!slot.Wait(MonotonicDeadline::Expired()));
     } else {
       slot.Wake();
     }
@@ -89,7 +89,7 @@ struct WakeAgainstWaitPolling : rl::test_suite<WakeAgainstWaitPolling, 2> {
   int returned = 0;
   void thread(unsigned index) {
     if (index == 0) {
-      slot.WaitPolling(&poller, Deadline::None());
+      slot.WaitPolling(&poller, MonotonicDeadline::None());
       returned += slot.Wait() ? 1 : 0;
     } else {
       slot.Wake();
@@ -108,7 +108,7 @@ struct WakeForeverAgainstWaits : rl::test_suite<WakeForeverAgainstWaits, 2> {
   WaitSlot slot;
   void thread(unsigned index) {
     if (index == 0) {
-      slot.WaitPolling(&poller, Deadline::None());
+      slot.WaitPolling(&poller, MonotonicDeadline::None());
       for (int i = 0; i < 3; ++i) RL_ASSERT(slot.Wait());
     } else {
       slot.WakeForever();

@@ -43,8 +43,8 @@ void GlobalRunQueue::PushMany(const std::uintptr_t* entries, const bool* stealab
           continue;
         }
         // Full, on a runtime thread: what the compaction makes room for goes to the
-        // ring, everything left of the batch to the overflow list under one lock (one
-        // lock per entry cost spawn_join ~75 instructions per fiber, callgrind).
+        // ring, everything left of the batch to the overflow list under one lock (a
+        // lock per entry would make the spawn path slower).
         Compact();
         while (i < n && ring_.Push(entries[i], stealable[i])) ++i;
         if (i < n) Spill(entries + i, n - i);

@@ -49,15 +49,14 @@
 //     list, and a fiber queued anywhere is taken when it is older). The
 //     thesis' pushes go to any list: on fork-join (a fiber starts children and joins
 //     them, running inline those nobody took) both workers' pushes, pops and
-//     take-backs then met on the same few lists, and skynet and fib took as long on 2
-//     workers as on 1 (perf: a quarter of the time spinning on list locks held by the
-//     other worker, a third of TakeBack in one compare that missed the cache). With
-//     homes a worker's own children stay on lines it alone writes unless a sibling
-//     takes one, which takes the list's oldest (a thief's best piece in a fork-join
-//     tree). Plain threads' cursors have no home.
+//     take-backs then meet on the same few lists, spinning on each other's list locks
+//     and missing the cache in TakeBack's compares, so a second worker gains nothing.
+//     With homes a worker's own children stay on lines it alone writes unless a
+//     sibling takes one, which takes the list's oldest (a thief's best piece in a
+//     fork-join tree). Plain threads' cursors have no home.
 //   - PushUrgent() is ours: a fiber woken by a timer is already late (behind a
-//     burst of started fibers, stamped by readiness it waited for all of them: 100k
-//     sleeps of 1 ms overslept by 40-60 ms), so it goes to the head of its list with
+//     burst of started fibers, stamped by readiness it would wait for all of them), so
+//     it goes to the head of its list with
 //     stamp 0, as v2 runs timer rounds ahead of its local queues. A list stays in stamp
 //     order (nothing is older than 0), so pops and the invariant below are unchanged.
 //   - Steal() and TakeBack() are ours. Stealing between groups must leave
@@ -340,9 +339,9 @@ std::uintptr_t RelaxedQueue::Pop(RelaxedCursor& cursor) {
   for (int attempt = 0; attempt < kPopTries; ++attempt) {
     // With a home, the first pick replays a push to it (Push()'s home tries map the
     // same generator values the same way), the second is a list outside it (when the
-    // queue has any): a pair of two home lists compared nothing a sibling queued, and an
-    // idle worker, whose home is empty, wasted half its picks on it (relaxed's
-    // spawn_join: the sibling fell behind the spawner, and the queue grew).
+    // queue has any): a pair of two home lists compares nothing a sibling queued, and
+    // an idle worker, whose home is empty, would waste half its picks on it (the
+    // sibling falls behind a spawner, and the queue grows).
     const std::uint64_t random = StepBackward(cursor.backward);
     const std::size_t a = home ? HomeLane(cursor, random) : Lane(random);
     std::size_t b = home && cursor.home_count < count_
@@ -406,8 +405,7 @@ std::size_t RelaxedQueue::StealMany(std::size_t start, std::uintptr_t* out,
 
 bool RelaxedQueue::TakeBack(RelaxedCursor& cursor, std::uintptr_t value) {
   // The newest push first (a child joined right after it was started). A plain
-  // compare per push: a predicate called through a FunctionRef made a miss cost
-  // relaxed's spawn_join ~190 instructions per fiber (callgrind).
+  // compare per push: a predicate called through a FunctionRef makes every miss dear.
   const std::size_t recorded = std::min(cursor.pushes, RelaxedCursor::kRecentPushes);
   for (std::size_t n = 1; n <= recorded; ++n) {
     RelaxedCursor::Push& push =

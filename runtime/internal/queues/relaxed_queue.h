@@ -21,9 +21,9 @@ namespace spindle::internal {
 // It also remembers its last kRecentPushes pushes (value and list), so that a joiner
 // can take back a child it ran inline from wherever it was queued (TakeBack()).
 struct RelaxedCursor {
-  // A power of two. Every take-back scans them (a miss scans all): 64 cost fib(30) on
-  // one worker 38% of its time in TakeBack (perf); children beyond the last few are
-  // left to the dead-entry compaction.
+  // A power of two. Every take-back scans them (a miss scans all), so a long list
+  // makes fork-join spend its time in TakeBack; children beyond the last few are left
+  // to the dead-entry compaction.
   static constexpr std::size_t kRecentPushes = 8;
   explicit RelaxedCursor(std::uint64_t seed = 0x9E3779B97F4A7C15ULL)
       : forward(seed), backward(seed) {}

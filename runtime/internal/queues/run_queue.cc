@@ -91,11 +91,10 @@
 // every line of it is brought in once per lap, and 16-byte slots bring in four entries
 // per line instead of one; a batch of 8 fills two lines, not eight. The cost is false
 // sharing between a producer and a consumer working on neighbouring slots of a nearly
-// empty queue, and it turns out to be the cheaper side, probably because a line then
-// carries four entries from the producer's core to the consumer's instead of one.
-// Measured with run_queue_benchmark.cc on a 2-core VM (2026-11): producer/consumer on
-// two threads, 9 ns per entry with 16-byte slots and 25 ns with 64-byte slots; the
-// single-thread cases are unchanged (12 ns per push + pop either way).
+// empty queue, and it is the cheaper side, probably because a line then carries four
+// entries from the producer's core to the consumer's instead of one
+// (run_queue_benchmark.cc compares the two; docs/internals/scheduler.md has the
+// figures).
 //
 // Rejected alternatives.
 // - std::mutex + std::deque: simple and FIFO, but every operation takes the lock, a

@@ -64,7 +64,7 @@ struct PushAgainstPop
         const int seen = events.word().load(std::memory_order_acquire);
         const bool pushed = queue.Push(EntryOf(id), /*stealable=*/true);
         if (pushed) break;
-        events.ParkWhile(seen, Deadline::None());  // full
+        events.ParkWhile(seen, MonotonicDeadline::None());  // full
       }
       Announce();
     }
@@ -81,7 +81,7 @@ struct PushAgainstPop
         // acquire: pairs with the other consumers' acq_rel count below (nothing is
         // left to take once it says all were taken).
         if (taken.load(std::memory_order_acquire) == kEntries) return;
-        events.ParkWhile(seen, Deadline::None());  // empty, or a producer mid-push
+        events.ParkWhile(seen, MonotonicDeadline::None());  // empty, or a producer mid-push
         continue;
       }
       const int id = static_cast<int>(entry - 1);

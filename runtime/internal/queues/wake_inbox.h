@@ -15,7 +15,7 @@
 namespace spindle::internal {
 
 // One v2 worker's inbox of fibers woken by a timer round (StrategyV2::EnqueueWoken),
-// which the worker runs before its local queue (strategy_v2.cc, T0). FIFO, unbounded.
+// which the worker runs before its local queue (strategy_v2.cc, TK0). FIFO, unbounded.
 // Thread-safety: PostMany() and Grab() from any thread; Take() by the owner worker
 // (any thread would be safe: every operation takes the lock); MaybeNonEmpty() and
 // UnsafeSize() anywhere, as hints. Entries are run-queue words (fiber_desc.h), never

@@ -30,8 +30,8 @@
 // Two kinds of runs. Every decision above queues a fiber again, and a push carries its
 // own wake-up, which can rescue a fiber whose wake-up the protocol lost: with the S3
 // hand-over of strategy v1 removed (the many-core lost wake-up), runs with pauses only
-// failed scheduler_stress_test's pairs in 4 of 6 tries on 2 cores and runs with
-// decisions too in 0 of 7. So each runtime started under a seed is, by a draw from the
+// fail scheduler_stress_test's pairs on 2 cores far more often than runs with
+// decisions too. So each runtime started under a seed is, by a draw from the
 // seed and the number of runtimes started before it, either a run of pauses only or a
 // run of pauses and decisions; the log line at start says which.
 //

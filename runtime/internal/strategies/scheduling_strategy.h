@@ -153,7 +153,7 @@ class SchedulingStrategy : public NotifiedQueues {
   // too, with the producer's wake-up, and returns how many it moved. v2: its runnext
   // and local queue go to the group's global queue (busy siblings look there every
   // --fiber_v2_global_check_interval-th take; idle ones at once); its timer inbox stays
-  // (busy siblings already take one entry of a sibling's inbox per take, T0). The
+  // (busy siblings already take one entry of a sibling's inbox per take, TK0). The
   // default moves nothing: v1's workers share one queue, relaxed's pick any list.
   virtual std::size_t RescueStalledWorker(std::size_t /*worker*/) { return 0; }
 
@@ -235,8 +235,8 @@ class SchedulingStrategy : public NotifiedQueues {
   Atomic<bool> stopping_{false};
   Atomic<GroupPoller*> poller_{nullptr};
   // Its own line: read by every producer while our workers are all busy; the cursor
-  // is written only when a thief is woken (pingpong's round trip cost 10% more when a
-  // steal cursor shared a line with v2's wake flag).
+  // is written only when a thief is woken (sharing a line with a flag that wake-ups
+  // write slows every round trip).
   alignas(64) std::vector<IdleNotifier*> thieves_;  // immutable once workers run
   std::vector<const SchedulingStrategy*> victims_;    // the same
   Atomic<std::size_t> next_thief_{0};

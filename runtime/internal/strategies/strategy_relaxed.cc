@@ -25,8 +25,8 @@
 //     pushed it to, which the worker's cursor remembers (TakeBackEntry).
 //   - Timer wake-ups (EnqueueWoken) go to the head of a list with the oldest stamp
 //     (RelaxedQueue::PushUrgent): they are overdue already, and stamped by readiness
-//     they waited behind every fiber started before them (a burst of 100k started
-//     fibers: 40-60 ms of oversleep for 1 ms sleeps).
+//     they would wait behind every fiber started before them (after a burst of starts,
+//     far longer than the sleep itself).
 //   - Pops end with a sweep of every list after two missed pairs (relaxed_queue.cc), so
 //     TakeNext() returning 0 means the group's queue was seen empty: the re-check
 //     before sleeping needs that, and it bounds how often a pop can miss.

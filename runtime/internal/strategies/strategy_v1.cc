@@ -6,8 +6,8 @@
 // This is our own implementation.
 //
 // The problem. A producer (any thread) pushes a ready fiber; an idle worker must run it
-// soon. Polling forever burns CPU; a futex wake on every push costs ~25-30 us on this
-// VM and a system call for the producer. So a few idle workers poll ("spin") for a
+// soon. Polling forever burns CPU; a futex wake on every push costs a system call for
+// the producer and the wake-up's latency. So a few idle workers poll ("spin") for a
 // short time, and only when none does is a sleeping worker woken.
 //
 // The protocol is SpinnerNotifier's (runtime/internal/idle/spinner_notifier.cc: P1-P4,
@@ -45,9 +45,9 @@
 //       Cost: nothing while the runtime is idle or our workers keep up (P2/P3 succeed
 //       first); while all our workers are busy, two relaxed loads per thief group, of
 //       lines that change only when its workers start or stop searching or sleeping,
-//       and a futex wake only where a thief sleeps and none searches. (It was a shared
-//       fetch_add and reads of our own queues on every push: at 16 workers in two
-//       groups, that made skynet 2.4x slower than at 8 in one.)
+//       and a futex wake only where a thief sleeps and none searches. (A shared
+//       fetch_add and reads of our own queues on every push would make a saturated
+//       group's every push contend with its thieves.)
 //   T2. No lost steal. A thief about to sleep runs W1 and W2, then, in W3, after its
 //       own queue, asks its worker whether a victim's queue holds fibers; if so it
 //       does not sleep and polls its victims instead if it searched (or sleeps for at
@@ -60,22 +60,23 @@
 //       stealable fiber queued behind busy workers is always seen by some awake thief
 //       within 1 ms, where any thief worker is free (unless a non-stealable entry is
 //       ahead of it: RunQueue::Steal() looks at the oldest entry only). Missing a thief
-//       never strands a fiber: our own workers still run everything queued here. A fiber re-queued by Yield() or Dispatch()
-//       (RequeueBeforeSwitch) is pushed with P1-P4 like any other, so T1 covers it too.
+//       never strands a fiber: our own workers still run everything queued here. A
+//       fiber re-queued by Yield() or Dispatch() (RequeueBeforeSwitch) is pushed with
+//       P1-P4 like any other, so T1 covers it too.
 
 //
 // Staging (--fiber_v1_stage_size). Under fork-join (skynet, fib: a fiber starts
-// children and joins them, running each inline if it has not started) every start was
-// a push into the shared ring and most of them a dead entry, run inline by its joiner
-// before anyone popped it: with two workers the ring's tail and head lines moved between
-// cores on every start, and the ring, full of dead entries, was compacted every few
-// hundred pushes (perf of skynet at 2 workers on 2 CPUs: 23% in Compact, 24% in
-// Enqueue; 8 workers ran it 4x slower than one). Yet while every worker is busy no
-// worker can take a new fiber anyway. So a fiber made ready by a worker's fiber (any
-// reason but a yield), while no worker of the group spins or sleeps and no thief group
-// has an idle worker (MayStage: relaxed loads of lines that change only when workers go
-// idle), waits in its worker's stage (StageBuffer: a small FIFO under a lock that only
-// that worker takes in the common case) instead of the ring. It leaves the stage:
+// children and joins them, running each inline if it has not started) every start
+// would be a push into the shared ring and most of them a dead entry, run inline by its
+// joiner before anyone popped it: with two workers the ring's tail and head lines move
+// between cores on every start, and the ring, full of dead entries, is compacted every
+// few hundred pushes, so more workers run fork-join slower. Yet while every worker is
+// busy no worker can take a new fiber anyway. So a fiber made ready by a worker's fiber
+// (any reason but a yield), while no worker of the group spins or sleeps and no thief
+// group has an idle worker (MayStage: relaxed loads of lines that change only when
+// workers go idle), waits in its worker's stage (StageBuffer: a small FIFO under a lock
+// that only that worker takes in the common case) instead of the ring. It leaves the
+// stage:
 //   G1. at the worker's next scheduling point: TakeNext() moves the whole stage to the
 //       ring first (one batch push), then takes the ring's oldest entry, so v1's order
 //       is kept: a worker's own fibers run in the order made ready, behind what was
@@ -104,9 +105,8 @@
 // worker, and that group is woken by the next push (P4, T1).
 //
 // Timer-woken fibers (EnqueueWoken). A fiber whose sleep ended is overdue; behind a
-// burst of started fibers in the shared FIFO it waited for all of them (spindle_bench's
-// sleep: 100k fibers sleeping 1 ms overslept by 31 ms on average at 1 worker on 2 CPUs).
-// Timers' fibers go to a second queue instead (a GlobalRunQueue of their own), which
+// burst of started fibers in the shared FIFO it would wait for all of them. Timers'
+// fibers go to a second queue instead (a GlobalRunQueue of their own), which
 // TakeNext() serves first, but for one take in kSharedFirstEvery where the shared queue
 // goes first, so that timers that keep firing cannot starve it (Go's check of its global
 // queue every 61 schedules). Its entries stay in the group (thieves see the shared
@@ -301,10 +301,9 @@ bool StrategyV1::StagesEmpty() const {
 }
 
 std::size_t StrategyV1::StealBatch(std::uintptr_t* out, std::size_t /*max*/) {
-  // One fiber per steal, as before batches: the thief would queue the rest with
-  // EnqueueBatch, which under v1 wakes a worker per fiber (NotifyMany). With batches
-  // (and searcher-only polling, measured together) 16 workers in two groups ran fib
-  // 1.4-1.5x slower under v1 (a 16-core machine, two runs each); v2 and relaxed did not.
+  // One fiber per steal: the thief would queue the rest with EnqueueBatch, which under
+  // v1 wakes a worker per fiber (NotifyMany), so batches slow v1's fork-join down
+  // across groups (not v2's or relaxed's).
   bool moved_pinned = false;
   out[0] = queue_.Steal(&moved_pinned);
   // A moved entry was out of the queue for a moment, as if pushed again: P1-P4.

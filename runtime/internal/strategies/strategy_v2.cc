@@ -16,7 +16,7 @@
 //   - A fiber that yields goes to the tail of its worker's local queue, behind every
 //     fiber ready there. (Go's Gosched sends it to the global queue instead; then the
 //     1-in-61 global check below lets it overtake the local queue again and again, and
-//     fiber_test's YieldingFibersGetEqualShares saw a spread of 93 turns on 1 worker.)
+//     yielding fibers do not get equal shares of a worker.)
 //   - A fiber started or woken by a fiber of worker w goes to w's runnext (seed 002's
 //     spawn-LIFO, Go's runnext); the entry it displaces goes to w's local tail. A
 //     displaced descriptor that its joiner already ran inline is freed instead of
@@ -30,8 +30,7 @@
 //     the stage (G5 in TakeBackEntry), where in the local queue a child behind its
 //     ancestors' siblings could not be, and stayed as a dead entry that siblings stole,
 //     dropped and freed on their own core, so that every descriptor the spawner reused
-//     came from the other core (perf of skynet at 2 workers: 20% of the time in one load
-//     of a recycled JoinState; 2 workers ran skynet no faster than 1, fib 1.3x). The
+//     came from the other core, and a second worker barely sped fork-join up. The
 //     stage empties as v1's does: G1, the worker's next TakeNext(), moves it to the
 //     local queue (and a yield's swap does not apply while it holds anything); G2, a
 //     displacement or a push to the local tail while somebody is idle moves it first; G3,
@@ -41,10 +40,9 @@
 //     never stages: its local queue is as private, and cheaper.
 //   - Each worker has a WakeInbox (wake_inbox.h) for the fibers that a firing round of
 //     the group's TimerWorker makes Ready (EnqueueWoken, below). They are overdue by
-//     definition. Queued at the global tail, as before, they waited behind every fiber
-//     that had overflowed there: in spindle_bench's sleep workload (one fiber starts
-//     100k fibers that each sleep 1 ms) a woken fiber waited ~34 ms on average, while
-//     Go puts a timer's goroutine in runnext of the P that runs the timer.
+//     definition. Queued at the global tail they would wait behind every fiber that
+//     overflowed there, while Go puts a timer's goroutine in runnext of the P that runs
+//     the timer.
 //
 // Timer rounds (EnqueueWoken). Due timers are fired by busy workers themselves (an
 // assist, group_timers.h), every 16th switch (busy_poll.h), or by the group's TimerWorker
@@ -54,28 +52,28 @@
 // sleep, starting one further each round; if all sleep, they go to the global queue (N4
 // wakes one). Each post is made under the inbox's lock, then one Notify (N1-N5), as after
 // any push. A worker in one long fiber (the sleep workload's spawner) leaves its inbox
-// alone: its busy siblings take from it one entry per take when theirs is empty (T0), its
-// idle ones half of it (I3). (A first version chose workers whose count of takes had
-// moved in the last 100 us instead; it cost every take a store.) Rejected: one shared
-// priority queue (every worker's take would read a line the timer thread writes, and all
-// wake-ups would go through one queue again); the global queue's head (its ring is FIFO).
+// alone: its busy siblings take from it one entry per take when theirs is empty (TK0),
+// its idle ones half of it (I3). Rejected: choosing the workers whose count of takes
+// moved lately (it costs every take a store); one shared priority queue (every
+// worker's take would read a line the timer thread writes, and all wake-ups would go
+// through one queue again); the global queue's head (its ring is FIFO).
 //
 // Taking (TakeNext, the worker's own sources, no blocking):
-//   T1. For every `global_check_interval`-th fiber taken (61, as Go), the global queue
+//   TK1. For every `global_check_interval`-th fiber taken (61, as Go), the global queue
 //       first, so fibers from outside cannot starve behind a worker that keeps feeding
 //       itself.
-//   T0. The inbox, unless it was picked kMaxInboxStreak (16) times in a row: fibers
+//   TK0. The inbox, unless it was picked kMaxInboxStreak (16) times in a row: fibers
 //       that sleep in a loop must not starve the local queue and runnext. If it is
 //       empty, one entry of one sibling's inbox, a different sibling each time (its
-//       owner may be in one long fiber). After T3, before T4, the own inbox again. Each
-//       empty check is one relaxed load of an inbox's own line, which changes only when
-//       a round posts to it or a worker takes from it.
-//   T2. runnext, unless it was picked kMaxRunnextStreak times in a row: we have no
+//       owner may be in one long fiber). After TK3, before TK4, the own inbox again.
+//       Each empty check is one relaxed load of an inbox's own line, which changes only
+//       when a round posts to it or a worker takes from it.
+//   TK2. runnext, unless it was picked kMaxRunnextStreak times in a row: we have no
 //       preemption, so two fibers that hand off to each other through runnext would
 //       otherwise starve the local queue forever (Go relies on sysmon; Tokio caps its
 //       LIFO slot the same way).
-//   T3. The local queue (FIFO), then runnext again.
-//   T4. A batch from the global queue (the first runs, the rest go to the local queue).
+//   TK3. The local queue (FIFO), then runnext again.
+//   TK4. A batch from the global queue (the first runs, the rest to the local queue).
 //
 // Searching and stealing between groups: strategy_v2_steal.cc.
 //
@@ -87,13 +85,12 @@
 //     entry is a push like the others: the stage's size is stored (under its lock)
 //     before the producer's N1 fence, and read by W3 after W2's.
 //   - M1. A worker that moves entries into its local queue (the rest of a global batch,
-//     the rest of a stolen half, half a sibling's inbox, its stage) notifies after the move, like
-//     any producer: while the entries sat in its private buffer, a searcher's re-check
-//     could miss them, and their producers had skipped their wake-up because it
-//     searched; if the mover is not a searcher, nobody else would run them while it
-//     runs a long fiber. (Found by timed_waiter_test under TSan with 2 workers: the
-//     second of two fibers that spin for each other sat in the first one's local queue
-//     for 10 s while the other worker slept.)
+//     the rest of a stolen half, half a sibling's inbox, its stage) notifies after the
+//     move, like any producer: while the entries sat in its private buffer, a
+//     searcher's re-check could miss them, and their producers had skipped their
+//     wake-up because it searched; if the mover is not a searcher, nobody else would
+//     run them while it runs a long fiber (two fibers that spin for each other: the
+//     second waits in the first one's local queue while the other worker sleeps).
 //   - Inboxes. A round's posts are pushes followed by a Notify like any other; which
 //     workers a round goes to (the sleeping mask) is only a hint.
 // Pushing to one's own local queue costs the fence and two loads while anyone searches
@@ -213,7 +210,7 @@ namespace spindle::internal {
 namespace {
 
 constexpr unsigned kMaxRunnextStreak = 3;
-// T0: after this many inbox picks in a row, one from runnext or the local queue.
+// TK0: after this many inbox picks in a row, one from runnext or the local queue.
 constexpr unsigned kMaxInboxStreak = 16;
 
 }  // namespace
@@ -278,8 +275,7 @@ void StrategyV2::EnqueueFromOutside(std::uintptr_t entry, bool stealable) {
 void StrategyV2::PlaceDisplaced(Worker& me, std::uintptr_t old) {
   if (DropIfRunInline(old)) return;
   // A lone worker with no thieves has nobody to keep its fibers from: the local queue
-  // is as private as a stage, and cheaper (spawn_join at 1 worker: 137 ns per fiber
-  // through the stage, 100 without).
+  // is as private as a stage, and cheaper.
   if (settings_.stage_capacity != 0 && (options_.workers > 1 || has_thieves())) {
     if (MayStage()) {
       // G4: a full stage goes to the local queue first (where siblings steal it).
@@ -345,7 +341,7 @@ void StrategyV2::EnqueueWoken(const std::uintptr_t* entries, const bool* stealab
   }
   // From the TimerWorker thread: in equal shares to the workers that do not sleep,
   // starting one further each round. A share that lands on a worker stuck in one long
-  // fiber is taken by its siblings (T0's look at a sibling's inbox).
+  // fiber is taken by its siblings (TK0's look at a sibling's inbox).
   const std::size_t workers = options_.workers;
   std::size_t chosen[kMaxWorkersPerGroup];
   std::size_t k = 0;
@@ -415,7 +411,7 @@ __attribute__((always_inline)) inline std::uintptr_t StrategyV2::TakeLocal(Worke
 }
 
 std::uintptr_t StrategyV2::TakeFromGlobal(Worker& me) {
-  // T4: a share of the global queue (Go's globrunqget), the first to run now; or one
+  // TK4: a share of the global queue (Go's globrunqget), the first to run now; or one
   // entry, or as much as half our local queue holds (--fiber_v2_global_take).
   const std::size_t room = me.local.capacity() / 2;
   std::size_t share = 1;
@@ -473,12 +469,12 @@ std::uintptr_t StrategyV2::TakeFromGlobal(Worker& me) {
 std::uintptr_t StrategyV2::TakeNext(std::size_t worker) {
   Worker& me = *workers_[worker];
   if (__builtin_expect(me.stage.UnsafeSize() != 0, 0)) FlushStage(me);  // G1
-  // T1 counts fibers taken, as Go's schedtick counts goroutines run: polls that find
+  // TK1 counts fibers taken, as Go's schedtick counts goroutines run: polls that find
   // nothing (an idle worker searching) do not move it, so its phase does not depend on
   // how long a worker spun (chaos mode's same-seed-same-order on one worker needs
-  // that). A count-down, not a modulo: a 64-bit division cost this path more than the
-  // rest of it (perf annotate of the yield workload).
-  if (me.rounds_to_global_check == 1) {  // T1: this take is the interval-th
+  // that). A count-down, not a modulo: a 64-bit division costs more than the rest of
+  // this path.
+  if (me.rounds_to_global_check == 1) {  // TK1: this take is the interval-th
     if (std::uintptr_t entry = global_.Take()) {
       me.rounds_to_global_check = settings_.global_check_interval;
       return entry;
@@ -491,8 +487,7 @@ std::uintptr_t StrategyV2::TakeNext(std::size_t worker) {
   return entry;
 }
 
-// Inlined into TakeNext, its only caller: a call here cost the yield workload 17
-// instructions per switch (callgrind).
+// Inlined into TakeNext, its only caller: a call here would be paid on every switch.
 __attribute__((always_inline)) inline std::uintptr_t StrategyV2::TakeOwnSources(Worker& me) {
   auto take_runnext = [&me]() -> std::uintptr_t {
     // relaxed load: a hint; acquire exchange: pairs with the producer's exchange.
@@ -503,7 +498,7 @@ __attribute__((always_inline)) inline std::uintptr_t StrategyV2::TakeOwnSources(
     }
     return 0;
   };
-  if (me.inbox_streak < kMaxInboxStreak) {  // T0
+  if (me.inbox_streak < kMaxInboxStreak) {  // TK0
     if (std::uintptr_t entry = me.inbox.Take()) {
       ++me.inbox_streak;
       return entry;
@@ -516,17 +511,17 @@ __attribute__((always_inline)) inline std::uintptr_t StrategyV2::TakeOwnSources(
     }
   }
   me.inbox_streak = 0;
-  if (me.runnext_streak < kMaxRunnextStreak) {  // T2
+  if (me.runnext_streak < kMaxRunnextStreak) {  // TK2
     if (std::uintptr_t entry = take_runnext()) {
       ++me.runnext_streak;
       return entry;
     }
   }
   me.runnext_streak = 0;
-  if (std::uintptr_t entry = TakeLocal(me)) return entry;  // T3
+  if (std::uintptr_t entry = TakeLocal(me)) return entry;  // TK3
   if (std::uintptr_t entry = take_runnext()) return entry;
-  if (std::uintptr_t entry = me.inbox.Take()) return entry;  // T0 after its streak
-  return TakeFromGlobal(me);  // T4
+  if (std::uintptr_t entry = me.inbox.Take()) return entry;  // TK0 after its streak
+  return TakeFromGlobal(me);  // TK4
 }
 
 std::uintptr_t StrategyV2::TakeFromSiblingInbox(Worker& me) {

@@ -66,15 +66,15 @@ class StrategyV2 final : public SchedulingStrategy {
   // A yield's swap, for worker `worker`'s thread (parking.cc's SwapToNext, which takes
   // self's lock between the two calls): where TakeNext() would take the oldest entry of
   // the worker's local queue, the yielder goes to its tail and that entry is taken, with
-  // no Notify(): the proof is S1-S2 below.
+  // no Notify(): the proof is SW1-SW2 below.
   // A worker's queues and slots (defined below the class; opaque to the yield path,
   // which only hands SwapApplies()'s answer back to SwapOnYield()).
   struct Worker;
-  // S1: whether TakeNext() would take from the local queue now, which holds an entry and
-  // has room (the owner's view: thieves may still empty it): worker `worker`'s queues
-  // if so, else nullptr.
+  // SW1: whether TakeNext() would take from the local queue now, which holds an entry
+  // and has room (the owner's view: thieves may still empty it): worker `worker`'s
+  // queues if so, else nullptr.
   Worker* SwapApplies(std::size_t worker);
-  // S2, right after SwapApplies() answered `me`: queues `self` (an entry word: Ready,
+  // SW2, right after SwapApplies() answered `me`: queues `self` (an entry word: Ready,
   // its scheduler lock held until it has switched out) and returns the entry taken,
   // claimed: `self` itself when thieves took everything else meanwhile (keep running),
   // 0 when they took `self` too (a sibling runs it once it switched out: leave).
@@ -97,8 +97,8 @@ class StrategyV2 final : public SchedulingStrategy {
   std::uintptr_t TakeLocal(Worker& me);
   // Sibling inboxes, then local queues, then runnext slots.
   std::uintptr_t StealFromInboxes(Worker& me, std::size_t worker, std::size_t start);
-  std::uintptr_t TakeOwnSources(Worker& me);  // T0, T2-T4
-  // T0's look at one sibling's inbox, a different one each time.
+  std::uintptr_t TakeOwnSources(Worker& me);  // TK0, TK2-TK4
+  // TK0's look at one sibling's inbox, a different one each time.
   std::uintptr_t TakeFromSiblingInbox(Worker& me);
   std::uintptr_t TakeFromGlobal(Worker& me);
   void PushLocal(std::size_t worker, std::uintptr_t entry);
@@ -153,20 +153,20 @@ struct alignas(64) StrategyV2::Worker {
   Atomic<std::uintptr_t> runnext{0};
   LocalQueue local;
   // The owner's alone.
-  // T1's count-down of fibers taken (reset after each check).
+  // TK1's count-down of fibers taken (reset after each check).
   std::uint64_t rounds_to_global_check = 1;
   unsigned runnext_streak = 0;     // consecutive picks from runnext
-  unsigned inbox_streak = 0;       // consecutive picks from the inbox (T0)
+  unsigned inbox_streak = 0;       // consecutive picks from the inbox (TK0)
   std::size_t index = 0;           // this worker's index in the group
-  std::size_t inbox_peek = 0;      // the sibling whose inbox T0 looks at next
+  std::size_t inbox_peek = 0;      // the sibling whose inbox TK0 looks at next
   std::uint64_t random = 0;        // victim choice
   std::unique_ptr<std::uintptr_t[]> steal_buffer;  // half a local queue
   // PushLocal's batch to the global queue when the local one is full: half of it and
   // the new entry. Not allocated per overflow: a 1 KiB malloc is a large-bin request,
-  // which first consolidates glibc's fast bins (3% of the sleep workload's time).
+  // which first consolidates glibc's fast bins.
   std::unique_ptr<std::uintptr_t[]> overflow_buffer;
   std::unique_ptr<bool[]> overflow_stealable;
-  // Fibers woken by timer rounds (EnqueueWoken), run before the local queue (T0). Its
+  // Fibers woken by timer rounds (EnqueueWoken), run before the local queue (TK0). Its
   // own line: the producer writes it once per round.
   alignas(64) WakeInbox inbox;
   // Fibers the running fiber displaced from runnext while every worker was busy
@@ -175,22 +175,21 @@ struct alignas(64) StrategyV2::Worker {
 };
 
 // Inline, for the yield path (parking.cc), which calls them through a StrategyV2*: a
-// call through the base's vtable, with its prologue, cost the yield 28 instructions
-// (callgrind).
+// call through the base's vtable, with its prologue, would be paid on every yield.
 __attribute__((always_inline)) inline StrategyV2::Worker* StrategyV2::SwapApplies(
     std::size_t worker) {
   Worker& me = *workers_[worker];
-  // S1. Only where TakeNext() would take from the local queue (T3): not T1's round, and
-  // T0 and T2 find nothing. runnext is exact here (only we store to it; siblings only
-  // take it away); an inbox post that lands after our look is taken at the next switch,
-  // as if it had come a moment later.
+  // SW1. Only where TakeNext() would take from the local queue (TK3): not TK1's round,
+  // and TK0 and TK2 find nothing. runnext is exact here (only we store to it; siblings
+  // only take it away); an inbox post that lands after our look is taken at the next
+  // switch, as if it had come a moment later.
   if (me.rounds_to_global_check == 1 ||
       me.runnext.load(std::memory_order_relaxed) != 0 ||  // relaxed: ours (see above)
       me.inbox.MaybeNonEmpty() || me.stage.UnsafeSize() != 0) {  // G1 first
     return nullptr;
   }
   if (options_.workers > 1) {
-    // T0's look at one sibling's inbox (TakeFromSiblingInbox), the same one it would
+    // TK0's look at one sibling's inbox (TakeFromSiblingInbox), the same one it would
     // look at: something there, and the general path takes it.
     std::size_t v = me.inbox_peek;
     if (v >= options_.workers) v = 0;
@@ -209,15 +208,15 @@ __attribute__((always_inline)) inline std::uintptr_t StrategyV2::SwapOnYield(
   std::uintptr_t entry = me.local.PushAndPop(self);
   me.inbox_streak = 0;
   me.runnext_streak = 0;
-  // S2. Push, then pop, from the one ring: its count never drops below what it was, so
+  // SW2. Push, then pop, from the one ring: its count never drops below what it was, so
   // every reader that would have seen the entry we take (a searcher's W3 re-check, the
   // last searcher's AnyQueued, a thief's Grab) sees an entry still, self or that one:
   // each reads head_ (acquire) before tail_, and a head_ that our pop's release CAS
   // moved brings our push's tail_ with it. So the swap queues no work that was not
   // queued before, and needs no Notify(): whatever wake-up accounted for the entry we
   // take (its own push's N1-N5) now accounts for self. (A pop first, then the push,
-  // would open the window that bug 3 of issue 30 fell into: a sibling looks between the
-  // two, finds nothing, sleeps; the general path pays a Notify() for it.)
+  // would open a window for a lost wake-up: a sibling looks between the two, finds
+  // nothing, sleeps; the general path pays a Notify() for it.)
   // 0: thieves took everything, self included. self: everything before it. A
   // descriptor that its joiner ran is dropped, and the next one taken.
   while (entry != 0 && entry != self && !ClaimEntry(entry)) entry = me.local.Pop();

@@ -55,7 +55,7 @@ class V2Group : public testing::StrategyModelGroup {
   StrategyV2 strategy_;
 };
 
-// Two entries from one plain thread: one worker may take both in one global batch (T4)
+// Two entries from one plain thread: one worker may take both in one global batch (TK4)
 // and run the first, and the second must still reach the other worker.
 TEST(StrategyV2ModelTest, TwoWorkersOneProducerTwoStarts) {
   ExpectIdleModelHolds<GroupIdleModel<V2Group<2>, 2, 1, 2>>(200000);
@@ -79,7 +79,7 @@ TEST(StrategyV2ModelTest, TwoWorkersTwoStartsOneYield) {
 
 // The same by the swap (StrategyV2::SwapOnYield): the yielder is pushed before the
 // next entry is popped from the same local queue, with no Notify(); the sibling's
-// re-check can never find that queue empty (S2). Taken back, pop before push with no
+// re-check can never find that queue empty (SW2). Taken back, pop before push with no
 // Notify(), this model deadlocks.
 TEST(StrategyV2ModelTest, TwoWorkersTwoStartsOneSwap) {
   ExpectIdleModelHolds<GroupIdleModel<V2Group<2>, 2, 1, 2, /*kYields=*/1>>(200000);

@@ -4,7 +4,7 @@
 // of its own searches (StealInGroup, StealFromInboxes), what the hog monitor's rescue
 // takes from a worker stuck in one fiber (RescueStalledWorker), the W3 re-check's view
 // of every queue (AnyQueued), and what other groups' thieves may take (StealBatch). The queues, the protocols and their
-// labels (T0-T4, G1-G6, M1, N1-N5, W1-W4) are described at the top of strategy_v2.cc.
+// labels (TK0-TK4, G1-G6, M1, N1-N5, W1-W4) are described at the top of strategy_v2.cc.
 //
 // Searching (StealInGroup, asked by the idle path after TakeNext): siblings' inboxes
 // first (half of one, moved to our own inbox: timer wake-ups are overdue), then half a
@@ -126,7 +126,7 @@ std::size_t StrategyV2::RescueStalledWorker(std::size_t worker) {
   // unclaimed (whoever takes them from the global queue claims them).
   std::vector<std::uintptr_t>& moved = rescue_entries_;  // capacity + 1 entries
   std::size_t n = 0;
-  // runnext first: it would have run before the local queue (T2). relaxed load: a
+  // runnext first: it would have run before the local queue (TK2). relaxed load: a
   // hint; the acquire CAS decides and pairs with the owner's exchange (as in
   // StealInGroup).
   std::uintptr_t next = stalled.runnext.load(std::memory_order_relaxed);

@@ -239,7 +239,7 @@ TEST(StrategyV2Test, SwapOnYieldTakesTheOldestLocalEntryAndQueuesTheYielderLast)
   for (std::uint64_t id = 1; id <= 3; ++id) {
     v2->Enqueue(Desc(id), true, ReadyReason::kStartedBack, /*origin=*/0);
   }
-  EXPECT_EQ(TakeId(v2->TakeNext(0)), 1u);  // T1's first round: the general path
+  EXPECT_EQ(TakeId(v2->TakeNext(0)), 1u);  // TK1's first round: the general path
   const std::uintptr_t self = Desc(100);
   StrategyV2::Worker* me = v2->SwapApplies(0);
   ASSERT_NE(me, nullptr);
@@ -250,13 +250,13 @@ TEST(StrategyV2Test, SwapOnYieldTakesTheOldestLocalEntryAndQueuesTheYielderLast)
 }
 
 // Where TakeNext() would take from elsewhere than the local queue, the swap does not
-// apply (and the yield path queues nothing): an empty local queue, T1's round, runnext,
-// the inbox.
+// apply (and the yield path queues nothing): an empty local queue, TK1's round,
+// runnext, the inbox.
 TEST(StrategyV2Test, SwapAppliesOnlyWhereTakeNextWouldTakeTheLocalQueue) {
   const std::uintptr_t self = Desc(100);
   {
     StrategyPtr v2 = MakeV2(1, /*spawn_lifo=*/true, /*steal_half=*/true);
-    EXPECT_EQ(v2->SwapApplies(0), nullptr);  // T1's round
+    EXPECT_EQ(v2->SwapApplies(0), nullptr);  // TK1's round
     v2->Enqueue(Desc(1), true, ReadyReason::kStartedBack, /*origin=*/0);
     EXPECT_EQ(TakeId(v2->TakeNext(0)), 1u);
     EXPECT_EQ(v2->SwapApplies(0), nullptr);  // nothing to swap with
@@ -273,7 +273,7 @@ TEST(StrategyV2Test, SwapAppliesOnlyWhereTakeNextWouldTakeTheLocalQueue) {
     EXPECT_EQ(v2->TakeNext(0), 0u);
   }
   {
-    // A sibling's inbox, which T0 looks at too.
+    // A sibling's inbox, which TK0 looks at too.
     StrategyPtr v2 = MakeV2(2, /*spawn_lifo=*/false, /*steal_half=*/true);
     v2->Enqueue(Desc(1), true, ReadyReason::kStartedBack, /*origin=*/0);
     v2->Enqueue(Desc(2), true, ReadyReason::kStartedBack, /*origin=*/0);
@@ -302,8 +302,8 @@ std::size_t LocalAfterOneGlobalTake(StrategyV2Settings::GlobalTake take) {
   for (std::uint64_t id = 1; id <= 40; ++id) {
     v2->Enqueue(Desc(id), true, ReadyReason::kStarted, SchedulingStrategy::kNoWorker);
   }
-  // A worker's first take is its periodic look at the global queue (T1: one entry);
-  // the second finds its own sources empty and takes from the global queue (T4).
+  // A worker's first take is its periodic look at the global queue (TK1: one entry);
+  // the second finds its own sources empty and takes from the global queue (TK4).
   EXPECT_EQ(TakeId(v2->TakeNext(0)), 1u) << "the oldest first, whatever the choice";
   EXPECT_EQ(TakeId(v2->TakeNext(0)), 2u);
   const std::size_t local = v2->stats().local_queue_sizes[0];
@@ -365,7 +365,7 @@ TEST(StrategyV2Test, BusyWorkersStageWhatRunnextDisplaces) {
   FreeFiberDesc(DecodeDesc(second));
   EXPECT_EQ(TakeId(v2->StealInGroup(1)), 1u) << "a sibling takes the oldest staged";
   EXPECT_EQ(v2->stats().steals_in_group, 1u);
-  // Worker 0's next take: runnext first (T2), then what the stage moved to the local
+  // Worker 0's next take: runnext first (TK2), then what the stage moved to the local
   // queue.
   EXPECT_EQ(TakeId(v2->TakeNext(0)), 4u);
   EXPECT_EQ(TakeId(v2->TakeNext(0)), 3u);

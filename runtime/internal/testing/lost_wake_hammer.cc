@@ -38,7 +38,7 @@ void BusyWaitMicros(int micros) {
 // are drawn around that moment; with spin_us = 0 it comes right away. The window is
 // still only nanoseconds wide, so a test hook stretches it: every worker pauses 0-3 us
 // right before it marks itself sleeping. (Checked: with the re-check W3 removed from
-// the idle path (v1 at the time), this test failed at round 6295 of the first 10,000.)
+// the idle path, this test fails; the negative control below does that on purpose.)
 // The pause is drawn below g_pause_below_us: 4 for the hammer; the negative control
 // widens it when its rounds do not find the window (see there).
 std::atomic<int> g_pause_below_us{4};
