@@ -1555,6 +1555,7 @@ spindle_cc_library(runtime.internal.testing.runtime_testing
     third_party.glog
     third_party.gtest
     fiber.internal.fiber_entity
+    fiber.internal.wait_types
     runtime.runtime
     runtime.internal.observability.fiber_dump
     runtime.internal.seams.chaos

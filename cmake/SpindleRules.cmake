@@ -277,15 +277,15 @@ function(spindle_cc_test name)
     endforeach()
   endif()
   if(SPINDLE_LTO_TESTS AND "lto" IN_LIST A_TAGS)
-    _spindle_executable(${name}.lto ${output_name}_lto ${link} SRCS ${A_SRCS}
+    _spindle_executable(${name}_lto ${output_name}_lto ${link} SRCS ${A_SRCS}
       DEPS ${A_DEPS} COPTS ${A_COPTS} ${SPINDLE_LTO_FLAGS}
       LINKOPTS ${A_LINKOPTS} ${SPINDLE_LTO_FLAGS})
-    _spindle_add_test(${A_LABEL}_lto ${common} COMMAND $<TARGET_FILE:${name}.lto> ${A_ARGS})
+    _spindle_add_test(${A_LABEL}_lto ${common} COMMAND $<TARGET_FILE:${name}_lto> ${A_ARGS})
     if(A_STRATEGY_TWINS)
       foreach(strategy v2 relaxed)
         _spindle_add_test(${A_LABEL}_lto_${strategy} ${common} COMMAND bash
           ${SPINDLE_SOURCE_DIR}/bazel/run_under_strategy.sh ${strategy}
-          $<TARGET_FILE:${name}.lto>)
+          $<TARGET_FILE:${name}_lto>)
       endforeach()
     endif()
   endif()

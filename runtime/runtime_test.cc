@@ -166,7 +166,8 @@ TEST(RuntimeFlagsTest, AStealingRatioOfZeroMeansNever) {
 // A larger ratio steals less often: a victim with ratio N gets one attempt every N idle
 // rounds of each thief, counted exactly (not timed): over any window, a group's
 // attempts are at most its rounds / N + 1 (its one worker has one victim), plus one for
-// a round counted between the two reads of a snapshot.
+// a round counted between the two reads of a snapshot. Group 0 gets the work, group 1
+// steals it.
 TEST(RuntimeFlagsTest, AStealingRatioOfNMeansOneAttemptEveryNRounds) {
   for (const std::uint64_t ratio : {1u, 4u, 64u}) {
     SCOPED_TRACE(ratio);
@@ -174,12 +175,19 @@ TEST(RuntimeFlagsTest, AStealingRatioOfNMeansOneAttemptEveryNRounds) {
     FLAGS_fiber_work_stealing_ratio = ratio;
     ScopedRuntime runtime(2, 1);
     const RuntimeMetrics before = GetRuntimeMetrics();
-    RunShortFibersInGroupZero();
-    const RuntimeMetrics since = GetRuntimeMetrics().Since(before);
-    ASSERT_EQ(since.groups.size(), 2u);
-    // Group 1 started nothing: its worker was idle and looked at group 0.
+    RuntimeMetrics since;
+    // Group 1's worker runs one empty fiber per pass and then searches: at least one
+    // idle round with a victim, counted by the time a later pass looks (until then,
+    // again; group 0 may have finished before its worker woke).
+    ASSERT_TRUE(spindle::testing::WaitFor([&] {
+      RunShortFibersInGroupZero();
+      Fiber::Attributes in_group1;
+      in_group1.scheduling_group = 1;
+      Fiber(in_group1, [] {}).join();
+      since = GetRuntimeMetrics().Since(before);
+      return since.groups.size() == 2 && since.groups[1].steal_rounds > 0;
+    }, std::chrono::seconds(60)));
     const GroupMetrics& thief = since.groups[1];
-    EXPECT_GT(thief.steal_rounds, 0u);
     EXPECT_LE(thief.steal_attempts, thief.steal_rounds / ratio + 2);
     if (ratio == 1) {
       EXPECT_GE(thief.steal_attempts + 1, thief.steal_rounds);

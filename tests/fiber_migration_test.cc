@@ -127,6 +127,12 @@ TEST_P(FiberMigrationTest, ThreadLocalsReadAfterAParkAreTheNewThreads) {
         internal::FiberEntity* const self = internal::GetCurrentFiberEntity();
         long before = Gettid();
         for (int step = 0; step < steps; ++step) {
+          // Read before the park too, in this same function: a compiler that keeps the
+          // address (or the value of a call it thinks cannot change) across the park
+          // hands the same worker and master to the reads below, on another thread.
+          const std::string seen_before = threads.Check(
+              before, internal::CurrentFiberWorker(), internal::GetMasterFiberEntity());
+          if (!seen_before.empty()) fail(seen_before);
           switch (step % 3) {
             case 0:
               this_fiber::Yield();

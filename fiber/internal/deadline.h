@@ -17,7 +17,9 @@
 #include <cstdint>
 #include <ctime>
 
-#include "fiber/internal/atomic.h"
+#ifdef SPINDLE_MODEL_CHECK
+#include "fiber/internal/atomic.h"  // ModelClockNs(): the model's clock
+#endif
 
 namespace spindle::internal {
 

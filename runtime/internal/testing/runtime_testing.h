@@ -7,12 +7,10 @@
 #define SPINDLE_RUNTIME_INTERNAL_RUNTIME_TESTING_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -21,7 +19,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
-#include "fiber/internal/fiber_entity.h"
+#include "fiber/internal/wait_types.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/testing/timeout_testing.h"
 #include "runtime/runtime.h"
