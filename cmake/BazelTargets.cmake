@@ -227,11 +227,6 @@ spindle_cc_library(bazel.third_party.glog
   LINKOPTS
     -lglog)
 
-# //fiber/internal:switch_safe_tls
-spindle_cc_library(fiber.internal.switch_safe_tls
-  HDRS
-    fiber/internal/switch_safe_tls.h)
-
 # //fiber/internal:context
 spindle_cc_library(fiber.internal.context
   SRCS
@@ -240,6 +235,13 @@ spindle_cc_library(fiber.internal.context
   HDRS
     fiber/internal/context.h
     fiber/internal/context_inline.h)
+
+# //fiber/internal:cycle_clock
+spindle_cc_library(fiber.internal.cycle_clock
+  SRCS
+    fiber/internal/cycle_clock.cc
+  HDRS
+    fiber/internal/cycle_clock.h)
 
 # //fiber/internal:atomic
 spindle_cc_library(fiber.internal.atomic
@@ -271,13 +273,6 @@ spindle_cc_library(fiber.internal.local_storage
     fiber.internal.deadline
     fiber.internal.wait_types
     third_party.glog)
-
-# //fiber/internal:cycle_clock
-spindle_cc_library(fiber.internal.cycle_clock
-  SRCS
-    fiber/internal/cycle_clock.cc
-  HDRS
-    fiber/internal/cycle_clock.h)
 
 # //fiber/internal:sanitizers
 spindle_cc_library(fiber.internal.sanitizers
@@ -345,6 +340,11 @@ spindle_cc_library(fiber.internal.stack_overflow
   DEPS
     third_party.glog)
 
+# //fiber/internal:switch_safe_tls
+spindle_cc_library(fiber.internal.switch_safe_tls
+  HDRS
+    fiber/internal/switch_safe_tls.h)
+
 # //fiber/internal:fiber_entity
 spindle_cc_library(fiber.internal.fiber_entity
   SRCS
@@ -355,14 +355,14 @@ spindle_cc_library(fiber.internal.fiber_entity
     fiber/internal/fiber_function.h
     fiber/internal/fiber_switch.h
   DEPS
-    fiber.internal.switch_safe_tls
     fiber.internal.context
-    fiber.internal.local_storage
     fiber.internal.cycle_clock
+    fiber.internal.local_storage
     fiber.internal.sanitizers
     fiber.internal.spinlock
     fiber.internal.stack_allocator
     fiber.internal.stack_overflow
+    fiber.internal.switch_safe_tls
     fiber.internal.wait_types
     third_party.absl
     third_party.glog)
@@ -411,8 +411,8 @@ spindle_cc_library(fiber.execution_context
     fiber.internal.fiber_entity
     fiber.internal.local_storage
     fiber.internal.os_mutex
-    sync.stop_token
-    sync.internal.stop_state)
+    sync.internal.stop_state
+    sync.stop_token)
 
 # //fiber:fiber_local
 spindle_cc_library(fiber.fiber_local
@@ -432,21 +432,6 @@ spindle_cc_library(runtime.internal.base.live_fibers
     third_party.absl
     fiber.internal.os_mutex)
 
-# //bazel/third_party:numa
-spindle_cc_library(bazel.third_party.numa
-  LINKOPTS
-    -lnuma)
-
-# //runtime/internal/base:topology
-spindle_cc_library(runtime.internal.base.topology
-  SRCS
-    runtime/internal/base/topology.cc
-  HDRS
-    runtime/internal/base/topology.h
-  DEPS
-    third_party.glog
-    third_party.numa)
-
 # //runtime/internal/base:fiber_desc
 spindle_cc_library(runtime.internal.base.fiber_desc
   SRCS
@@ -459,16 +444,6 @@ spindle_cc_library(runtime.internal.base.fiber_desc
     fiber.internal.batch_pool
     fiber.internal.fiber_entity
     fiber.internal.sanitizers)
-
-# //runtime/internal/base:foreign_producers
-spindle_cc_library(runtime.internal.base.foreign_producers
-  SRCS
-    runtime/internal/base/foreign_producers.cc
-  HDRS
-    runtime/internal/base/foreign_producers.h
-  DEPS
-    third_party.absl
-    fiber.internal.atomic)
 
 # //runtime/internal/base:metrics
 spindle_cc_library(runtime.internal.base.metrics
@@ -489,16 +464,11 @@ spindle_cc_library(runtime.internal.group.group_stats
   HDRS
     runtime/internal/group/group_stats.h
   DEPS
-    runtime.internal.base.fiber_desc
     third_party.glog
     fiber.internal.cycle_clock
     fiber.internal.fiber_entity
+    runtime.internal.base.fiber_desc
     runtime.internal.base.metrics)
-
-# //runtime/internal/idle:group_timers
-spindle_cc_library(runtime.internal.idle.group_timers
-  HDRS
-    runtime/internal/idle/group_timers.h)
 
 # //runtime/internal/base:futex
 spindle_cc_library(runtime.internal.base.futex
@@ -516,6 +486,11 @@ spindle_cc_library(runtime.internal.base.parker
     runtime.internal.base.futex
     fiber.internal.atomic
     fiber.internal.deadline)
+
+# //runtime/internal/idle:group_timers
+spindle_cc_library(runtime.internal.idle.group_timers
+  HDRS
+    runtime/internal/idle/group_timers.h)
 
 # //runtime/internal/seams:test_seams
 spindle_cc_library(runtime.internal.seams.test_seams
@@ -541,9 +516,24 @@ spindle_cc_library(runtime.internal.idle.wait_slot
     runtime/internal/idle/group_poller.h
     runtime/internal/idle/wait_slot.h
   DEPS
-    runtime.internal.base.parker
     fiber.internal.atomic
+    runtime.internal.base.parker
     runtime.internal.seams.chaos)
+
+# //bazel/third_party:numa
+spindle_cc_library(bazel.third_party.numa
+  LINKOPTS
+    -lnuma)
+
+# //runtime/internal/base:topology
+spindle_cc_library(runtime.internal.base.topology
+  SRCS
+    runtime/internal/base/topology.cc
+  HDRS
+    runtime/internal/base/topology.h
+  DEPS
+    third_party.glog
+    third_party.numa)
 
 # //runtime/internal/seams:scheduling_test_points
 spindle_cc_library(runtime.internal.seams.scheduling_test_points
@@ -562,10 +552,10 @@ spindle_cc_library(runtime.internal.idle.notifier
   HDRS
     runtime/internal/idle/notifier.h
   DEPS
-    runtime.internal.base.futex
     runtime.internal.idle.wait_slot
     third_party.glog
     fiber.internal.atomic
+    runtime.internal.base.futex
     runtime.internal.base.metrics
     runtime.internal.seams.scheduling_test_points)
 
@@ -576,12 +566,12 @@ spindle_cc_library(runtime.internal.strategies.scheduling_strategy
   HDRS
     runtime/internal/strategies/scheduling_strategy.h
   DEPS
-    fiber.internal.atomic
     third_party.absl
-    runtime.internal.idle.notifier
+    fiber.internal.atomic
     runtime.internal.base.metrics
-    runtime.internal.seams.scheduling_test_points
-    runtime.internal.base.topology)
+    runtime.internal.base.topology
+    runtime.internal.idle.notifier
+    runtime.internal.seams.scheduling_test_points)
 
 # //runtime/internal/group:busy_poll
 spindle_cc_library(runtime.internal.group.busy_poll
@@ -590,10 +580,20 @@ spindle_cc_library(runtime.internal.group.busy_poll
   HDRS
     runtime/internal/group/busy_poll.h
   DEPS
-    runtime.internal.idle.group_timers
     runtime.internal.base.parker
+    runtime.internal.idle.group_timers
     runtime.internal.idle.wait_slot
     runtime.internal.strategies.scheduling_strategy)
+
+# //runtime/internal/base:foreign_producers
+spindle_cc_library(runtime.internal.base.foreign_producers
+  SRCS
+    runtime/internal/base/foreign_producers.cc
+  HDRS
+    runtime/internal/base/foreign_producers.h
+  DEPS
+    third_party.absl
+    fiber.internal.atomic)
 
 # //runtime/internal/strategies:strategy_global_fifo
 spindle_cc_library(runtime.internal.strategies.strategy_global_fifo
@@ -645,9 +645,9 @@ spindle_cc_library(runtime.internal.idle.spinner_notifier
   HDRS
     runtime/internal/idle/spinner_notifier.h
   DEPS
-    runtime.internal.base.futex
     runtime.internal.idle.notifier
     fiber.internal.atomic
+    runtime.internal.base.futex
     runtime.internal.seams.scheduling_test_points)
 
 # //runtime/internal/queues:capacity
@@ -715,9 +715,9 @@ spindle_cc_library(runtime.internal.queues.local_queue
   HDRS
     runtime/internal/queues/local_queue.h
   DEPS
-    fiber.internal.atomic
     runtime.internal.queues.capacity
     third_party.glog
+    fiber.internal.atomic
     fiber.internal.spinlock
     runtime.internal.base.topology)
 
@@ -737,10 +737,10 @@ spindle_cc_library(runtime.internal.strategies.strategy_v2
   HDRS
     runtime/internal/strategies/strategy_v2.h
   DEPS
-    fiber.internal.atomic
     runtime.internal.strategies.scheduling_strategy
     third_party.gflags
     third_party.glog
+    fiber.internal.atomic
     fiber.internal.spinlock
     runtime.internal.base.fiber_desc
     runtime.internal.base.futex
@@ -772,23 +772,23 @@ spindle_cc_library(runtime.internal.group.scheduling_group
     runtime/internal/group/group_chaos.h
     runtime/internal/group/scheduling_group.h
   DEPS
-    runtime.internal.base.fiber_desc
-    runtime.internal.base.foreign_producers
+    runtime.internal.group.busy_poll
     runtime.internal.group.group_stats
-    runtime.internal.base.ready_batch
     third_party.absl
     third_party.glog
     fiber.internal.fiber_entity
     fiber.internal.spinlock
     fiber.internal.switch_safe_tls
-    runtime.internal.group.busy_poll
+    runtime.internal.base.fiber_desc
+    runtime.internal.base.foreign_producers
     runtime.internal.base.metrics
+    runtime.internal.base.ready_batch
+    runtime.internal.base.topology
     runtime.internal.seams.chaos
     runtime.internal.seams.test_seams
     runtime.internal.strategies.scheduling_strategy
     runtime.internal.strategies.strategy_registry
-    runtime.internal.strategies.strategy_v2
-    runtime.internal.base.topology)
+    runtime.internal.strategies.strategy_v2)
 
 # //runtime/internal/base:os_lock_check
 spindle_cc_library(runtime.internal.base.os_lock_check
@@ -810,20 +810,31 @@ spindle_cc_library(runtime.internal.group.parking
   HDRS
     runtime/internal/group/parking.h
   DEPS
-    runtime.internal.base.fiber_desc
     runtime.internal.group.group_stats
-    runtime.internal.base.live_fibers
-    runtime.internal.base.ready_batch
     runtime.internal.group.scheduling_group
     third_party.absl
     third_party.glog
     fiber.internal.fiber_entity
     fiber.internal.spinlock
     fiber.internal.stack_allocator
+    runtime.internal.base.fiber_desc
+    runtime.internal.base.live_fibers
     runtime.internal.base.os_lock_check
+    runtime.internal.base.ready_batch
     runtime.internal.seams.chaos
     runtime.internal.seams.test_seams
     runtime.internal.strategies.strategy_v2)
+
+# //runtime/internal/group:take_back
+spindle_cc_library(runtime.internal.group.take_back
+  SRCS
+    runtime/internal/group/take_back.cc
+  HDRS
+    runtime/internal/group/take_back.h
+  DEPS
+    runtime.internal.group.scheduling_group
+    fiber.internal.fiber_entity
+    runtime.internal.base.fiber_desc)
 
 # //runtime/internal/group:idle_path
 spindle_cc_library(runtime.internal.group.idle_path
@@ -832,12 +843,12 @@ spindle_cc_library(runtime.internal.group.idle_path
   HDRS
     runtime/internal/group/idle_path.h
   DEPS
-    runtime.internal.base.parker
+    runtime.internal.group.parking
+    runtime.internal.group.scheduling_group
     third_party.glog
     fiber.internal.fiber_entity
     fiber.internal.spinlock
-    runtime.internal.group.parking
-    runtime.internal.group.scheduling_group
+    runtime.internal.base.parker
     runtime.internal.seams.chaos
     runtime.internal.seams.scheduling_test_points
     runtime.internal.seams.test_seams)
@@ -849,15 +860,15 @@ spindle_cc_library(runtime.internal.fiber_worker
   HDRS
     runtime/internal/fiber_worker.h
   DEPS
-    runtime.internal.base.topology
     third_party.glog
     fiber.internal.fiber_entity
     fiber.internal.spinlock
     fiber.internal.switch_safe_tls
-    runtime.internal.group.scheduling_group
-    runtime.internal.base.ready_batch
-    runtime.internal.group.idle_path
     runtime.internal.base.metrics
+    runtime.internal.base.ready_batch
+    runtime.internal.base.topology
+    runtime.internal.group.idle_path
+    runtime.internal.group.scheduling_group
     runtime.internal.seams.chaos
     runtime.internal.seams.test_seams)
 
@@ -886,9 +897,9 @@ spindle_cc_library(runtime.internal.hog_monitor
     third_party.glog
     fiber.internal.fiber_entity
     fiber.internal.stack_allocator
+    runtime.internal.base.metrics
     runtime.internal.group.scheduling_group
     runtime.internal.observability.fiber_dump
-    runtime.internal.base.metrics
     runtime.internal.queues.global_run_queue)
 
 # //runtime/internal:group_layout
@@ -908,9 +919,9 @@ spindle_cc_library(runtime.internal.runtime_options
     runtime/internal/runtime_options.h
   DEPS
     runtime.internal.group_layout
-    runtime.internal.base.topology
     third_party.gflags
     fiber.internal.stack_allocator
+    runtime.internal.base.topology
     runtime.internal.queues.run_queue
     runtime.internal.seams.test_seams
     runtime.internal.strategies.scheduling_strategy
@@ -929,22 +940,11 @@ spindle_cc_library(runtime.internal.runtime_impl
     third_party.glog
     runtime.internal.base.fiber_desc
     runtime.internal.base.foreign_producers
-    runtime.internal.group.group_stats
     runtime.internal.base.live_fibers
+    runtime.internal.group.group_stats
     runtime.internal.group.scheduling_group
     runtime.internal.seams.chaos
     runtime.internal.seams.test_seams)
-
-# //runtime/internal/group:take_back
-spindle_cc_library(runtime.internal.group.take_back
-  SRCS
-    runtime/internal/group/take_back.cc
-  HDRS
-    runtime/internal/group/take_back.h
-  DEPS
-    runtime.internal.base.fiber_desc
-    runtime.internal.group.scheduling_group
-    fiber.internal.fiber_entity)
 
 # //timer/internal:timer_queue
 spindle_cc_library(timer.internal.timer_queue
@@ -966,23 +966,23 @@ spindle_cc_library(timer.internal.timer_worker
     timer/internal/timer_worker.h
   DEPS
     timer.internal.timer_queue
-    runtime.internal.base.metrics
-    fiber.internal.atomic
-    fiber.internal.deadline
-    runtime.internal.seams.chaos
-    runtime.internal.base.futex
-    runtime.internal.base.parker
-    runtime.internal.seams.test_seams
     third_party.absl
     third_party.glog
+    fiber.internal.atomic
     fiber.internal.batch_pool
+    fiber.internal.deadline
     fiber.internal.os_mutex
     fiber.internal.spinlock
     runtime.internal.base.fiber_desc
-    runtime.internal.queues.global_run_queue
-    runtime.internal.idle.group_timers
+    runtime.internal.base.futex
     runtime.internal.base.live_fibers
-    runtime.internal.base.ready_batch)
+    runtime.internal.base.metrics
+    runtime.internal.base.parker
+    runtime.internal.base.ready_batch
+    runtime.internal.idle.group_timers
+    runtime.internal.queues.global_run_queue
+    runtime.internal.seams.chaos
+    runtime.internal.seams.test_seams)
 
 # //sync/internal:timed_waiter
 spindle_cc_library(sync.internal.timed_waiter
@@ -992,15 +992,15 @@ spindle_cc_library(sync.internal.timed_waiter
     sync/internal/timed_waiter.h
   DEPS
     sync.internal.stop_state
+    third_party.glog
+    fiber.internal.atomic
     fiber.internal.deadline
+    fiber.internal.fiber_entity
     fiber.internal.local_storage
     fiber.internal.wait_types
-    fiber.internal.atomic
-    runtime.internal.seams.chaos
     runtime.internal.base.parker
-    third_party.glog
-    fiber.internal.fiber_entity
     runtime.internal.base.ready_batch
+    runtime.internal.seams.chaos
     timer.internal.timer_worker)
 
 # //fiber:fiber
@@ -1021,10 +1021,10 @@ spindle_cc_library(fiber.fiber
     fiber.internal.stack_allocator
     runtime.internal.base.live_fibers
     runtime.internal.base.ready_batch
-    runtime.internal.runtime_impl
     runtime.internal.group.parking
     runtime.internal.group.scheduling_group
     runtime.internal.group.take_back
+    runtime.internal.runtime_impl
     sync.internal.timed_waiter)
 
 # //sync/internal:wait_queue
@@ -1064,8 +1064,8 @@ spindle_cc_library(sync.future
     third_party.absl
     third_party.glog
     fiber.internal.fiber_entity
-    runtime.internal.runtime_impl
     runtime.internal.group.scheduling_group
+    runtime.internal.runtime_impl
     sync.internal.timed_waiter)
 
 # //fiber:async
@@ -1100,17 +1100,17 @@ spindle_cc_library(io.internal.descriptor
   DEPS
     third_party.absl
     third_party.glog
+    fiber.internal.deadline
     fiber.internal.fiber_entity
+    fiber.internal.local_storage
     fiber.internal.os_mutex
     fiber.internal.spinlock
-    runtime.internal.seams.chaos
     runtime.internal.base.ready_batch
-    runtime.internal.poller_host
     runtime.internal.idle.wait_slot
+    runtime.internal.seams.chaos
+    runtime.internal.poller_host
     sync.internal.stop_state
-    sync.internal.timed_waiter
-    fiber.internal.deadline
-    fiber.internal.local_storage)
+    sync.internal.timed_waiter)
 
 # //runtime/internal/observability:terminate_reports
 spindle_cc_library(runtime.internal.observability.terminate_reports
@@ -1263,15 +1263,15 @@ spindle_cc_library(runtime.runtime
     third_party.absl
     third_party.glog
     fiber.internal.fiber_entity
-    runtime.internal.observability.fiber_dump
-    runtime.internal.fiber_worker
     runtime.internal.base.live_fibers
-    runtime.internal.base.ready_batch
     runtime.internal.base.metrics
+    runtime.internal.base.ready_batch
+    runtime.internal.group.scheduling_group
+    runtime.internal.observability.fiber_dump
     runtime.internal.observability.terminate_reports
+    runtime.internal.fiber_worker
     runtime.internal.runtime_impl
     runtime.internal.runtime_options
-    runtime.internal.group.scheduling_group
     sync.internal.timed_waiter
     timer.internal.timer_worker)
 
@@ -1549,7 +1549,6 @@ spindle_cc_library(runtime.internal.testing.runtime_testing
   HDRS
     runtime/internal/testing/runtime_testing.h
   DEPS
-    runtime.internal.runtime_options
     runtime.internal.testing.timeout_testing
     third_party.gflags
     third_party.glog
@@ -1559,7 +1558,8 @@ spindle_cc_library(runtime.internal.testing.runtime_testing
     runtime.runtime
     runtime.internal.observability.fiber_dump
     runtime.internal.seams.chaos
-    runtime.internal.seams.test_seams)
+    runtime.internal.seams.test_seams
+    runtime.internal.runtime_options)
 
 # //examples/echo_rpc:echo_rpc_test
 spindle_cc_test(examples.echo_rpc.echo_rpc_test
@@ -2061,8 +2061,8 @@ spindle_cc_binary(fiber.fiber_benchmark
     third_party.gflags
     third_party.glog
     runtime.runtime
-    sync.sync
-    runtime.internal.runtime_options)
+    runtime.internal.runtime_options
+    sync.sync)
 
 # //fiber:fiber_local_benchmark
 spindle_cc_binary(fiber.fiber_local_benchmark
@@ -2316,8 +2316,8 @@ spindle_cc_library(runtime.internal.queues.queues_for_models
     fiber.internal.model_testing
     fiber.internal.os_mutex
     fiber.internal.spinlock
-    runtime.internal.base.topology
     runtime.internal.base.fiber_desc
+    runtime.internal.base.topology
   COPTS
     -O2)
 
@@ -2328,14 +2328,14 @@ spindle_cc_library(runtime.internal.idle.notifier_model
   HDRS
     runtime/internal/idle/notifier_model.h
   DEPS
-    runtime.internal.base.futex
-    runtime.internal.base.parker
     runtime.internal.idle.wait_slot
     third_party.glog
     third_party.gtest
     fiber.internal.atomic
     fiber.internal.model_testing
+    runtime.internal.base.futex
     runtime.internal.base.metrics
+    runtime.internal.base.parker
     runtime.internal.queues.queues_for_models
     runtime.internal.seams.scheduling_test_points
   COPTS
@@ -2365,11 +2365,11 @@ spindle_cc_test(runtime.internal.base.foreign_producers_model_test
     runtime/internal/base/foreign_producers.h
     runtime/internal/base/foreign_producers_model_test.cc
   DEPS
+    runtime.internal.base.parker
     fiber.internal.atomic
     fiber.internal.model_testing
     runtime.internal.idle.notifier_for_models
     runtime.internal.idle.notifier_model
-    runtime.internal.base.parker
     runtime.internal.queues.queues_for_models
   COPTS
     -O2
@@ -2456,12 +2456,12 @@ spindle_cc_library(runtime.internal.strategies.strategies_for_models
     fiber.internal.atomic
     fiber.internal.model_testing
     fiber.internal.spinlock
-    runtime.internal.base.topology
     runtime.internal.base.fiber_desc
     runtime.internal.base.futex
+    runtime.internal.base.metrics
+    runtime.internal.base.topology
     runtime.internal.idle.notifier_for_models
     runtime.internal.idle.wait_slot
-    runtime.internal.base.metrics
     runtime.internal.queues.queues_for_models
     runtime.internal.seams.scheduling_test_points
   COPTS
@@ -2476,12 +2476,12 @@ spindle_cc_library(runtime.internal.group.scheduling_group_headers_for_models
     runtime/internal/group/parking.h
     runtime/internal/group/scheduling_group.h
   DEPS
-    runtime.internal.base.fiber_desc
     runtime.internal.group.group_stats
-    runtime.internal.base.ready_batch
     third_party.absl
     fiber.internal.fiber_entity
     fiber.internal.spinlock
+    runtime.internal.base.fiber_desc
+    runtime.internal.base.ready_batch
     runtime.internal.strategies.strategies_for_models
   COPTS
     -O2)
@@ -2509,16 +2509,16 @@ spindle_cc_test(runtime.internal.group.idle_path_model_test
     runtime/internal/group/idle_path.h
     runtime/internal/group/idle_path_model_test.cc
   DEPS
-    runtime.internal.idle.group_timers
-    runtime.internal.idle.notifier_for_models
-    runtime.internal.idle.notifier_model
-    runtime.internal.base.parker
-    runtime.internal.idle.wait_slot
+    runtime.internal.group.scheduling_group_headers_for_models
     third_party.gflags
     third_party.glog
     fiber.internal.fiber_entity
     fiber.internal.spinlock
-    runtime.internal.group.scheduling_group_headers_for_models
+    runtime.internal.base.parker
+    runtime.internal.idle.group_timers
+    runtime.internal.idle.notifier_for_models
+    runtime.internal.idle.notifier_model
+    runtime.internal.idle.wait_slot
     runtime.internal.seams.chaos
     runtime.internal.seams.scheduling_test_points
     runtime.internal.seams.test_seams
@@ -2539,11 +2539,11 @@ spindle_cc_test(runtime.internal.group.scheduling_group_protocol_test
   SRCS
     runtime/internal/group/scheduling_group_protocol_test.cc
   DEPS
-    runtime.internal.base.fiber_desc
+    runtime.internal.group.idle_path
     runtime.internal.group.scheduling_group
     third_party.gtest_main
     fiber.internal.fiber_entity
-    runtime.internal.group.idle_path
+    runtime.internal.base.fiber_desc
     runtime.internal.seams.test_seams
     runtime.internal.strategies.scheduling_strategy
     runtime.internal.strategies.strategy_v1
@@ -2559,15 +2559,15 @@ spindle_cc_library(runtime.internal.testing.lost_wake_hammer
   HDRS
     runtime/internal/testing/lost_wake_hammer.h
   DEPS
-    runtime.internal.runtime_impl
-    runtime.internal.runtime_options
     runtime.internal.testing.runtime_testing
     third_party.gflags
     third_party.gtest
     fiber.fiber
     runtime.internal.group.scheduling_group
     runtime.internal.seams.test_seams
-    runtime.internal.strategies.scheduling_strategy)
+    runtime.internal.strategies.scheduling_strategy
+    runtime.internal.runtime_impl
+    runtime.internal.runtime_options)
 
 # //runtime/internal/group:scheduling_group_test
 spindle_cc_test(runtime.internal.group.scheduling_group_test
@@ -2654,11 +2654,11 @@ spindle_cc_test(runtime.internal.idle.wait_slot_model_test
   SRCS
     runtime/internal/idle/wait_slot_model_test.cc
   DEPS
-    runtime.internal.base.parker
     runtime.internal.idle.wait_slot
     third_party.gtest
     fiber.internal.atomic
     fiber.internal.model_testing
+    runtime.internal.base.parker
   COPTS
     -O2
   SIZE small
@@ -2833,8 +2833,8 @@ spindle_cc_test(runtime.internal.strategies.strategy_v1_test
     third_party.gtest_main
     fiber.internal.fiber_entity
     runtime.internal.base.fiber_desc
-    runtime.internal.group.scheduling_group
     runtime.internal.group.idle_path
+    runtime.internal.group.scheduling_group
     runtime.internal.testing.runtime_testing
   SIZE small
   TIMEOUT 60)
@@ -2892,16 +2892,16 @@ spindle_cc_test(runtime.internal.fiber_worker_test
     runtime/internal/fiber_worker_test.cc
   DEPS
     runtime.internal.fiber_worker
-    runtime.internal.testing.lost_wake_hammer
     runtime.internal.runtime_options
-    runtime.internal.testing.runtime_testing
-    runtime.internal.base.topology
     third_party.gflags
     third_party.gtest_main
     fiber.fiber
     fiber.internal.fiber_entity
     fiber.internal.spinlock
     runtime.runtime
+    runtime.internal.base.topology
+    runtime.internal.testing.lost_wake_hammer
+    runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium
   TIMEOUT 300
@@ -2950,8 +2950,8 @@ spindle_cc_test(runtime.chaos_test
     third_party.gtest_main
     fiber.fiber
     runtime.internal.seams.chaos
-    runtime.internal.runtime_options
     runtime.internal.testing.runtime_testing
+    runtime.internal.runtime_options
     sync.sync
   SIZE medium
   TIMEOUT 300)
@@ -2969,8 +2969,8 @@ spindle_cc_test(runtime.fiber_dump_test
     third_party.gtest_main
     fiber.fiber
     io.io
-    runtime.internal.runtime_options
     runtime.internal.testing.runtime_testing
+    runtime.internal.runtime_options
     sync.sync
   SIZE medium
   TIMEOUT 300
@@ -2990,12 +2990,12 @@ spindle_cc_test(runtime.metrics_test
     runtime/metrics_test.cc
   DEPS
     runtime.runtime
+    third_party.gflags
     third_party.gtest_main
     fiber.fiber
-    third_party.gflags
-    runtime.internal.runtime_options
     runtime.internal.group.group_stats
     runtime.internal.testing.runtime_testing
+    runtime.internal.runtime_options
     sync.sync
   SIZE small
   TIMEOUT 60
@@ -3017,8 +3017,8 @@ spindle_cc_test(runtime.quiet_start_test
     runtime.runtime
     third_party.gflags
     third_party.gtest_main
-    runtime.internal.testing.timeout_testing
     fiber.fiber
+    runtime.internal.testing.timeout_testing
     runtime.internal.runtime_impl
     runtime.internal.runtime_options
   SIZE small
@@ -3042,9 +3042,9 @@ spindle_cc_test(runtime.runtime_test
     third_party.gflags
     third_party.gtest_main
     fiber.fiber
-    runtime.internal.runtime_options
-    runtime.internal.testing.runtime_testing
     runtime.internal.seams.test_seams
+    runtime.internal.testing.runtime_testing
+    runtime.internal.runtime_options
   SIZE medium
   TIMEOUT 300
   TAGS
@@ -3079,8 +3079,8 @@ spindle_cc_test(sync.internal.timed_waiter_model_test
     fiber.internal.local_storage
     fiber.internal.model_testing
     fiber.internal.spinlock
-    runtime.internal.base.ready_batch
     runtime.internal.base.parker
+    runtime.internal.base.ready_batch
     runtime.internal.seams.chaos
     timer.internal.timer_worker
   COPTS
@@ -3272,8 +3272,8 @@ spindle_cc_binary(sync.sync_benchmark
     fiber.async
     fiber.execution_context
     runtime.runtime
-    runtime.internal.runtime_options
-    runtime.internal.testing.runtime_testing)
+    runtime.internal.testing.runtime_testing
+    runtime.internal.runtime_options)
 
 # //tests:exception_state_test
 spindle_cc_test(tests.exception_state_test
@@ -3309,9 +3309,9 @@ spindle_cc_test(tests.fiber_migration_test
     fiber.fiber
     fiber.internal.fiber_entity
     runtime.runtime
-    runtime.internal.fiber_worker
     runtime.internal.base.ready_batch
     runtime.internal.testing.runtime_testing
+    runtime.internal.fiber_worker
     sync.mutex
   SIZE medium
   TIMEOUT 300
@@ -3382,9 +3382,9 @@ spindle_cc_test(tests.readme_samples_test
     third_party.absl
     third_party.gflags
     third_party.gtest_main
-    runtime.internal.testing.timeout_testing
     io.io
     runtime.runtime
+    runtime.internal.testing.timeout_testing
     sync.sync
   SIZE small
   TIMEOUT 60)
@@ -3396,14 +3396,14 @@ spindle_cc_test(tests.scheduler_stress_test
   SRCS
     tests/scheduler_stress_test.cc
   DEPS
+    third_party.gflags
     third_party.gtest_main
     fiber.fiber
     runtime.runtime
-    runtime.internal.testing.lost_wake_hammer
-    runtime.internal.runtime_options
-    runtime.internal.testing.runtime_testing
     runtime.internal.group.scheduling_group
-    third_party.gflags
+    runtime.internal.testing.lost_wake_hammer
+    runtime.internal.testing.runtime_testing
+    runtime.internal.runtime_options
   SIZE large
   TIMEOUT 900
   TAGS
@@ -3449,11 +3449,11 @@ spindle_cc_test(timer.internal.timer_worker_model_test
     fiber.internal.os_mutex
     fiber.internal.spinlock
     runtime.internal.base.fiber_desc
-    runtime.internal.base.live_fibers
-    runtime.internal.base.ready_batch
     runtime.internal.base.futex
-    runtime.internal.idle.group_timers
+    runtime.internal.base.live_fibers
     runtime.internal.base.parker
+    runtime.internal.base.ready_batch
+    runtime.internal.idle.group_timers
     runtime.internal.queues.global_run_queue
     runtime.internal.seams.chaos
     runtime.internal.seams.test_seams
@@ -3476,9 +3476,9 @@ spindle_cc_test(timer.internal.timer_worker_seams_test
     timer.internal.timer_worker
     third_party.gtest_main
     fiber.fiber
-    runtime.internal.runtime_impl
-    runtime.internal.testing.runtime_testing
     runtime.internal.seams.test_seams
+    runtime.internal.testing.runtime_testing
+    runtime.internal.runtime_impl
   SIZE medium
   TIMEOUT 300
   CHAOS_SEEDS
@@ -3499,8 +3499,8 @@ spindle_cc_test(timer.internal.timer_worker_test
     timer.internal.timer_worker
     third_party.gtest_main
     fiber.fiber
-    runtime.internal.runtime_impl
     runtime.internal.testing.runtime_testing
+    runtime.internal.runtime_impl
   SIZE medium
   TIMEOUT 300
   CHAOS_SEEDS
@@ -3547,8 +3547,8 @@ spindle_cc_binary(timer.timer_benchmark
     third_party.glog
     fiber.fiber
     runtime.runtime
-    sync.sync
-    runtime.internal.runtime_options)
+    runtime.internal.runtime_options
+    sync.sync)
 
 # //timer:timer_test
 spindle_cc_test(timer.timer_test
