@@ -3313,8 +3313,8 @@ spindle_cc_test(tests.fiber_migration_test
     runtime.internal.testing.runtime_testing
     runtime.internal.fiber_worker
     sync.mutex
-  SIZE medium
-  TIMEOUT 300
+  SIZE small
+  TIMEOUT 60
   TAGS
     lto
   CHAOS_SEEDS
