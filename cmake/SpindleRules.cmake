@@ -266,29 +266,30 @@ function(spindle_cc_test name)
   endif()
   _spindle_executable(${name} ${output_name} ${link} SRCS ${A_SRCS} DEPS ${A_DEPS}
     COPTS ${A_COPTS} LINKOPTS ${A_LINKOPTS})
-  # The shards are the plain test's: Bazel's twins are sh_tests without shard_count.
-  set(common SIZE ${A_SIZE} TIMEOUT ${A_TIMEOUT} TAGS ${A_TAGS})
-  _spindle_add_test(${A_LABEL} ${common} SHARDS ${A_SHARDS}
-    COMMAND $<TARGET_FILE:${name}> ${A_ARGS})
-  if(A_STRATEGY_TWINS)
-    foreach(strategy v2 relaxed)
-      _spindle_add_test(${A_LABEL}_${strategy} ${common} COMMAND bash
-        ${SPINDLE_SOURCE_DIR}/bazel/run_under_strategy.sh ${strategy} $<TARGET_FILE:${name}>)
-    endforeach()
-  endif()
+  set(variants "")  # suffixes of the binaries: "" the plain one, "_lto" its LTO build
   if(SPINDLE_LTO_TESTS AND "lto" IN_LIST A_TAGS)
     _spindle_executable(${name}_lto ${output_name}_lto ${link} SRCS ${A_SRCS}
       DEPS ${A_DEPS} COPTS ${A_COPTS} ${SPINDLE_LTO_FLAGS}
       LINKOPTS ${A_LINKOPTS} ${SPINDLE_LTO_FLAGS})
-    _spindle_add_test(${A_LABEL}_lto ${common} COMMAND $<TARGET_FILE:${name}_lto> ${A_ARGS})
+    list(APPEND variants _lto)
+  endif()
+  set(common SIZE ${A_SIZE} TIMEOUT ${A_TIMEOUT} TAGS ${A_TAGS})
+  foreach(variant IN ITEMS "" ${variants})
+    set(binary $<TARGET_FILE:${name}${variant}>)
+    # The shards are the plain test's: Bazel's twins are sh_tests without shard_count.
+    set(shards 1)
+    if(variant STREQUAL "")
+      set(shards ${A_SHARDS})
+    endif()
+    _spindle_add_test(${A_LABEL}${variant} ${common} SHARDS ${shards}
+      COMMAND ${binary} ${A_ARGS})
     if(A_STRATEGY_TWINS)
       foreach(strategy v2 relaxed)
-        _spindle_add_test(${A_LABEL}_lto_${strategy} ${common} COMMAND bash
-          ${SPINDLE_SOURCE_DIR}/bazel/run_under_strategy.sh ${strategy}
-          $<TARGET_FILE:${name}_lto>)
+        _spindle_add_test(${A_LABEL}${variant}_${strategy} ${common} COMMAND bash
+          ${SPINDLE_SOURCE_DIR}/bazel/run_under_strategy.sh ${strategy} ${binary})
       endforeach()
     endif()
-  endif()
+  endforeach()
   if(A_CHAOS_SEEDS AND SPINDLE_TEST_SEAMS)
     while(A_CHAOS_SEEDS)
       list(POP_FRONT A_CHAOS_SEEDS strategy seed)

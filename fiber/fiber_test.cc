@@ -21,7 +21,6 @@
 #include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/testing/runtime_testing.h"
-#include "runtime/metrics.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
 #include "sync/latch.h"
@@ -524,7 +523,7 @@ TEST_P(FiberFairnessAtWorkersTest, EveryYieldingFiberKeepsUp) {
   const std::size_t workers = GetParam();
   ScopedRuntime runtime(workers);
   const std::size_t fibers = 8 * workers;
-  const std::string strategy = GetRuntimeMetrics().strategy;
+  const std::string strategy = testing::TestStrategy();
   const bool relaxed = strategy == "relaxed";
   const long rounds = static_cast<long>(Scaled(relaxed ? 200000 : 20000));
   std::vector<std::atomic<long>> counts(fibers);

@@ -31,6 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bazel_to_cmake  # noqa: E402  (the BUILD-file reader)
+import layering_check  # noqa: E402  (bazel/layers.bzl's LEVELS, as LAYERS)
 
 # The library: the packages under these folders. Test helpers (testonly cc_library
 # rules: runtime_testing, the models' groups) count as the query counts them: a helper
@@ -140,14 +141,6 @@ def levels(graph):
     return level
 
 
-def load_levels():
-    """bazel/layers.bzl's LEVELS: package folder -> level."""
-    layers = {}
-    path = bazel_to_cmake.REPO / "bazel" / "layers.bzl"
-    exec(compile(path.read_text(), str(path), "exec"), layers)
-    return {folder: level for folder, level, _ in layers["LEVELS"]}
-
-
 def level_errors(graph, declared):
     """Each package must be in LEVELS, and each of its dependencies at a lower level."""
     errors = []
@@ -204,7 +197,7 @@ def main():
     if "--levels" in sys.argv:
         for package, level in sorted(levels(graph).items(), key=lambda kv: (kv[1], kv[0])):
             print(f"height {level}: //{package}")
-    errors = level_errors(graph, load_levels())
+    errors = level_errors(graph, dict(layering_check.LAYERS))
     for error in errors:
         print(error)
     if errors:
