@@ -68,8 +68,11 @@ TIMER_INTERNAL_USERS = [
     "//sync:__subpackages__",
 ] + _PUBLIC_AND_IO
 
-# The wait queue and the timed park.
-SYNC_INTERNAL_USERS = ["//sync:__subpackages__"] + _PUBLIC_AND_IO
+# The wait queue and the timed park; the runtime's pools wait for room on them.
+SYNC_INTERNAL_USERS = [
+    "//sync:__subpackages__",
+    "//runtime/internal:__pkg__",
+] + _PUBLIC_AND_IO
 
 # The reactor; only io itself and the top layer.
 IO_INTERNAL_USERS = ["//io:__subpackages__"] + _TOP

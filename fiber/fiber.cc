@@ -143,6 +143,7 @@ void JoinState::Recycle(JoinState* state) {
   state->stack_class = 0;
   state->start_reason = 0;
   state->claimed.store(false, std::memory_order_relaxed);
+  state->reserved_stack = 0;
   state->group = nullptr;
   state->waiter_.store(kRunning, std::memory_order_relaxed);
   state->notified_.store(false, std::memory_order_relaxed);
@@ -162,15 +163,69 @@ bool HasStackToSpare(const internal::FiberEntity* self, std::size_t reserve) {
   return here - self->stack().base > static_cast<std::ptrdiff_t>(reserve);
 }
 
-internal::SchedulingGroup* ChooseGroup(const Fiber::Attributes& attributes) {
-  internal::Runtime& runtime = internal::Runtime::Get();
-  if (attributes.scheduling_group == Fiber::kNearestSchedulingGroup) {
-    return runtime.NearestGroup();
+// The declared pools' names, for messages: "default, admin, batch".
+std::string PoolNames(const internal::Runtime& runtime) {
+  std::string names;
+  for (std::size_t p = 0; p < runtime.pool_count(); ++p) {
+    names += (p == 0 ? "" : ", ") + runtime.pool(p)->name();
   }
-  CHECK_LT(attributes.scheduling_group, runtime.group_count())
-      << "Fiber::Attributes::scheduling_group=" << attributes.scheduling_group
-      << " is out of range: expected [0, " << runtime.group_count() << ")";
-  return runtime.group(attributes.scheduling_group);
+  return names;
+}
+
+// The group a start with `attributes` goes to (its pool, scheduling_group and the
+// caller's place), or the error that names the attribute at fault.
+absl::Status PlaceFiber(const Fiber::Attributes& attributes,
+                        internal::SchedulingGroup** group) {
+  internal::Runtime& runtime = internal::Runtime::Get();
+  internal::FiberPoolState* pool = nullptr;
+  if (attributes.pool_name != nullptr) {
+    pool = runtime.FindPool(attributes.pool_name);
+    if (pool == nullptr) {
+      return absl::NotFoundError(std::string("Fiber::Attributes::pool_name=\"") +
+                                 attributes.pool_name + "\" names no pool: declared are " +
+                                 PoolNames(runtime) + " (--fiber_pools)");
+    }
+    if (!attributes.pool.is_callers() && attributes.pool.index() != pool->index()) {
+      return absl::InvalidArgumentError(
+          std::string("Fiber::Attributes::pool (") + attributes.pool.name() +
+          ") and pool_name (" + attributes.pool_name + ") name different pools");
+    }
+  } else if (!attributes.pool.is_callers()) {
+    if (attributes.pool.index() >= runtime.pool_count()) {
+      return absl::InvalidArgumentError(
+          "Fiber::Attributes::pool has index " + std::to_string(attributes.pool.index()) +
+          ", out of range: expected [0, " + std::to_string(runtime.pool_count()) +
+          ") (a handle from another runtime?)");
+    }
+    pool = runtime.pool(attributes.pool.index());
+  }
+  if (attributes.scheduling_group != Fiber::kNearestSchedulingGroup) {
+    if (attributes.scheduling_group >= runtime.group_count()) {
+      return absl::InvalidArgumentError(
+          "Fiber::Attributes::scheduling_group=" +
+          std::to_string(attributes.scheduling_group) + " is out of range: expected [0, " +
+          std::to_string(runtime.group_count()) + ")");
+    }
+    internal::SchedulingGroup* chosen = runtime.group(attributes.scheduling_group);
+    if (pool != nullptr && chosen->pool() != pool->index()) {
+      return absl::InvalidArgumentError(
+          "Fiber::Attributes::scheduling_group=" +
+          std::to_string(attributes.scheduling_group) + " is not in pool " + pool->name() +
+          " (its groups are [" + std::to_string(pool->plan().first_group) + ", " +
+          std::to_string(pool->plan().first_group + pool->plan().group_count) + "))");
+    }
+    *group = chosen;
+    return absl::OkStatus();
+  }
+  *group = pool != nullptr ? runtime.NearestGroupIn(pool) : runtime.NearestGroup();
+  return absl::OkStatus();
+}
+
+internal::SchedulingGroup* ChooseGroup(const Fiber::Attributes& attributes) {
+  internal::SchedulingGroup* group = nullptr;
+  const absl::Status placed = PlaceFiber(attributes, &group);
+  if (!placed.ok()) LOG(FATAL) << placed.message();
+  return group;
 }
 
 // The stack size class for the attributes (0: the default); a size out of range is a
@@ -207,9 +262,11 @@ inline void InheritContextIfAsked(const Fiber::Attributes& attributes,
 }
 
 // Queues or dispatches `desc` as the attributes say (its stack class already set, see
-// StackClassOf()); returns its group.
+// StackClassOf()); returns its group. `admitted`: the group a TryStart form chose and
+// admitted it to (null: a plain start, placed and counted here).
 internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
-                                       internal::FiberDesc* desc) {
+                                       internal::FiberDesc* desc,
+                                       internal::SchedulingGroup* admitted = nullptr) {
   desc->scheduling_group_local = attributes.scheduling_group_local;
   // How the strategy queues it, by StartOrder (kDefault, kNext, kBack).
   static constexpr internal::ReadyReason kStartReasons[] = {
@@ -226,15 +283,21 @@ internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
   // worker's group is the nearest, and the fiber knows its worker (no thread-local
   // look-ups of the runtime's worker and of the thread's binding).
   // (A fiber that no group runs, switched to by hand, has no group: the general path.)
-  if (in_fiber && attributes.scheduling_group == Fiber::kNearestSchedulingGroup &&
-      attributes.launch_policy != spindle::Launch::kDispatch &&
-      self->scheduling_group != nullptr &&
+  if (admitted == nullptr && in_fiber &&
+      attributes.scheduling_group == Fiber::kNearestSchedulingGroup &&
+      attributes.launch_policy != spindle::Launch::kDispatch && attributes.pool.is_callers() &&
+      attributes.pool_name == nullptr && self->scheduling_group != nullptr &&
       self->scheduling_worker < self->scheduling_group->size()) {
     internal::SchedulingGroup* group = self->scheduling_group;
+    if (__builtin_expect(group->admission() != nullptr, 0)) group->admission()->AddPastCap(1);
     group->StartFiberOnWorker(desc, self->scheduling_worker);
     return group;
   }
-  internal::SchedulingGroup* group = ChooseGroup(attributes);
+  internal::SchedulingGroup* group = admitted;
+  if (group == nullptr) {
+    group = ChooseGroup(attributes);
+    if (group->admission() != nullptr) group->admission()->AddPastCap(1);
+  }
   if (attributes.launch_policy == spindle::Launch::kDispatch && in_fiber &&
       self->scheduling_group == group) {
     internal::DispatchFiber(self, desc);
@@ -300,8 +363,11 @@ void Fiber::join() {
   internal::JoinState* state = join_state_;
   internal::FiberEntity* self = internal::GetCurrentFiberEntity();
   // relaxed pre-check: a hint that spares the locked exchange once the fiber started.
+  // Never across pools: the child would run on a worker of the joiner's pool.
   if (self != nullptr && !self->is_master() &&
       !state->claimed.load(std::memory_order_relaxed) &&
+      (self->scheduling_group == nullptr ||
+       self->scheduling_group->pool() == state->group->pool()) &&
       HasStackToSpare(self, state->stack_class == 0
                                 ? kInlineJoinStackReserve
                                 : std::max(kInlineJoinStackReserve,
@@ -309,7 +375,13 @@ void Fiber::join() {
       // acq_rel: pairs with the worker's claim (ClaimEntry()); the winner runs it.
       !state->claimed.exchange(true, std::memory_order_acq_rel)) {
     // Run in place: whoever finds the descriptor queued from now on sees the claim
-    // taken and touches nothing but its references.
+    // taken and touches nothing but its references. A stack its start reserved goes
+    // back unused.
+    if (__builtin_expect(state->reserved_stack != 0, 0)) {
+      internal::StackCache& cache = internal::StackCache::ForThisThread(state->stack_class);
+      cache.Put(internal::UnpackStack(state->reserved_stack, cache.allocator()->stack_size()));
+      state->reserved_stack = 0;
+    }
     // The child gets fiber-locals of its own: the joiner's step aside meanwhile (only
     // when it has some: the common case pays a test).
     std::optional<internal::FiberLocalStorage> joiner_locals;
@@ -332,6 +404,7 @@ void Fiber::join() {
     self->locals.DestroyValues(id_);
     if (joiner_locals.has_value()) joiner_locals->MoveTo(&self->locals);
     internal::CountFiberFinished();
+    if (internal::PoolAdmission* admission = state->group->admission()) admission->Release();
     // The descriptor is still queued somewhere; take it back (this hands over our
     // reference to it). `self` may be on another worker by now: the group reads
     // where it runs.
@@ -396,7 +469,151 @@ void BatchStartFiberDetached(std::vector<absl::AnyInvocable<void()>> start_procs
   std::vector<internal::FiberDesc*> descs;
   descs.reserve(start_procs.size());
   for (auto& proc : start_procs) descs.push_back(internal::NewFiberDesc(std::move(proc)));
-  internal::Runtime::Get().NearestGroup()->StartFibers(descs.data(), descs.size());
+  internal::SchedulingGroup* group = internal::Runtime::Get().NearestGroup();
+  if (group->admission() != nullptr) group->admission()->AddPastCap(descs.size());
+  group->StartFibers(descs.data(), descs.size());
 }
+
+// ---- Pools and admission.
+
+absl::StatusOr<FiberPool> FiberPool::Find(std::string_view name) {
+  if (!internal::Runtime::IsRunning()) {
+    return absl::FailedPreconditionError("FiberPool::Find(\"" + std::string(name) +
+                                         "\"): the Spindle runtime is not running");
+  }
+  internal::Runtime& runtime = internal::Runtime::Get();
+  internal::FiberPoolState* pool = runtime.FindPool(name);
+  if (pool == nullptr) {
+    return absl::NotFoundError("no fiber pool is named \"" + std::string(name) +
+                               "\": declared are " + PoolNames(runtime) + " (--fiber_pools)");
+  }
+  return FiberPool(static_cast<std::uint32_t>(pool->index()));
+}
+
+FiberPool FiberPool::Current() {
+  internal::FiberEntity* self = internal::GetCurrentFiberEntity();
+  if (self != nullptr && self->scheduling_group != nullptr) {
+    return FiberPool(static_cast<std::uint32_t>(self->scheduling_group->pool()));
+  }
+  return Default();
+}
+
+std::size_t FiberPool::index() const {
+  return is_callers() ? Current().index() : index_;
+}
+
+std::string FiberPool::name() const {
+  internal::Runtime& runtime = internal::Runtime::Get();
+  const std::size_t i = index();
+  if (i >= runtime.pool_count()) return "(pool " + std::to_string(i) + " of another runtime)";
+  return runtime.pool(i)->name();
+}
+
+namespace {
+
+// What a TryStart form does before the fiber exists: validates the attributes, places
+// the fiber, admits it to its pool (waiting for room until `deadline` if `wait`) and
+// takes its stack. On success `*group` and `*stack` (PackStack()) are set, the fiber
+// counted in its pool's admission; on failure nothing is counted or held.
+absl::Status Admit(const Fiber::Attributes& attributes,
+                   std::chrono::steady_clock::time_point deadline, bool wait,
+                   internal::SchedulingGroup** group, std::uintptr_t* stack) {
+  if (!internal::Runtime::IsRunning()) {
+    return absl::FailedPreconditionError(
+        "the Spindle runtime is not running: call spindle::StartRuntime() first");
+  }
+  std::string error = internal::ValidateRequestedStackSize(attributes.stack_size);
+  if (!error.empty()) return absl::InvalidArgumentError(error);
+  const auto order = static_cast<std::size_t>(attributes.start_order);
+  if (order > static_cast<std::size_t>(StartOrder::kBack)) {
+    return absl::InvalidArgumentError("Fiber::Attributes::start_order=" +
+                                      std::to_string(order) +
+                                      " is invalid: expected kDefault, kNext or kBack");
+  }
+  absl::Status placed = PlaceFiber(attributes, group);
+  if (!placed.ok()) return placed;
+  internal::FiberPoolState* pool = internal::Runtime::Get().pool_of(*group);
+  if (wait) {
+    const internal::WaitResult result = pool->AdmitBefore(
+        internal::MonotonicDeadline::At(deadline), internal::CurrentWaitLimits());
+    if (result != internal::WaitResult::kNotified) {
+      pool->CountRefused(internal::RefusalCause::kCap);
+      const std::string where = "fiber pool \"" + pool->name() + "\" stayed at its cap (" +
+                                std::to_string(pool->admission()->cap()) + " live fibers)";
+      return result == internal::WaitResult::kCancelled
+                 ? absl::CancelledError(where + " until the caller's execution context "
+                                                "was cancelled")
+                 : absl::DeadlineExceededError(where + " until the deadline");
+    }
+  } else if (!pool->TryAdmit()) {
+    pool->CountRefused(internal::RefusalCause::kCap);
+    return absl::ResourceExhaustedError(
+        "fiber pool \"" + pool->name() + "\" is at its cap: " +
+        std::to_string(pool->admission()->live()) + " live fibers, max_fibers=" +
+        std::to_string(pool->admission()->cap()));
+  }
+  const std::uint8_t stack_class =
+      attributes.stack_size == 0 ? 0 : internal::StackClassFor(attributes.stack_size);
+  const internal::Stack taken = internal::StackCache::ForThisThread(stack_class).TryGet(&error);
+  if (!taken) {
+    if (internal::PoolAdmission* admission = pool->admission()) admission->Release();
+    pool->CountRefused(internal::RefusalCause::kStack);
+    return absl::ResourceExhaustedError("fiber pool \"" + pool->name() +
+                                        "\": no stack for a new fiber: " + error);
+  }
+  *stack = internal::PackStack(taken);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Fiber> Fiber::TryStartFunction(const Attributes& attributes,
+                                              std::chrono::steady_clock::time_point deadline,
+                                              bool wait, internal::FiberFunction start_proc) {
+  if (!start_proc) {
+    return absl::InvalidArgumentError(
+        "spindle::Fiber::TryStart was given an empty function: expected a callable to run");
+  }
+  internal::SchedulingGroup* group = nullptr;
+  std::uintptr_t stack = 0;
+  absl::Status admitted = Admit(attributes, deadline, wait, &group, &stack);
+  if (!admitted.ok()) return admitted;  // start_proc is destroyed with this frame
+  Fiber fiber;
+  internal::JoinState* state = internal::JoinState::New();
+  fiber.join_state_ = state;
+  InheritContextIfAsked(attributes, &start_proc);
+  state->start_proc = std::move(start_proc);
+  state->id = internal::NewFiberId();
+  internal::CountFiberStarted(1);
+  fiber.id_ = state->id;
+  state->stack_class = StackClassOf(attributes);
+  state->reserved_stack = stack;
+  state->group = LaunchFiber(attributes, state, group);
+  return fiber;
+}
+
+namespace internal {
+
+absl::Status TryStartFiberDetachedFunction(const Fiber::Attributes& attributes,
+                                           std::chrono::steady_clock::time_point deadline,
+                                           bool wait, FiberFunction start_proc) {
+  if (!start_proc) {
+    return absl::InvalidArgumentError(
+        "spindle::TryStartFiberDetached was given an empty function: expected a callable "
+        "to run");
+  }
+  SchedulingGroup* group = nullptr;
+  std::uintptr_t stack = 0;
+  absl::Status admitted = Admit(attributes, deadline, wait, &group, &stack);
+  if (!admitted.ok()) return admitted;
+  InheritContextIfAsked(attributes, &start_proc);
+  FiberDesc* desc = NewFiberDesc(std::move(start_proc));
+  desc->stack_class = StackClassOf(attributes);
+  desc->reserved_stack = stack;
+  LaunchFiber(attributes, desc, group);
+  return absl::OkStatus();
+}
+
+}  // namespace internal
 
 }  // namespace spindle

@@ -15,11 +15,15 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "fiber/internal/fiber_function.h"
 
 namespace spindle {
@@ -50,6 +54,39 @@ enum class StartOrder {
   kDefault,  // as --fiber_v2_spawn says (lifo, the default: kNext; fifo: kBack)
   kNext,     // spawn: runs next on this worker, before the fibers it queued earlier
   kBack,     // enqueue: at the back of this worker's queue, after those already there
+};
+
+// A pool of workers declared by --fiber_pools (the default pool always exists): a
+// handle, valid while the runtime that declared it runs. Pools are kept apart: a
+// fiber runs on its pool's workers only (never stolen or woken into another pool), and
+// the fibers it starts stay there unless their Attributes name another pool. A plain
+// value; thread-safe.
+class FiberPool {
+ public:
+  // The caller's pool (Attributes::pool's default): the pool of the worker the caller
+  // runs on; from a plain thread, the default pool.
+  constexpr FiberPool() = default;
+  // The default pool: where plain threads' starts go.
+  static FiberPool Default() { return FiberPool(0); }
+  // The pool named `name`: NotFound naming it and the declared pools if there is none
+  // (or FailedPrecondition without a running runtime).
+  static absl::StatusOr<FiberPool> Find(std::string_view name);
+  // The pool of the worker the caller runs on (the default pool from a plain thread).
+  static FiberPool Current();
+  // Its name ("default" for the caller's pool from a plain thread). Needs a running
+  // runtime (else it stops the process with a message).
+  std::string name() const;
+  // Whether this is the caller's-pool handle, FiberPool().
+  bool is_callers() const { return index_ == kCallers; }
+  // Its index among the pools, [0, count); for FiberPool() the caller's pool's.
+  std::size_t index() const;
+  friend bool operator==(FiberPool a, FiberPool b) { return a.index_ == b.index_; }
+  friend bool operator!=(FiberPool a, FiberPool b) { return a.index_ != b.index_; }
+
+ private:
+  static constexpr std::uint32_t kCallers = ~std::uint32_t{0};
+  constexpr explicit FiberPool(std::uint32_t index) : index_(index) {}
+  std::uint32_t index_ = kCallers;
 };
 
 // A handle to a fiber, shaped like std::thread: construct it to start a fiber, then
@@ -91,9 +128,48 @@ class Fiber {
     bool inherit_execution_context = false;
     // Where the new fiber waits (kPost from a fiber of the same group; see StartOrder).
     StartOrder start_order = StartOrder::kDefault;
+    // The pool that runs it (--fiber_pools): by default the caller's (FiberPool()).
+    // `pool_name`, if not null, names it instead (a pool that does not exist stops the
+    // process with a message naming it and the declared pools; the TryStart forms
+    // return NotFound). A scheduling_group outside the pool is an error the same way.
+    FiberPool pool;
+    const char* pool_name = nullptr;
   };
 
   Fiber() = default;
+
+  // Admission (--fiber_pools max_fibers=, --fiber_max_fibers). A start that can be
+  // refused: the fiber starts as the constructor would start it, unless
+  //   - its pool is at its cap on live fibers: ResourceExhausted naming the pool, its
+  //     cap and its live count;
+  //   - no stack can be had for it (the address space, vm.max_map_count or a memory
+  //     cgroup exhausted): ResourceExhausted naming the cause. The stack is taken here,
+  //     so an admitted fiber never waits for one;
+  //   - its attributes name a pool that does not exist (NotFound), or are otherwise
+  //     invalid (InvalidArgument, naming the field and its value);
+  // and then nothing of it remains: `start_proc` is destroyed before the call returns,
+  // no fiber is counted. Callable from fibers and plain threads while the runtime runs.
+  // A plain start (the constructors, StartFiberDetached) is never refused: past the cap
+  // it starts anyway (counted in the pool's started_past_cap), and when no stack can be
+  // had the worker that takes it waits for one, logging an error every 10 s, while the
+  // pool's other workers go on (docs/operating.md, "Admission").
+  template <class F, std::enable_if_t<std::is_invocable_v<std::decay_t<F>&>, int> = 0>
+  static absl::StatusOr<Fiber> TryStart(const Attributes& attributes, F&& start_proc) {
+    return TryStartFunction(attributes, {}, false,
+                            internal::FiberFunction(std::forward<F>(start_proc)));
+  }
+  // TryStart() that waits for room in the pool until `deadline` (DeadlineExceeded
+  // then), or until the caller's execution context (fiber/execution_context.h) is
+  // cancelled (Cancelled) or reaches its own deadline (DeadlineExceeded). Waiters are
+  // admitted oldest first as fibers of the pool end. A failure to get a stack is not
+  // waited out: it is returned at once, as by TryStart().
+  template <class F, std::enable_if_t<std::is_invocable_v<std::decay_t<F>&>, int> = 0>
+  static absl::StatusOr<Fiber> TryStartUntil(std::chrono::steady_clock::time_point deadline,
+                                             const Attributes& attributes, F&& start_proc) {
+    return TryStartFunction(attributes, deadline, true,
+                            internal::FiberFunction(std::forward<F>(start_proc)));
+  }
+
   // Starts a fiber that runs `start_proc`, as `attributes` say (the first overload: the
   // defaults), and returns its handle, joinable. Callable from fibers and plain threads
   // while the runtime runs; without a running runtime, with an empty function or with
@@ -154,6 +230,11 @@ class Fiber {
 
  private:
   void Start(const Attributes& attributes, internal::FiberFunction start_proc);
+  // TryStart()'s and TryStartUntil()'s common path: `wait` says whether to wait for
+  // room until `deadline`.
+  static absl::StatusOr<Fiber> TryStartFunction(const Attributes& attributes,
+                                                std::chrono::steady_clock::time_point deadline,
+                                                bool wait, internal::FiberFunction start_proc);
 
   // Shared with the fiber (reference-counted inside); null when not joinable.
   internal::JoinState* join_state_ = nullptr;
@@ -182,6 +263,27 @@ template <class F, std::enable_if_t<internal::kIsFiberCallable<F>, int> = 0>
 void StartFiberDetached(const Fiber::Attributes& attributes, F&& start_proc) {
   internal::StartFiberDetachedFunction(attributes,
                                        internal::FiberFunction(std::forward<F>(start_proc)));
+}
+
+namespace internal {
+// TryStartFiberDetached's common path (see Fiber::TryStart()).
+absl::Status TryStartFiberDetachedFunction(const Fiber::Attributes& attributes,
+                                           std::chrono::steady_clock::time_point deadline,
+                                           bool wait, FiberFunction start_proc);
+}  // namespace internal
+
+// Fiber::TryStart() and Fiber::TryStartUntil() for a fiber nobody joins: OK once it is
+// started, else the same errors, with nothing of it left.
+template <class F, std::enable_if_t<std::is_invocable_v<std::decay_t<F>&>, int> = 0>
+absl::Status TryStartFiberDetached(const Fiber::Attributes& attributes, F&& start_proc) {
+  return internal::TryStartFiberDetachedFunction(
+      attributes, {}, false, internal::FiberFunction(std::forward<F>(start_proc)));
+}
+template <class F, std::enable_if_t<std::is_invocable_v<std::decay_t<F>&>, int> = 0>
+absl::Status TryStartFiberDetachedUntil(std::chrono::steady_clock::time_point deadline,
+                                        const Fiber::Attributes& attributes, F&& start_proc) {
+  return internal::TryStartFiberDetachedFunction(
+      attributes, deadline, true, internal::FiberFunction(std::forward<F>(start_proc)));
 }
 
 // Starts many detached fibers at once (one queue operation and at most one wake-up per

@@ -96,6 +96,15 @@ RuntimeMetrics RuntimeMetrics::Since(const RuntimeMetrics& earlier) const {
   for (std::size_t g = 0; g < delta.groups.size() && g < earlier.groups.size(); ++g) {
     delta.groups[g] = GroupSince(groups[g], earlier.groups[g]);
   }
+  for (std::size_t p = 0; p < delta.pools.size() && p < earlier.pools.size(); ++p) {
+    PoolMetrics& d = delta.pools[p];
+    const PoolMetrics& before = earlier.pools[p];
+    d.fibers_started = Minus(d.fibers_started, before.fibers_started);
+    d.started_past_cap = Minus(d.started_past_cap, before.started_past_cap);
+    d.refused_at_cap = Minus(d.refused_at_cap, before.refused_at_cap);
+    d.refused_no_stack = Minus(d.refused_no_stack, before.refused_no_stack);
+    d.ready_latency = d.ready_latency.Since(before.ready_latency);
+  }
   return delta;
 }
 
@@ -109,6 +118,7 @@ RuntimeMetrics GetRuntimeMetrics() {
     if (g == 0) metrics.strategy = group.options().strategy;
     GroupMetrics m;
     m.index = g;
+    m.pool = group.pool();
     m.numa_node = group.numa_node();
     m.workers = group.size();
     m.fibers_started = group.stats().fibers_started();
@@ -153,6 +163,33 @@ RuntimeMetrics GetRuntimeMetrics() {
       m.per_worker.push_back(std::move(worker));
     }
     metrics.groups.push_back(std::move(m));
+  }
+  for (std::size_t p = 0; p < runtime.pool_count(); ++p) {
+    const internal::FiberPoolState& pool = *runtime.pool(p);
+    PoolMetrics m;
+    m.name = pool.name();
+    m.index = p;
+    m.workers = pool.plan().workers;
+    m.groups = pool.groups().size();
+    m.max_fibers = pool.plan().max_fibers;
+    std::uint64_t ended = 0;
+    for (const internal::SchedulingGroup* group : pool.groups()) {
+      const GroupMetrics& g = metrics.groups[group->index()];
+      m.queued_fibers += g.run_queue_depth + g.local_queue_depth;
+      m.fibers_started += g.fibers_started;
+      // Read after the starts: a fiber's end is seen only after its start.
+      ended += group->stats().fibers_ended() + g.fibers_run_inline;
+      m.ready_latency.MergeFrom(g.ready_latency);
+    }
+    if (const internal::PoolAdmission* admission = pool.admission()) {
+      m.live_fibers = admission->live();
+      m.started_past_cap = admission->past_cap_starts();
+    } else {
+      m.live_fibers = Minus(m.fibers_started, ended);
+    }
+    m.refused_at_cap = pool.refused_at_cap();
+    m.refused_no_stack = pool.refused_no_stack();
+    metrics.pools.push_back(std::move(m));
   }
   return metrics;
 }
@@ -235,12 +272,9 @@ std::string FormatPrometheus(const RuntimeMetrics& metrics) {
             "Fibers in the group's workers' local queues now (v2).",
             &GroupMetrics::local_queue_depth);
 
-  family("spindle_ready_latency_seconds", "histogram",
-         "From a fiber becoming ready to it starting to run (one readiness in "
-         "--fiber_ready_latency_sample_period, 64 by default, sampled).");
-  char le[32];
-  for (const GroupMetrics& g : metrics.groups) {
-    const Histogram& h = g.ready_latency;
+  // One series of a latency histogram family, labelled `label` (group="0", pool="x").
+  const auto histogram = [&](const char* name, const std::string& label, const Histogram& h) {
+    char le[32];
     // Bounds at powers of two nanoseconds (bucket edges of the log histogram,
     // so the cumulative counts are exact): 2 ns .. 2^kHistogramMaxLog2 ns.
     std::uint64_t cumulative = 0;
@@ -252,15 +286,55 @@ std::string FormatPrometheus(const RuntimeMetrics& metrics) {
       }
       // le is "<=": values below 2^k ns are those <= 2^k - 1 ns.
       std::snprintf(le, sizeof le, "%.9g", static_cast<double>(bound - 1) * 1e-9);
-      out << "spindle_ready_latency_seconds_bucket{group=\"" << g.index << "\",le=\""
-          << le << "\"} " << cumulative << '\n';
+      out << name << "_bucket{" << label << ",le=\"" << le << "\"} " << cumulative << '\n';
     }
-    out << "spindle_ready_latency_seconds_bucket{group=\"" << g.index
-        << "\",le=\"+Inf\"} " << h.count << '\n';
-    out << "spindle_ready_latency_seconds_sum{group=\"" << g.index << "\"} "
-        << h.sum * 1e-9 << '\n';
-    out << "spindle_ready_latency_seconds_count{group=\"" << g.index << "\"} " << h.count
-        << '\n';
+    out << name << "_bucket{" << label << ",le=\"+Inf\"} " << h.count << '\n';
+    out << name << "_sum{" << label << "} " << h.sum * 1e-9 << '\n';
+    out << name << "_count{" << label << "} " << h.count << '\n';
+  };
+  family("spindle_ready_latency_seconds", "histogram",
+         "From a fiber becoming ready to it starting to run (one readiness in "
+         "--fiber_ready_latency_sample_period, 64 by default, sampled).");
+  for (const GroupMetrics& g : metrics.groups) {
+    histogram("spindle_ready_latency_seconds", "group=\"" + std::to_string(g.index) + "\"",
+              g.ready_latency);
+  }
+
+  // Pools (--fiber_pools).
+  const auto per_pool = [&](const char* name, const char* type, const char* help,
+                            std::uint64_t PoolMetrics::*field) {
+    family(name, type, help);
+    for (const PoolMetrics& p : metrics.pools) {
+      out << name << "{pool=\"" << p.name << "\"} " << p.*field << '\n';
+    }
+  };
+  per_pool("spindle_pool_live_fibers", "gauge",
+           "Fibers of the pool started and not yet finished.", &PoolMetrics::live_fibers);
+  per_pool("spindle_pool_queued_fibers", "gauge",
+           "Ready fibers waiting in the pool's run queues.", &PoolMetrics::queued_fibers);
+  per_pool("spindle_pool_max_fibers", "gauge",
+           "The pool's cap on live fibers for the starts that may be refused; 0 = none.",
+           &PoolMetrics::max_fibers);
+  per_pool("spindle_pool_fibers_started_total", "counter", "New fibers queued to the pool.",
+           &PoolMetrics::fibers_started);
+  per_pool("spindle_pool_started_past_cap_total", "counter",
+           "Plain starts (never refused) made while the pool was at its cap.",
+           &PoolMetrics::started_past_cap);
+  family("spindle_pool_refused_total", "counter",
+         "Starts refused: the pool at its cap (cause=\"cap\") or no stack to be had "
+         "(cause=\"stack\").");
+  for (const PoolMetrics& p : metrics.pools) {
+    out << "spindle_pool_refused_total{pool=\"" << p.name << "\",cause=\"cap\"} "
+        << p.refused_at_cap << '\n';
+    out << "spindle_pool_refused_total{pool=\"" << p.name << "\",cause=\"stack\"} "
+        << p.refused_no_stack << '\n';
+  }
+  family("spindle_pool_ready_latency_seconds", "histogram",
+         "The ready-to-run latency of the pool's groups together (sampled as "
+         "spindle_ready_latency_seconds).");
+  for (const PoolMetrics& p : metrics.pools) {
+    histogram("spindle_pool_ready_latency_seconds", "pool=\"" + p.name + "\"",
+              p.ready_latency);
   }
   return out.str();
 }

@@ -53,6 +53,8 @@ struct WorkerMetrics {
 struct GroupMetrics {
   // The group's index, in [0, GetSchedulingGroupCount()); 0 in Total().
   std::size_t index = 0;
+  // Its pool's index in RuntimeMetrics::pools (0: the default pool; 0 in Total()).
+  std::size_t pool = 0;
   int numa_node = -1;  // -1 when the runtime is not NUMA-aware
   std::size_t workers = 0;
 
@@ -103,6 +105,29 @@ struct GroupMetrics {
   std::vector<WorkerMetrics> per_worker;
 };
 
+// One pool of workers (--fiber_pools): its groups' figures added up, and its admission.
+// Counters since StartRuntime(); gauges read now; relaxed snapshots, as GroupMetrics.
+struct PoolMetrics {
+  std::string name;        // "default" for the default pool
+  std::size_t index = 0;   // in [0, pools.size())
+  std::size_t workers = 0;
+  std::size_t groups = 0;
+  std::uint64_t max_fibers = 0;  // its cap; 0: none
+  // Fibers of the pool started and not yet finished, now (exact for a pool with a cap:
+  // the count the cap is checked against; otherwise started - ended, a snapshot).
+  std::uint64_t live_fibers = 0;
+  // Ready fibers waiting in its groups' queues (shared and local), now.
+  std::uint64_t queued_fibers = 0;
+  std::uint64_t fibers_started = 0;    // new fibers queued to its groups
+  // Plain starts (never refused) made while the pool was at or past its cap.
+  std::uint64_t started_past_cap = 0;
+  // Starts refused by the TryStart forms (and so io::Server's connections): the pool at
+  // its cap (a waiting form counts once, when it gives up), or no stack to be had.
+  std::uint64_t refused_at_cap = 0;
+  std::uint64_t refused_no_stack = 0;
+  Histogram ready_latency;  // its groups', merged (ns)
+};
+
 // A snapshot of the whole runtime (GetRuntimeMetrics()): its scheduling strategy, its
 // live fibers and every group, in group order. A plain value, safe to copy and read
 // from any thread once taken.
@@ -110,6 +135,7 @@ struct RuntimeMetrics {
   std::string strategy;           // "v1", "v2" or "relaxed"
   std::uint64_t live_fibers = 0;  // started and not yet finished, now
   std::vector<GroupMetrics> groups;
+  std::vector<PoolMetrics> pools;  // in pool order, the default pool first
 
   // Counters of all groups added up (gauges too; per_worker empty; index 0).
   GroupMetrics Total() const;
@@ -127,7 +153,9 @@ RuntimeMetrics GetRuntimeMetrics();
 // `metrics` in the Prometheus text exposition format (version 0.0.4): counters
 // as spindle_*_total{group="G"}, gauges, and the ready-to-run latency as a
 // histogram in seconds
-// (spindle_ready_latency_seconds_bucket{group="G",le="..."}, _sum, _count).
+// (spindle_ready_latency_seconds_bucket{group="G",le="..."}, _sum, _count); then each
+// pool's figures as spindle_pool_*{pool="NAME"} (live and queued fibers, its cap,
+// starts, refusals by cause, and its ready-to-run latency histogram).
 std::string FormatPrometheus(const RuntimeMetrics& metrics);
 
 }  // namespace spindle

@@ -49,6 +49,8 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <string>
+#include <thread>
 
 #include "fiber/internal/idle_release.h"
 #include "fiber/internal/sanitizers.h"
@@ -370,7 +372,28 @@ StackAllocator& StackAllocator::Default(std::uint8_t stack_class) {
   return *created;
 }
 
+namespace {
+// FailStackCreationForTesting(). relaxed: a test sets it while no fiber starts.
+std::atomic<bool> g_fail_creation{false};
+}  // namespace
+
+void FailStackCreationForTesting(bool fail) {
+  g_fail_creation.store(fail, std::memory_order_relaxed);
+}
+
 Stack StackAllocator::Create() {
+  std::string why;
+  const Stack stack = TryCreate(&why);
+  if (!stack) LOG(FATAL) << why;
+  return stack;
+}
+
+Stack StackAllocator::TryCreate(std::string* why) {
+  if (g_fail_creation.load(std::memory_order_relaxed)) {
+    *why = "no fiber stack could be mapped: stack creation is failed for testing "
+           "(FailStackCreationForTesting)";
+    return {};
+  }
   if (!guard_markers_ && options_.guard_page) {
     // relaxed: a soft limit, see the member comment.
     if (mmapped_.load(std::memory_order_relaxed) < mmap_limit_) {
@@ -391,7 +414,7 @@ Stack StackAllocator::Create() {
     UnpoisonStack(stack.base, stack.size);
     return stack;
   }
-  return CreateInSlab();
+  return CreateInSlab(why);
 }
 
 Stack StackAllocator::CreateMmapped() {
@@ -423,14 +446,19 @@ Stack StackAllocator::CreateMmapped() {
   return stack;
 }
 
-Stack StackAllocator::CreateInSlab() {
+Stack StackAllocator::CreateInSlab(std::string* why) {
   if (slabs_.empty() || slab_carved_ == slabs_.back().slots) {
     const std::size_t slots = std::clamp<std::size_t>(kSlabBytes / slot_size_, 1, 256);
     void* mapping = MapReserved(slots * slot_size_);
     if (mapping == nullptr) {
-      LOG(FATAL) << "Out of address space for fiber stacks: mmap of a "
-                 << slots * slot_size_ << "-byte slab failed (" << std::strerror(errno)
-                 << ")";
+      const int error = errno;
+      *why = "out of address space or memory for fiber stacks: mmap of a " +
+             std::to_string(slots * slot_size_) + "-byte slab of " +
+             std::to_string(options_.stack_size) + "-byte stacks failed (" +
+             std::strerror(error) +
+             "); the limits that cause it: the address-space limit (ulimit -v, "
+             "RLIMIT_AS), vm.max_map_count, a memory cgroup";
+      return {};
     }
     slabs_.push_back(Slab{static_cast<char*>(mapping), slots});
     slab_carved_ = 0;
@@ -580,9 +608,9 @@ StackCache& StackCache::ForStack(const Stack& stack) {
   return ForThisThread(StackClassFor(stack.size));
 }
 
-Stack StackCache::Get() {
+Stack StackCache::TryGet(std::string* why) {
   if (cached_.empty() && !allocator_->TakeBatch(&cached_)) {
-    return allocator_->Create();
+    return allocator_->TryCreate(why);
   }
   Stack stack = cached_.back();
   cached_.pop_back();
@@ -590,10 +618,42 @@ Stack StackCache::Get() {
   return stack;
 }
 
+Stack StackCache::Get() {
+  std::string why;
+  Stack stack = TryGet(&why);
+  if (__builtin_expect(static_cast<bool>(stack), 1)) return stack;
+  // No stack anywhere and none can be mapped: wait until a fiber that ends gives one
+  // back (Put() sends stacks straight to the pool while we starve) or the limit moves.
+  // relaxed: statistics and a hint (see `starving`).
+  allocator_->stack_waits.fetch_add(1, std::memory_order_relaxed);
+  allocator_->starving.fetch_add(1, std::memory_order_relaxed);
+  auto pause = std::chrono::microseconds(100);
+  auto next_log = std::chrono::steady_clock::now();
+  for (;;) {
+    if (std::chrono::steady_clock::now() >= next_log) {
+      LOG(ERROR) << "A fiber started with a plain start waits for a stack: " << why
+                 << ". Its worker retries until one is free; starts that can be refused "
+                    "(Fiber::TryStart, io::Server) are refused meanwhile.";
+      next_log = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(100));
+    stack = TryGet(&why);
+    if (stack) break;
+  }
+  allocator_->starving.fetch_sub(1, std::memory_order_relaxed);
+  return stack;
+}
+
 void StackCache::Put(const Stack& stack) {
   // The header stays readable: the fiber dump looks at cached stacks' liveness words.
   PoisonStack(stack.base, stack.size - kStackHeaderSize);
   cached_.push_back(stack);
+  // relaxed: a hint; a thread that starves polls the pool.
+  if (__builtin_expect(allocator_->starving.load(std::memory_order_relaxed) != 0, 0)) {
+    allocator_->GiveBatch(&cached_);
+    return;
+  }
   allocator_->SpillIfFull(&cached_);
 }
 

@@ -228,8 +228,11 @@ class StackAllocator {
 
   // A new stack, or one whose memory was released: a slab stack with a guard marker if
   // the kernel has them; else mmapped with a PROT_NONE guard while fewer than the limit
-  // are; else a slab stack without a guard (canary-checked). Never fails (out of memory
-  // is fatal). The memory is unpoisoned for ASan.
+  // are; else a slab stack without a guard (canary-checked). The memory is unpoisoned
+  // for ASan. TryCreate() returns an empty Stack when no memory can be mapped (the
+  // address space, vm.max_map_count or a memory cgroup exhausted), with the cause in
+  // `*why`; Create() treats that as fatal.
+  Stack TryCreate(std::string* why);
   Stack Create();
 
   // Gives up `stack`: an mmapped one is unmapped, a slab one's memory is released and
@@ -269,7 +272,7 @@ class StackAllocator {
   };
 
   Stack CreateMmapped();
-  Stack CreateInSlab() ABSL_EXCLUSIVE_LOCKS_REQUIRED(slab_lock_);
+  Stack CreateInSlab(std::string* why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slab_lock_);
   void Release(std::vector<Stack>* stacks);
   // Releases up to `at_most` of the oldest pooled stacks beyond pool_idle_max.
   std::size_t ReleaseOldest(std::size_t at_most);
@@ -304,7 +307,34 @@ class StackAllocator {
   // Registered with the release thread (idle_release.h) when the pool first grows past
   // pool_idle_max with a delay.
   std::atomic<bool> release_registered_{false};
+
+ public:
+  // Threads waiting in StackCache::Get() for a stack no mapping could provide. While
+  // any is, StackCache::Put() gives its stacks straight back to the pool, where they
+  // wait for it. relaxed: a hint; the waiter polls the pool.
+  std::atomic<int> starving{0};
+  // Times StackCache::Get() found no stack and had to wait (a statistic).
+  std::atomic<std::uint64_t> stack_waits{0};
 };
+
+// Tests only: while true, every StackAllocator's TryCreate() fails as if the address
+// space were exhausted (stacks already pooled or cached are still handed out).
+void FailStackCreationForTesting(bool fail);
+
+// A stack packed into one word (a FiberDesc's reserved stack): its base with the origin
+// and guard flags in the low bits (the base is page-aligned). 0 for no stack.
+inline std::uintptr_t PackStack(const Stack& stack) {
+  return reinterpret_cast<std::uintptr_t>(stack.base) |
+         (stack.origin == Stack::Origin::kSlab ? 1 : 0) | (stack.guarded ? 2 : 0);
+}
+inline Stack UnpackStack(std::uintptr_t packed, std::size_t size) {
+  Stack stack;
+  stack.base = reinterpret_cast<char*>(packed & ~std::uintptr_t{3});
+  stack.size = size;
+  stack.origin = (packed & 1) != 0 ? Stack::Origin::kSlab : Stack::Origin::kMmapped;
+  stack.guarded = (packed & 2) != 0;
+  return stack;
+}
 
 // A per-thread cache of stacks in front of a StackAllocator: Get() and Put() are a
 // vector push/pop until the cache is empty (take a batch from the pool) or holds two
@@ -322,8 +352,13 @@ class StackCache {
   // The calling thread's cache for stacks of `stack`'s size (to give it back).
   static StackCache& ForStack(const Stack& stack);
 
-  // A stack ready for use (unpoisoned for ASan).
+  // A stack ready for use (unpoisoned for ASan). When none can be had (TryGet()
+  // fails), it waits for one, polling the pool with a growing pause (up to 100 ms),
+  // logging an ERROR with the cause every 10 s and counting the wait.
   Stack Get();
+  // A stack ready for use, or an empty Stack with the cause in `*why` when the cache
+  // and the pool are empty and the allocator cannot map a new one.
+  Stack TryGet(std::string* why);
 
   // Takes back a stack that no context uses any more.
   void Put(const Stack& stack);

@@ -29,6 +29,8 @@ struct GroupPlan {
   std::vector<int> cpus;         // ascending: where the group's workers may run
   // With disallow_cpu_migration, worker i's only CPU; empty otherwise.
   std::vector<int> worker_cpus;
+  // The pool it belongs to (RuntimeLayout::pools), 0: the default pool.
+  std::size_t pool = 0;
 };
 
 // The number of workers in each scheduling group for `concurrency` workers.

@@ -2,8 +2,6 @@
 
 #include "runtime/internal/runtime_impl.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
@@ -14,6 +12,7 @@
 #include "glog/logging.h"
 #include "runtime/internal/base/foreign_producers.h"
 #include "runtime/internal/base/live_fibers.h"
+#include "runtime/internal/group/group_chaos.h"
 #include "runtime/internal/seams/chaos.h"
 #include "runtime/internal/seams/test_seams.h"
 
@@ -51,7 +50,7 @@ void Runtime::Start(const RuntimeOptions& options) {
     if (options.chaos_seed != 0) {
       std::vector<ChaosGroup> groups;
       for (auto& group : runtime->groups_) {
-        groups.push_back({group.get(), group->numa_node()});
+        groups.push_back({group.get(), ChaosNodeKey(group->pool(), group->numa_node())});
       }
       // Before any worker runs.
       const bool decisions = StartChaos(options.chaos_seed, std::move(groups));
@@ -113,7 +112,19 @@ Runtime::Runtime(const RuntimeOptions& options) {
   BuildWorkers(options);
   std::ostringstream line;
   line << "Spindle runtime: " << DescribeLayout(layout_.groups) << "; strategy "
-       << options.scheduling_strategy << ", stealing "
+       << options.scheduling_strategy;
+  if (layout_.pools.size() > 1 || layout_.pools.front().max_fibers != 0) {
+    line << "; pools";
+    for (const PoolPlan& pool : layout_.pools) {
+      line << " " << pool.name << "=g" << pool.first_group;
+      if (pool.group_count > 1) line << "-g" << pool.first_group + pool.group_count - 1;
+      line << ":" << pool.workers << "w";
+      if (!pool.cpus.empty()) line << "@" << pool.cpus;
+      if (pool.strategy != options.scheduling_strategy) line << "/" << pool.strategy;
+      if (pool.max_fibers != 0) line << ",max_fibers=" << pool.max_fibers;
+    }
+  }
+  line << ", stealing "
        << (options.work_stealing_ratio == 0
                ? std::string("never")
                : "every " + std::to_string(options.work_stealing_ratio) + " idle rounds")
@@ -136,26 +147,22 @@ Runtime::Runtime(const RuntimeOptions& options) {
 void Runtime::BuildGroups(const RuntimeOptions& options) {
   GroupStats::SetReadySamplePeriod(
       static_cast<std::uint32_t>(options.ready_latency_sample_period));  // validated
+  for (std::size_t p = 0; p < layout_.pools.size(); ++p) {
+    pools_.push_back(std::make_unique<FiberPoolState>(p, layout_.pools[p]));
+  }
   for (std::size_t g = 0; g < layout_.groups.size(); ++g) {
     const GroupPlan& plan = layout_.groups[g];
     SchedulingGroupOptions group_options;
     group_options.index = g;
+    group_options.pool = plan.pool;
     group_options.numa_node = plan.node;
     group_options.memory_node = layout_.topology.numa_available ? plan.node : kNoNumaNode;
     group_options.workers = plan.workers;
     group_options.run_queue_capacity = options.run_queue_size;
     group_options.spin_time = options.spin_time;
-    group_options.strategy = options.scheduling_strategy;
+    group_options.strategy = layout_.pools[plan.pool].strategy;
     groups_.emplace_back(new (group_options.memory_node) SchedulingGroup(group_options));
-    // NearestGroup(): one entry per node, in the order the groups come.
-    if (g == 0 || plan.node != layout_.groups[g - 1].node) {
-      node_groups_.push_back(std::make_unique<NodeGroups>());
-      for (int cpu : plan.cpus) {
-        if (cpu >= static_cast<int>(node_of_cpu_.size())) node_of_cpu_.resize(cpu + 1, -1);
-        node_of_cpu_[cpu] = static_cast<int>(node_groups_.size() - 1);
-      }
-    }
-    node_groups_.back()->groups.push_back(groups_.back().get());
+    pools_[plan.pool]->AddGroup(groups_.back().get(), plan.node, plan.cpus);
   }
 }
 
@@ -164,10 +171,11 @@ void Runtime::BuildWorkers(const RuntimeOptions& options) {
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     const GroupPlan& plan = layout_.groups[g];
     std::vector<StealVictim> victims;
-    // Every other group is considered; meeting our own group skips it and goes on
-    // (continue, not return: see §3.4 of the anchors' design notes).
+    // Every other group of the pool is considered; meeting our own group skips it and
+    // goes on (continue, not return: see §3.4 of the anchors' design notes). Groups of
+    // other pools never: a pool's fibers stay in it.
     for (std::size_t v = 0; v < groups_.size(); ++v) {
-      if (v == g) continue;
+      if (v == g || layout_.groups[v].pool != plan.pool) continue;
       const std::size_t ratio = layout_.groups[v].node == plan.node
                                     ? options.work_stealing_ratio
                                     : options.cross_numa_work_stealing_ratio;
@@ -192,16 +200,21 @@ Runtime::~Runtime() = default;
 
 SchedulingGroup* Runtime::NearestGroup() {
   if (FiberWorker* worker = CurrentFiberWorker()) return worker->group();
-  const int cpu = sched_getcpu();
-  if (cpu >= 0 && cpu < static_cast<int>(node_of_cpu_.size()) && node_of_cpu_[cpu] >= 0) {
-    NodeGroups& node = *node_groups_[node_of_cpu_[cpu]];
-    // relaxed: only spreads starts over the node's groups; any interleaving is fine.
-    const std::size_t turn = node.next.fetch_add(1, std::memory_order_relaxed);
-    return node.groups[turn % node.groups.size()];
+  return pools_.front()->GroupForOutsideStart();
+}
+
+SchedulingGroup* Runtime::NearestGroupIn(FiberPoolState* pool) {
+  if (FiberWorker* worker = CurrentFiberWorker()) {
+    if (pool->Contains(worker->group())) return worker->group();
   }
-  // relaxed: as above, over all groups.
-  const std::size_t turn = next_group_.fetch_add(1, std::memory_order_relaxed);
-  return groups_[turn % groups_.size()].get();
+  return pool->GroupForOutsideStart();
+}
+
+FiberPoolState* Runtime::FindPool(std::string_view name) const {
+  for (const auto& pool : pools_) {
+    if (pool->name() == name) return pool.get();
+  }
+  return nullptr;
 }
 
 void ForgetPrintedLayoutLinesForTesting() {

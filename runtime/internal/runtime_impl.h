@@ -6,10 +6,12 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "runtime/internal/fiber_worker.h"
 #include "runtime/internal/base/fiber_desc.h"
+#include "runtime/internal/fiber_pool.h"
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/hog_monitor.h"
 #include "runtime/internal/runtime_options.h"
@@ -37,20 +39,26 @@ class Runtime {
   std::size_t group_size() const { return group_size_; }
 
   // The group a new fiber started on this thread should go to: the current worker's
-  // group, or (from other threads) the groups of the calling CPU's NUMA node in turn
-  // (all groups in turn when that CPU is on no node of the layout).
+  // group, or (from other threads) the default pool's groups of the calling CPU's NUMA
+  // node in turn (FiberPoolState::GroupForOutsideStart()).
   SchedulingGroup* NearestGroup();
+  // The same within `pool`: the current worker's group if it is one of the pool's, else
+  // the pool's groups in turn.
+  SchedulingGroup* NearestGroupIn(FiberPoolState* pool);
+
+  // The pools (--fiber_pools), the default pool first; at least one.
+  std::size_t pool_count() const { return pools_.size(); }
+  FiberPoolState* pool(std::size_t i) const { return pools_[i].get(); }
+  FiberPoolState* pool_of(const SchedulingGroup* group) const {
+    return pools_[group->pool()].get();
+  }
+  // The pool named `name`; null if there is none.
+  FiberPoolState* FindPool(std::string_view name) const;
 
   // The layout the runtime was built from.
   const RuntimeLayout& layout() const { return layout_; }
 
  private:
-  // The groups of one NUMA node (all groups when not NUMA-aware), for NearestGroup().
-  struct NodeGroups {
-    std::vector<SchedulingGroup*> groups;
-    std::atomic<std::size_t> next{0};  // relaxed: only spreads starts over the groups
-  };
-
   explicit Runtime(const RuntimeOptions& options);
   ~Runtime();
   void BuildGroups(const RuntimeOptions& options);
@@ -63,10 +71,8 @@ class Runtime {
   std::unique_ptr<HogMonitor> hog_monitor_;
   HogMonitorOptions hog_options_;
   std::size_t group_size_ = 0;
-  std::atomic<std::size_t> next_group_{0};
   RuntimeLayout layout_;
-  std::vector<std::unique_ptr<NodeGroups>> node_groups_;
-  std::vector<int> node_of_cpu_;  // CPU -> index into node_groups_, or -1
+  std::vector<std::unique_ptr<FiberPoolState>> pools_;
 };
 
 // Tests only: forgets which layout lines --fiber_log_layout has printed in this

@@ -118,10 +118,56 @@ DEFINE_bool(fiber_log_layout, false,
             "same (default false: the runtime prints nothing unless something is wrong; "
             "spindle_bench and the examples turn it on). The line also goes to VLOG(1).");
 
+DEFINE_string(fiber_pools, "",
+              "Named worker pools, kept apart: each has its own scheduling groups, "
+              "workers and timer threads, and no fiber ever moves between pools (no "
+              "stealing, no adoption on a wake-up). POOL[,POOL...] with POOL = "
+              "NAME:WORKERS[:OPTION=VALUE...], e.g. default:auto,admin:1:cpus=3,"
+              "batch:2:max_fibers=10000. NAME: [a-z][a-z0-9_]*, up to 32 characters, "
+              "unique. WORKERS: [1, 1024], or auto for the default pool (the workers "
+              "--fiber_concurrency leaves to it, at least 1). OPTIONs: cpus=CPULIST "
+              "(pins the pool's workers there; parts of the list after a comma continue "
+              "it, as in cpus=0-3,6), max_fibers=N (live fibers past which the TryStart "
+              "forms are refused, [0, 2^32], 0 = no cap), strategy=v1|v2|relaxed|"
+              "globalfifo (default --fiber_scheduling_strategy). The default pool runs "
+              "the fibers plain threads start; declared or not, it is pool 0 (implied "
+              "as default:auto). At most 16 pools. Default \"\" = the default pool "
+              "only, exactly as without pools.");
+DEFINE_uint64(fiber_max_fibers, 0,
+              "The default pool's cap on live fibers: past it the TryStart forms "
+              "(fiber/fiber.h) are refused with ResourceExhausted and io::Server refuses "
+              "connections; plain starts are never refused (they are counted past the "
+              "cap). max_fibers= in --fiber_pools overrides it. Default 0 = no cap; "
+              "range [0, 2^32].");
+
 namespace spindle::internal {
 namespace {
 
 constexpr std::size_t kMaxConcurrency = 1024;
+constexpr std::size_t kMaxPoolName = 32;
+
+bool IsPoolName(const std::string& name) {
+  if (name.empty() || name.size() > kMaxPoolName || name[0] < 'a' || name[0] > 'z') {
+    return false;
+  }
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  }
+  return true;
+}
+
+// A whole decimal number in [0, max] (no sign, no spaces).
+bool ParseCount(const std::string& text, std::size_t max, std::size_t* value) {
+  if (text.empty() || text.size() > 19) return false;
+  std::size_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + static_cast<std::size_t>(c - '0');
+  }
+  if (n > max) return false;
+  *value = n;
+  return true;
+}
 constexpr std::uint64_t kMaxTerminateGraceMs = 86400000;
 constexpr std::uint64_t kMaxHogReportMs = 3600000;
 constexpr std::uint64_t kMaxHogRescueMs = 60000;
@@ -231,6 +277,114 @@ std::size_t CgroupCpuQuota() {
   return CgroupCpuQuota("/sys/fs/cgroup", text.str());
 }
 
+std::string ParseFiberPools(const std::string& text, std::size_t default_max_fibers,
+                            std::vector<PoolOptions>* pools) {
+  pools->clear();
+  const std::string flag = "--fiber_pools=" + text + " is invalid: ";
+  const std::string syntax =
+      "; expected POOL[,POOL...] with POOL = NAME:WORKERS[:cpus=CPULIST][:max_fibers=N]"
+      "[:strategy=NAME], e.g. default:auto,admin:1:cpus=3";
+  // Split at commas; a part that starts with a digit continues the previous part (a
+  // CPU list's own commas, as in cpus=0-3,6).
+  std::vector<std::string> entries;
+  std::size_t start = 0;
+  while (!text.empty() && start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string part = text.substr(start, comma - start);
+    if (!entries.empty() && !part.empty() && part[0] >= '0' && part[0] <= '9') {
+      entries.back() += "," + part;
+    } else {
+      entries.push_back(part);
+    }
+    start = comma + 1;
+  }
+  bool has_default = false;
+  for (const std::string& entry : entries) {
+    std::vector<std::string> fields;
+    std::size_t from = 0;
+    for (;;) {
+      const std::size_t colon = entry.find(':', from);
+      fields.push_back(entry.substr(from, colon == std::string::npos ? colon : colon - from));
+      if (colon == std::string::npos) break;
+      from = colon + 1;
+    }
+    if (fields.size() < 2) {
+      return flag + "pool \"" + entry + "\" has no worker count" + syntax;
+    }
+    PoolOptions pool;
+    pool.name = fields[0];
+    if (!IsPoolName(pool.name)) {
+      return flag + "pool name \"" + pool.name +
+             "\" is not [a-z][a-z0-9_]* of at most 32 characters" + syntax;
+    }
+    for (const PoolOptions& other : *pools) {
+      if (other.name == pool.name) return flag + "pool " + pool.name + " is declared twice";
+    }
+    const bool is_default = pool.name == "default";
+    if (fields[1] == "auto") {
+      if (!is_default) {
+        return flag + "pool " + pool.name + " has workers \"auto\", which only the default "
+               "pool may have; expected a worker count in [1, " +
+               std::to_string(kMaxConcurrency) + "]";
+      }
+    } else if (!ParseCount(fields[1], kMaxConcurrency, &pool.workers) || pool.workers == 0) {
+      return flag + "pool " + pool.name + " has workers \"" + fields[1] +
+             "\"; expected a worker count in [1, " + std::to_string(kMaxConcurrency) + "]" +
+             (is_default ? " or auto" : "");
+    }
+    pool.max_fibers = is_default ? default_max_fibers : 0;
+    for (std::size_t f = 2; f < fields.size(); ++f) {
+      const std::size_t equals = fields[f].find('=');
+      const std::string key = fields[f].substr(0, equals);
+      const std::string value = equals == std::string::npos ? "" : fields[f].substr(equals + 1);
+      if (equals == std::string::npos || value.empty()) {
+        return flag + "pool " + pool.name + " has option \"" + fields[f] +
+               "\" without a value" + syntax;
+      }
+      if (key == "cpus") {
+        std::vector<int> cpus;
+        const std::string error = ParseCpuList(value, &cpus);
+        if (!error.empty()) {
+          return flag + "pool " + pool.name + " has cpus=" + value + ": " + error +
+                 "; expected a CPU list such as 0-3,6";
+        }
+        pool.cpus = value;
+      } else if (key == "max_fibers") {
+        if (!ParseCount(value, kMaxFiberCap, &pool.max_fibers)) {
+          return flag + "pool " + pool.name + " has max_fibers=" + value +
+                 "; expected live fibers in [0, " + std::to_string(kMaxFiberCap) +
+                 "] (0 = no cap)";
+        }
+      } else if (key == "strategy") {
+        const std::string error = ValidateSchedulingStrategy(value);
+        if (!error.empty()) return flag + "pool " + pool.name + ": " + error;
+        pool.strategy = value;
+      } else {
+        return flag + "pool " + pool.name + " has an unknown option \"" + key +
+               "\"; expected cpus, max_fibers or strategy";
+      }
+    }
+    if (is_default) {
+      has_default = true;
+      pools->insert(pools->begin(), std::move(pool));
+    } else {
+      pools->push_back(std::move(pool));
+    }
+  }
+  if (!has_default) {
+    PoolOptions pool;
+    pool.name = "default";
+    pool.max_fibers = default_max_fibers;
+    pools->insert(pools->begin(), std::move(pool));
+  }
+  if (pools->size() > kMaxFiberPools) {
+    return flag + std::to_string(pools->size()) + " pools (the default one included); " +
+           "expected at most " + std::to_string(kMaxFiberPools);
+  }
+  return "";
+}
+
 RuntimeOptions RuntimeOptionsFromFlags() {
   RuntimeOptions options;
   options.concurrency = FLAGS_fiber_concurrency;
@@ -252,6 +406,8 @@ RuntimeOptions RuntimeOptionsFromFlags() {
   options.chaos_seed = FLAGS_fiber_chaos_seed;
   options.ready_latency_sample_period = FLAGS_fiber_ready_latency_sample_period;
   options.log_layout = FLAGS_fiber_log_layout;
+  options.pools = FLAGS_fiber_pools;
+  options.max_fibers = FLAGS_fiber_max_fibers;
   return options;
 }
 
@@ -333,6 +489,11 @@ std::string ValidateRuntimeOptions(const RuntimeOptions& options) {
            " is invalid: expected a power of two in [1, " +
            std::to_string(kMaxReadySamplePeriod) + "]";
   }
+  if (options.max_fibers > kMaxFiberCap) {
+    return "--fiber_max_fibers=" + std::to_string(options.max_fibers) +
+           " is invalid: expected live fibers in [0, " + std::to_string(kMaxFiberCap) +
+           "] (0 = no cap)";
+  }
   error = ValidateStackAllocatorOptions(options.stacks);
   if (!error.empty()) return error;
   error = CheckStackOptionsUnchanged(options.stacks);
@@ -384,17 +545,70 @@ std::string ComputeRuntimeLayout(const RuntimeOptions& options, RuntimeLayout* l
   }
   layout->numa_aware = options.numa_aware == "true" ||
                        (options.numa_aware == "auto" && layout->topology.nodes.size() > 1);
-  LayoutOptions layout_options;
-  layout_options.concurrency = options.concurrency;
-  if (layout_options.concurrency == 0) {
-    layout_options.concurrency = layout->topology.cpu_count();
+  std::size_t concurrency = options.concurrency;
+  if (concurrency == 0) {
+    concurrency = layout->topology.cpu_count();
     const std::size_t quota = fake ? 0 : CgroupCpuQuota();
-    if (quota != 0 && quota < layout_options.concurrency) layout_options.concurrency = quota;
+    if (quota != 0 && quota < concurrency) concurrency = quota;
   }
-  layout_options.group_size = options.scheduling_group_size;
-  layout_options.numa_aware = layout->numa_aware;
-  layout_options.disallow_cpu_migration = options.disallow_cpu_migration;
-  layout->groups = ComputeGroupLayout(layout->topology, layout_options);
+  std::vector<PoolOptions> pools;
+  std::string error = ParseFiberPools(options.pools, options.max_fibers, &pools);
+  if (!error.empty()) return error;
+  // The default pool's "auto": what the other pools leave of the concurrency.
+  std::size_t others = 0;
+  for (std::size_t p = 1; p < pools.size(); ++p) others += pools[p].workers;
+  if (pools.front().workers == 0) {
+    pools.front().workers = others < concurrency ? concurrency - others : 1;
+  }
+  if (others + pools.front().workers > kMaxConcurrency) {
+    return "--fiber_pools=" + options.pools + " is invalid: its pools have " +
+           std::to_string(others + pools.front().workers) +
+           " workers in all; expected at most " + std::to_string(kMaxConcurrency);
+  }
+  layout->groups.clear();
+  layout->pools.clear();
+  for (std::size_t p = 0; p < pools.size(); ++p) {
+    const PoolOptions& pool = pools[p];
+    Topology topology = layout->topology;
+    if (!pool.cpus.empty()) {
+      std::vector<int> cpus;
+      ParseCpuList(pool.cpus, &cpus);  // parsed by ParseFiberPools()
+      for (int cpu : cpus) {
+        if (layout->topology.NodeOfCpu(cpu) == kNoNumaNode) {
+          return "--fiber_pools=" + options.pools + " is invalid: pool " + pool.name +
+                 " has CPU " + std::to_string(cpu) +
+                 ", which the workers may not use; expected CPUs of " +
+                 FormatCpuList([&] {
+                   std::vector<int> known;
+                   for (const NumaNode& node : layout->topology.nodes) {
+                     known.insert(known.end(), node.cpus.begin(), node.cpus.end());
+                   }
+                   std::sort(known.begin(), known.end());
+                   return known;
+                 }());
+        }
+      }
+      topology = RestrictTopology(layout->topology, cpus);
+    }
+    LayoutOptions layout_options;
+    layout_options.concurrency = pool.workers;
+    layout_options.group_size = options.scheduling_group_size;
+    layout_options.numa_aware = layout->numa_aware;
+    layout_options.disallow_cpu_migration = options.disallow_cpu_migration;
+    PoolPlan plan;
+    plan.name = pool.name;
+    plan.workers = pool.workers;
+    plan.max_fibers = pool.max_fibers;
+    plan.strategy = pool.strategy.empty() ? options.scheduling_strategy : pool.strategy;
+    plan.cpus = pool.cpus;
+    plan.first_group = layout->groups.size();
+    for (GroupPlan& group : ComputeGroupLayout(topology, layout_options)) {
+      group.pool = p;
+      layout->groups.push_back(std::move(group));
+    }
+    plan.group_count = layout->groups.size() - plan.first_group;
+    layout->pools.push_back(std::move(plan));
+  }
   return "";
 }
 

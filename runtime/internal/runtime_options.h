@@ -31,8 +31,31 @@ DECLARE_uint64(fiber_hog_rescue_ms);
 DECLARE_uint64(fiber_chaos_seed);
 DECLARE_uint64(fiber_ready_latency_sample_period);
 DECLARE_bool(fiber_log_layout);
+DECLARE_string(fiber_pools);
+DECLARE_uint64(fiber_max_fibers);
 
 namespace spindle::internal {
+
+// The most pools --fiber_pools may declare (the default pool included).
+inline constexpr std::size_t kMaxFiberPools = 16;
+// The largest live-fiber cap (max_fibers= in --fiber_pools, --fiber_max_fibers).
+inline constexpr std::size_t kMaxFiberCap = std::size_t{1} << 32;
+
+// One pool of --fiber_pools, as written (ParseFiberPools()). A plain value.
+struct PoolOptions {
+  std::string name;
+  std::size_t workers = 0;  // 0: auto (the default pool only)
+  std::string cpus;         // a CPU list; "": every accessible CPU
+  std::size_t max_fibers = 0;  // live fibers admitted by the TryStart forms; 0: no cap
+  std::string strategy;     // "": --fiber_scheduling_strategy
+};
+
+// Parses --fiber_pools's value `text` into `pools`, the default pool first (implied as
+// default:auto with --fiber_max_fibers' cap when `text` does not declare it). Returns
+// "" or the first problem, naming the flag, the pool and the accepted values. See the
+// flag's help (runtime_options.cc) for the syntax.
+std::string ParseFiberPools(const std::string& text, std::size_t default_max_fibers,
+                            std::vector<PoolOptions>* pools);
 
 // Everything StartRuntime() reads from flags, validated together.
 struct RuntimeOptions {
@@ -64,6 +87,22 @@ struct RuntimeOptions {
   std::uint64_t ready_latency_sample_period = 64;
   // Write the layout line to stderr at start (once per process and layout).
   bool log_layout = false;
+  // --fiber_pools, as written ("": only the default pool), and the default pool's cap
+  // when that does not set one.
+  std::string pools;
+  std::size_t max_fibers = 0;
+};
+
+// One pool of the layout: its groups are RuntimeLayout::groups[first_group,
+// first_group + group_count). A plain value.
+struct PoolPlan {
+  std::string name;
+  std::size_t workers = 0;
+  std::size_t max_fibers = 0;  // 0: no cap
+  std::string strategy;        // resolved: never ""
+  std::string cpus;            // as declared; "": every accessible CPU
+  std::size_t first_group = 0;
+  std::size_t group_count = 0;
 };
 
 // What the options resolve to on this machine: the topology the runtime uses and its
@@ -72,7 +111,8 @@ struct RuntimeLayout {
   Topology topology;               // accessible CPUs grouped by node (real or fake)
   std::vector<int> affinity_cpus;  // the process's real affinity mask at start
   bool numa_aware = false;
-  std::vector<GroupPlan> groups;
+  std::vector<GroupPlan> groups;  // pool by pool, in pool order
+  std::vector<PoolPlan> pools;    // the default pool first
 };
 
 RuntimeOptions RuntimeOptionsFromFlags();

@@ -27,6 +27,7 @@ void FreeFiberDesc(FiberDesc* desc) {
   desc->id = 0;
   desc->ready_stamp = 0;
   desc->claim = nullptr;
+  desc->reserved_stack = 0;
   // relaxed: the descriptor is ours alone until it is handed out again.
   desc->run_inline_refs.store(2, std::memory_order_relaxed);
   PooledObjects<FiberDesc>::Delete(desc);

@@ -52,6 +52,10 @@ struct FiberDesc {
   // How it is queued when started (its ReadyReason: kStarted, kStartedNext or
   // kStartedBack; Fiber::Attributes::start_order).
   std::uint8_t start_reason = 0;
+  // (After the bytes above: it takes their padding.) A stack taken for it when it was started (PackStack(); 0: none, the worker that
+  // first runs it takes one). Only the TryStart forms take one, so that an admitted
+  // fiber never waits for a stack. Whoever runs it takes it (and resets this to 0).
+  std::uintptr_t reserved_stack = 0;
 };
 static_assert(sizeof(FiberDesc) <= 96, "a million queued fibers pay for every byte");
 

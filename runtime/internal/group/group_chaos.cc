@@ -51,7 +51,7 @@ void ChaosQueue(SchedulingGroup* group, std::uintptr_t entry, bool group_local,
                 ReadyReason reason, std::size_t origin, bool foreign) {
   SchedulingGroup* target = group;
   if (!group_local) {
-    if (ChaosOneIn(4)) target = ChaosGroupOnNode(group, group->numa_node());
+    if (ChaosOneIn(4)) target = ChaosGroupOnNode(group, ChaosNodeKey(group->pool(), group->numa_node()));
     if (target != group) {
       ChaosCount(ChaosEvent::kGroupMove);
       origin = SchedulingGroup::kNoWorker;

@@ -34,6 +34,13 @@ __attribute__((noinline, cold)) void ChaosQueue(SchedulingGroup* group, std::uin
                                                 bool group_local, ReadyReason reason,
                                                 std::size_t origin, bool foreign);
 
+// The key under which chaos mode may move fibers between groups (ChaosGroup::numa_node,
+// ChaosGroupOnNode): groups of one NUMA node and one pool (pools never exchange
+// fibers, even in chaos mode).
+inline int ChaosNodeKey(std::size_t pool, int numa_node) {
+  return static_cast<int>(pool) * 65536 + numa_node;
+}
+
 }  // namespace spindle::internal
 
 #endif  // SPINDLE_RUNTIME_INTERNAL_GROUP_CHAOS_H_

@@ -42,6 +42,10 @@ std::uint64_t GroupStats::fibers_run_inline() const {
   return SumOverWorkers(&WorkerCells::fibers_run_inline, &fibers_run_inline_elsewhere_);
 }
 
+std::uint64_t GroupStats::fibers_ended() const {
+  return SumOverWorkers(&WorkerCells::fibers_ended, &fibers_ended_elsewhere_);
+}
+
 HistogramSnapshot GroupStats::ready_latency() const {
   HistogramSnapshot all;
   for (std::size_t w = 0; w < workers_; ++w) cells_[w].ready_latency.AddTo(all);

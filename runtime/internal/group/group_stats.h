@@ -43,6 +43,10 @@ class GroupStats {
   void CountBegun(std::size_t worker) {
     CountOn(worker, &WorkerCells::fibers_begun, fibers_begun_elsewhere_, 1);
   }
+  // A fiber of the group has ended on worker `worker` (its stack reclaimed).
+  void CountEnded(std::size_t worker) {
+    CountOn(worker, &WorkerCells::fibers_ended, fibers_ended_elsewhere_, 1);
+  }
   void CountRunInline(std::size_t worker) {
     CountOn(worker, &WorkerCells::fibers_run_inline, fibers_run_inline_elsewhere_, 1);
   }
@@ -97,6 +101,7 @@ class GroupStats {
   // joiner ran inline (they never get a stack).
   std::uint64_t fibers_begun() const;
   std::uint64_t fibers_run_inline() const;
+  std::uint64_t fibers_ended() const;
   std::uint64_t steals_in_same_node() const { return steals_in_same_node_.Read(); }
   std::uint64_t steals_in_cross_node() const { return steals_in_cross_node_.Read(); }
   std::uint64_t steals_out() const { return steals_out_.Read(); }
@@ -167,6 +172,7 @@ class GroupStats {
     SingleWriterCounter fibers_started;
     SingleWriterCounter fibers_begun;
     SingleWriterCounter fibers_run_inline;
+    SingleWriterCounter fibers_ended;
     SingleWriterCounter kept_running;  // NoteKeptRunning()
     SingleWriterHistogram ready_latency;  // nanoseconds
     std::uint32_t ready_tick = 0;  // StampReadyOn()'s count of readinesses
@@ -206,6 +212,7 @@ class GroupStats {
   ThreadCounter fibers_started_elsewhere_;
   ThreadCounter fibers_begun_elsewhere_;
   ThreadCounter fibers_run_inline_elsewhere_;
+  ThreadCounter fibers_ended_elsewhere_;
   ThreadCounter steals_in_same_node_;
   ThreadCounter steals_in_cross_node_;
   ThreadCounter steals_out_;

@@ -70,16 +70,34 @@ namespace {
 constexpr std::size_t kNoWorker = SchedulingGroup::kNoWorker;
 
 void ReclaimFiber(FiberEntity* dead) {
+  // Its group and worker: where it ran last, a group of the pool it started in.
+  SchedulingGroup* group = dead->scheduling_group;
+  const std::size_t worker = dead->scheduling_worker;
   const Stack stack = DestroyFiberEntity(dead);
   StackCache::ForStack(stack).Put(stack);
   CountFiberFinished();
+  if (group != nullptr) {
+    group->stats().CountEnded(worker);
+    if (PoolAdmission* admission = group->admission()) admission->Release();
+  }
 }
 
 // Gives `desc` a stack on the calling thread, worker `worker` of `group` (or kNoWorker:
 // not one of its workers).
+// A stack for `desc`: the one its start reserved, else one from this thread's cache.
+__attribute__((noinline)) Stack TakeReservedStack(FiberDesc* desc) {
+  StackCache& cache = StackCache::ForThisThread(desc->stack_class);
+  const Stack stack = UnpackStack(desc->reserved_stack, cache.allocator()->stack_size());
+  desc->reserved_stack = 0;
+  return stack;
+}
+
 FiberEntity* Instantiate(SchedulingGroup* group, FiberDesc* desc, std::size_t worker) {
-  FiberEntity* fiber = InstantiateFiberEntity(StackCache::ForThisThread(desc->stack_class).Get(),
-                                              std::move(desc->start_proc), desc->id);
+  FiberEntity* fiber = InstantiateFiberEntity(
+      __builtin_expect(desc->reserved_stack != 0, 0)
+          ? TakeReservedStack(desc)
+          : StackCache::ForThisThread(desc->stack_class).Get(),
+      std::move(desc->start_proc), desc->id);
   if (desc->hooks != nullptr) {
     fiber->exit_barrier_hook = desc->hooks->on_exit;
     fiber->exit_barrier_arg = desc;  // its owner outlives the fiber's exit

@@ -15,6 +15,7 @@
 #include "fiber/internal/fiber_entity.h"
 #include "fiber/internal/spinlock.h"
 #include "runtime/internal/base/fiber_desc.h"
+#include "runtime/internal/base/pool_admission.h"
 #include "runtime/internal/group/group_stats.h"
 #include "runtime/internal/base/ready_batch.h"
 #include "runtime/internal/group/busy_poll.h"
@@ -100,6 +101,14 @@ class SchedulingGroup {
   bool stopping() const { return strategy_->stopping(); }
 
   std::size_t index() const { return options_.index; }
+  // Its pool's number (RuntimeLayout::pools; 0: the default pool). Fibers never leave
+  // their pool: only groups of the same pool steal from each other or adopt each
+  // other's fibers on a wake-up (the runtime hands out thieves pool by pool).
+  std::size_t pool() const { return options_.pool; }
+  // The live-fiber count of its pool when the pool has a cap; null otherwise (its
+  // fibers are not counted). Set once before any fiber starts (SetAdmission).
+  PoolAdmission* admission() const { return admission_; }
+  void SetAdmission(PoolAdmission* admission) { admission_ = admission; }
   int numa_node() const { return options_.numa_node; }
   std::size_t size() const { return options_.workers; }
   const SchedulingGroupOptions& options() const { return options_; }
@@ -145,6 +154,7 @@ class SchedulingGroup {
   mutable GroupStats stats_;
   // The thieves on our node (SetThieves, before any worker starts; read-only after).
   std::vector<const SchedulingGroup*> adopters_;
+  PoolAdmission* admission_ = nullptr;  // its pool's, if capped (read-only after start)
 };
 static_assert(SchedulingGroup::kMaxWorkers <= GroupStats::kMaxWorkers,
               "GroupStats keeps a cell per worker");

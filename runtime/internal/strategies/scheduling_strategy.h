@@ -27,6 +27,7 @@ namespace spindle::internal {
 // strategy_registry.h, not from here.
 struct SchedulingGroupOptions {
   std::size_t index = 0;                // the group's number in the runtime
+  std::size_t pool = 0;                 // its pool's number (0: the default pool)
   int numa_node = kNoNumaNode;          // its node in the layout (real or fake)
   int memory_node = kNoNumaNode;        // where its queues live (a real node)
   std::size_t workers = 1;              // in [1, kMaxWorkersPerGroup]
