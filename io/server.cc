@@ -134,6 +134,13 @@ void Server::Serve(Listener& listener) {
   // (its interruptible waits would otherwise return at once, and Serve() before its
   // handlers). The handlers' fibers start in none either.
   ScopedExecutionContext no_context(nullptr);
+  Fiber::Attributes handler_attributes;
+  if (!options_.pool.empty()) {
+    const absl::StatusOr<FiberPool> pool = FiberPool::Find(options_.pool);
+    CHECK(pool.ok()) << "io::Server: ServerOptions::pool=\"" << options_.pool
+                     << "\" is invalid: " << pool.status().message();
+    handler_attributes.pool = *pool;
+  }
   {
     std::lock_guard<Mutex> lock(guarded_->mu);
     CHECK(guarded_->listener == nullptr) << "io::Server::Serve() called twice";
@@ -174,9 +181,9 @@ void Server::Serve(Listener& listener) {
       delete connection;
       continue;
     }
-    accepted_.fetch_add(1, std::memory_order_relaxed);  // a statistic
+    absl::Status started;
     try {
-      StartFiberDetached([this, connection] {
+      started = TryStartFiberDetached(handler_attributes, [this, connection] {
         try {
           handler_(*connection);
         } catch (const std::bad_alloc&) {
@@ -189,9 +196,20 @@ void Server::Serve(Listener& listener) {
         delete connection;
       });
     } catch (const std::bad_alloc&) {  // no memory for the fiber: refuse this one
+      started = absl::ResourceExhaustedError("no memory for the handler's fiber");
+    }
+    if (started.ok()) {
+      accepted_.fetch_add(1, std::memory_order_relaxed);  // a statistic
+    } else {
+      // The pool is at its cap or has no stack to give (or no memory was left): this
+      // connection is closed at once (its client learns now), the others go on.
       Unregister(connection);
       delete connection;
       refused_over_cap_.fetch_add(1, std::memory_order_relaxed);  // a statistic
+      refused_by_pool_.fetch_add(1, std::memory_order_relaxed);   // a statistic
+      LOG_EVERY_N(WARNING, 1000) << "io::Server on " << listener.address().ToString()
+                                 << ": refused a connection: " << started.message()
+                                 << " (logged every 1000th time)";
     }
   }
   Shutdown();  // no-op when it started the exit; else the listener was closed under us
@@ -229,6 +247,7 @@ ServerStats Server::stats() const {
   stats.drained = drained_.load(std::memory_order_relaxed);
   stats.accept_backoffs = accept_backoffs_.load(std::memory_order_relaxed);
   stats.handler_out_of_memory = handler_out_of_memory_.load(std::memory_order_relaxed);
+  stats.refused_by_pool = refused_by_pool_.load(std::memory_order_relaxed);
   std::lock_guard<Mutex> lock(guarded_->mu);
   stats.open = guarded_->open;
   return stats;
@@ -245,8 +264,13 @@ std::string Server::PrometheusText(absl::string_view prefix) const {
   metric("connections_accepted_total", "counter", "Connections accepted and served.",
          s.accepted);
   metric("connections_refused_total", "counter",
-         "Connections closed at once: over max_connections or out of descriptors.",
+         "Connections closed at once: over max_connections, out of descriptors, or "
+         "refused by the handlers' fiber pool.",
          s.refused);
+  metric("connections_refused_by_pool_total", "counter",
+         "Connections closed at once because the handlers' fiber pool was at its cap or "
+         "had no stack to give.",
+         s.refused_by_pool);
   metric("connections_drained_total", "counter",
          "Connections closed by a shutdown's drain (idle, or busy at its deadline).",
          s.drained);

@@ -31,6 +31,12 @@ struct ServerOptions {
   // After Shutdown(): how long connections busy with a request have to finish it before
   // they are closed. Idle ones are closed at once.
   std::chrono::milliseconds drain_timeout{5000};
+  // The fiber pool (--fiber_pools) that runs the connections' handlers; "": the pool of
+  // the fiber that calls Serve(). Each handler starts with TryStartFiberDetached: while
+  // the pool is at its cap on live fibers (max_fibers), or no stack can be had, an
+  // accepted connection is closed at once and counted in ServerStats::refused and
+  // refused_by_pool. A name no pool has stops Serve() with a message naming it.
+  std::string pool;
 };
 
 // The largest values ValidateServerOptions() accepts: ServerOptions::max_connections,
@@ -55,6 +61,9 @@ struct ServerStats {
   std::uint64_t accept_backoffs = 0;  // Listener::resource_backoffs()
   // Handlers that ended with std::bad_alloc (their connection closed, the server on).
   std::uint64_t handler_out_of_memory = 0;
+  // Of `refused`: closed because the pool refused the handler's fiber (at its cap, or
+  // no stack to be had: ServerOptions::pool).
+  std::uint64_t refused_by_pool = 0;
 };
 
 // One accepted connection as its handler sees it: the stream, and the idle/busy state
@@ -169,6 +178,7 @@ class Server {
   // relaxed: statistics.
   std::atomic<std::uint64_t> accepted_{0};
   std::atomic<std::uint64_t> refused_over_cap_{0};
+  std::atomic<std::uint64_t> refused_by_pool_{0};
   std::atomic<std::uint64_t> refused_by_listener_{0};
   std::atomic<std::uint64_t> drained_{0};
   std::atomic<std::uint64_t> accept_backoffs_{0};

@@ -18,12 +18,14 @@
 #include "absl/status/status.h"
 #include "fiber/execution_context.h"
 #include "fiber/fiber.h"
+#include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "io/internal/descriptor.h"
 #include "io/server.h"
 #include "io/stream.h"
 #include "runtime/internal/testing/runtime_testing.h"
+#include "runtime/metrics.h"
 #include "runtime/runtime.h"
 #include "sync/event.h"
 #include "sync/latch.h"
@@ -210,6 +212,50 @@ TEST_F(ServerTest, AConnectionOverTheCapIsClosedAtOnceAndTheNextOneAfterRoomIsSe
   }
   EXPECT_EQ(server.stats().accepted, 3u);
   EXPECT_EQ(server.stats().refused, 1u);
+}
+
+// The handlers' pool at its cap on live fibers: a connection is closed at once and
+// counted; once a handler ends, the next connection is served, in that pool.
+TEST_F(ServerTest, AConnectionIsRefusedWhileItsPoolIsAtItsCap) {
+  gflags::FlagSaver flags;
+  gflags::SetCommandLineOption("fiber_pools", "conns:1:max_fibers=2");
+  ScopedRuntime runtime(2);
+  Listener listener = ListenLoopback();
+  ServerOptions options;
+  options.pool = "conns";
+  std::atomic<int> outside_the_pool{0};
+  Server server(options, [&](ServerConnection& connection) {
+    if (FiberPool::Current().name() != "conns") outside_the_pool.fetch_add(1);
+    LineHandler(connection);
+  });
+  const auto live_in_pool = [] {
+    for (const PoolMetrics& pool : GetRuntimeMetrics().pools) {
+      if (pool.name == "conns") return pool.live_fibers;
+    }
+    return std::uint64_t{999};
+  };
+  {
+    Serving serving(server, listener);  // Serve() itself runs in the default pool
+    Stream first = Connect(listener);
+    Stream second = Connect(listener);
+    EXPECT_EQ(Ask(first, "a\n"), "ok:a\n");
+    EXPECT_EQ(Ask(second, "b\n"), "ok:b\n");
+    Stream third = Connect(listener);
+    EXPECT_EQ(ReadToEnd(third), "");  // closed at once
+    EXPECT_EQ(server.stats().refused, 1u);
+    EXPECT_EQ(server.stats().refused_by_pool, 1u);
+    EXPECT_NE(server.PrometheusText("t").find("t_connections_refused_by_pool_total 1"),
+              std::string::npos);
+    first.Close().IgnoreError();
+    ASSERT_TRUE(spindle::testing::WaitFor([&] { return live_in_pool() == 1; }));
+    Stream fourth = Connect(listener);
+    EXPECT_EQ(Ask(fourth, "d\n"), "ok:d\n");
+    server.Shutdown();
+  }
+  EXPECT_EQ(server.stats().accepted, 3u);
+  EXPECT_EQ(server.stats().refused_by_pool, 1u);
+  EXPECT_EQ(outside_the_pool.load(), 0);
+  ASSERT_TRUE(spindle::testing::WaitFor([&] { return live_in_pool() == 0; }));
 }
 
 TEST_F(ServerTest, ShutdownClosesIdleConnectionsAtOnceAndLetsABusyOneFinish) {
