@@ -203,10 +203,11 @@ void Server::Serve(Listener& listener) {
     } else {
       // The pool is at its cap or has no stack to give (or no memory was left): this
       // connection is closed at once (its client learns now), the others go on.
-      Unregister(connection);
-      delete connection;
+      // Counted before the close, which its client may act on at once.
       refused_over_cap_.fetch_add(1, std::memory_order_relaxed);  // a statistic
       refused_by_pool_.fetch_add(1, std::memory_order_relaxed);   // a statistic
+      Unregister(connection);
+      delete connection;
       LOG_EVERY_N(WARNING, 1000) << "io::Server on " << listener.address().ToString()
                                  << ": refused a connection: " << started.message()
                                  << " (logged every 1000th time)";
