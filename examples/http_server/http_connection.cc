@@ -363,6 +363,8 @@ void HttpConnection::RouteRequest() {
     route_ = get ? Route::kMetrics : Route::kGetOnlyWrongMethod;
   } else if (path == "/fibers" && debug) {
     route_ = get ? Route::kFibers : Route::kGetOnlyWrongMethod;
+  } else if (path == "/healthz" && server_->options().health_endpoint) {
+    route_ = get ? Route::kHealthz : Route::kGetOnlyWrongMethod;
   } else {
     route_ = Route::kNotFound;
   }
@@ -384,11 +386,19 @@ void HttpConnection::AnswerRequest(bool keep_alive) {
       AppendResponse("HTTP/1.1 200 OK\r\n", "application/octet-stream", body_,
                      keep_alive);
       return;
+    case Route::kHealthz:
+      // Answered by whichever pool runs this server's connections (--admin_pool): it
+      // shows that pool's workers answer, whatever the others are doing.
+      AppendResponse("HTTP/1.1 200 OK\r\n", "text/plain", "ok\n", keep_alive);
+      return;
     case Route::kMetrics:
       // The runtime's scheduler figures, then this server's own, for a Prometheus
       // scrape.
       AppendResponse("HTTP/1.1 200 OK\r\n", "text/plain; version=0.0.4",
-                     FormatPrometheus(GetRuntimeMetrics()) + server_->PrometheusText(),
+                     FormatPrometheus(GetRuntimeMetrics()) +
+                         (server_->options().metrics_of != nullptr
+                              ? server_->options().metrics_of->PrometheusText()
+                              : server_->PrometheusText()),
                      keep_alive);
       return;
     case Route::kFibers: {

@@ -49,10 +49,11 @@ class HttpConnection {
     kEcho,
     kMetrics,
     kFibers,
+    kHealthz,
     kWait,
     kNotFound,
     kEchoWrongMethod,    // 405 "Allow: POST"
-    kGetOnlyWrongMethod,  // /, /wait, /metrics, /fibers: 405 "Allow: GET, HEAD"
+    kGetOnlyWrongMethod,  // /, /wait, /metrics, /fibers, /healthz: 405 "Allow: GET, HEAD"
   };
 
   // The parser's callbacks (http_parser_settings); `parser->data` is the connection.

@@ -65,6 +65,7 @@ io::ServerOptions IoOptions(const HttpServerOptions& options) {
   io::ServerOptions io_options;
   io_options.max_connections = options.max_connections;
   io_options.drain_timeout = options.drain_timeout;
+  io_options.pool = options.pool;
   return io_options;
 }
 

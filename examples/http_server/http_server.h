@@ -44,6 +44,8 @@ namespace spindle::examples::http {
 class HttpConnection;
 
 // The server's limits; each field is the command-line flag of the same name.
+class HttpServer;
+
 struct HttpServerOptions {
   // Request line plus header fields of one request; more gives 431.
   std::size_t max_header_bytes = 8192;
@@ -74,6 +76,14 @@ struct HttpServerOptions {
   std::size_t max_connections = 10'000;
   // Serve GET /metrics and GET /fibers (debug endpoints; 404 when off).
   bool debug_endpoints = false;
+  // Serve GET /healthz ("ok"; 404 when off).
+  bool health_endpoint = false;
+  // The fiber pool (--fiber_pools) that runs the connections (io::ServerOptions::pool;
+  // "": the pool of the fiber that calls Serve()).
+  std::string pool;
+  // The server whose figures GET /metrics reports beside the runtime's (an admin
+  // listener reports the main one's); null: this one. Must outlive this server.
+  const HttpServer* metrics_of = nullptr;
 };
 
 inline constexpr std::size_t kMinHeaderBytes = 256;

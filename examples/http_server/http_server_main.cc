@@ -4,16 +4,25 @@
 //             [--idle_timeout_ms=N] [--header_timeout_ms=N] [--body_timeout_ms=N]
 //             [--min_body_rate=N] [--write_timeout_ms=N] [--max_pending_output_bytes=N]
 //             [--drain_timeout_ms=N] [--max_connections=N] [--debug_endpoints]
+//             [--pool=P] [--admin_listen=HOST:PORT [--admin_pool=P]]
 //             [--fiber_* flags] [--flagfile=F]
 //
 // Serves GET / and POST /echo (see http_server.h) until SIGTERM or SIGINT, then stops
-// accepting, drains the requests in flight and exits 0 (io::ShutdownSignals).
+// accepting, drains the requests in flight and exits 0 (io::ShutdownSignals). With
+// --admin_listen, a second listener answers GET /healthz and GET /metrics from the fiber
+// pool --admin_pool (e.g. --fiber_pools=default:auto,admin:1 --admin_pool=admin), so a
+// health check does not wait behind the main load. A connection the main pool cannot
+// take (at its --fiber_pools max_fibers cap, or no stack to be had) is closed at once and
+// counted (spindle_http_connections_refused_by_pool_total).
 
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 
 #include "examples/http_server/http_server.h"
+#include "fiber/fiber.h"
 #include "gflags/gflags.h"
 #include "io/address.h"
 #include "io/server.h"
@@ -55,6 +64,16 @@ DEFINE_bool(debug_endpoints, false,
 DEFINE_int64(drain_timeout_ms, 5000,
              "On SIGTERM, how long requests in flight may take to finish, in "
              "milliseconds (range [1, 3600000])");
+DEFINE_string(pool, "",
+              "The fiber pool (--fiber_pools) that runs the connections of --listen "
+              "(default \"\" = the default pool)");
+DEFINE_string(admin_listen, "",
+              "An address for an admin listener that serves GET /healthz and GET /metrics "
+              "(and /fibers), e.g. 127.0.0.1:9090 (default \"\" = none)");
+DEFINE_string(admin_pool, "",
+              "The fiber pool that runs the admin listener's connections, e.g. admin with "
+              "--fiber_pools=default:auto,admin:1: its answers then do not wait behind "
+              "the main listener's load (default \"\" = the default pool)");
 DEFINE_uint64(max_connections, 10000,
               "Connections open at once; one more is accepted and closed at once "
               "(range [1, 16777216])");
@@ -83,6 +102,8 @@ HttpServerOptions OptionsFromFlags() {
   options.request_timeout = std::chrono::milliseconds(FLAGS_request_timeout_ms);
   options.max_pending_output_bytes = FLAGS_max_pending_output_bytes;
   options.debug_endpoints = FLAGS_debug_endpoints;
+  options.health_endpoint = true;
+  options.pool = FLAGS_pool;
   // uint64 flags past int64: report the flag's own value, not a wrapped one.
   if (FLAGS_max_header_bytes > spindle::examples::http::kMaxHeaderBytes) {
     Fail("--max_header_bytes=" + std::to_string(FLAGS_max_header_bytes) +
@@ -113,15 +134,69 @@ int main(int argc, char** argv) {
     Fail("--listen=" + FLAGS_listen + ": " + std::string(address.status().message()));
   }
 
-  spindle::StartRuntime();
+  std::optional<spindle::io::Address> admin_address;
+  if (!FLAGS_admin_listen.empty()) {
+    absl::StatusOr<spindle::io::Address> parsed = spindle::io::Address::Parse(FLAGS_admin_listen);
+    if (!parsed.ok()) {
+      Fail("--admin_listen=" + FLAGS_admin_listen + ": " +
+           std::string(parsed.status().message()));
+    }
+    admin_address = *parsed;
+  }
+
+  const std::string runtime_error = spindle::TryStartRuntime();
+  if (!runtime_error.empty()) Fail(runtime_error);
+  for (const std::string* pool : {&FLAGS_pool, &FLAGS_admin_pool}) {
+    if (pool->empty()) continue;
+    const absl::StatusOr<spindle::FiberPool> found = spindle::FiberPool::Find(*pool);
+    if (!found.ok()) {
+      Fail(std::string(pool == &FLAGS_pool ? "--pool=" : "--admin_pool=") + *pool + ": " +
+           std::string(found.status().message()));
+    }
+  }
   absl::StatusOr<spindle::io::Listener> listener =
       spindle::io::Listener::Listen(*address);
   if (!listener.ok()) Fail(std::string(listener.status().message()));
   std::printf("http_server: listening on %s\n", listener->address().ToString().c_str());
+  std::optional<spindle::io::Listener> admin_listener;
+  if (admin_address.has_value()) {
+    absl::StatusOr<spindle::io::Listener> admin = spindle::io::Listener::Listen(*admin_address);
+    if (!admin.ok()) Fail("--admin_listen: " + std::string(admin.status().message()));
+    admin_listener = std::move(*admin);
+    std::printf("http_server: admin (/healthz, /metrics) on %s, pool %s\n",
+                admin_listener->address().ToString().c_str(),
+                FLAGS_admin_pool.empty() ? "default" : FLAGS_admin_pool.c_str());
+  }
   std::fflush(stdout);
 
   HttpServer server(options);
-  signals.ServeUntilSignal(server.io_server(), *listener);
+  if (!admin_listener.has_value()) {
+    signals.ServeUntilSignal(server.io_server(), *listener);
+  } else {
+    HttpServerOptions admin_options = options;
+    admin_options.debug_endpoints = true;
+    admin_options.pool = FLAGS_admin_pool;
+    admin_options.max_connections = 64;
+    admin_options.metrics_of = &server;
+    HttpServer admin(admin_options);
+    signals.RunUntilSignal(
+        [&] {
+          spindle::RunAsFiber([&] {
+            // The admin accept loop runs in the admin pool too, so that accepting a
+            // health check never waits behind the main listener's work.
+            spindle::Fiber::Attributes in_admin;
+            if (!FLAGS_admin_pool.empty()) in_admin.pool_name = FLAGS_admin_pool.c_str();
+            spindle::Fiber admin_serving(in_admin, [&] { admin.Serve(*admin_listener); });
+            server.Serve(*listener);
+            admin.Shutdown();  // the main server ended (a signal, or its listener closed)
+            admin_serving.join();
+          });
+        },
+        [&] {
+          server.Shutdown();
+          admin.Shutdown();
+        });
+  }
   spindle::TerminateRuntime();
 
   const auto stats = server.stats();
