@@ -49,8 +49,10 @@ set(SPINDLE_LIBRARY_TARGETS
   runtime.internal.base.metrics
   runtime.internal.base.os_lock_check
   runtime.internal.base.parker
+  runtime.internal.base.pool_admission
   runtime.internal.base.ready_batch
   runtime.internal.base.topology
+  runtime.internal.fiber_pool
   runtime.internal.fiber_worker
   runtime.internal.group.busy_poll
   runtime.internal.group.group_stats
@@ -320,6 +322,7 @@ spindle_cc_library(fiber.internal.batch_pool
 spindle_cc_library(fiber.internal.stack_allocator
   SRCS
     fiber/internal/stack_allocator.cc
+    fiber/internal/stack_cache.cc
   HDRS
     fiber/internal/stack_allocator.h
   DEPS
@@ -431,6 +434,11 @@ spindle_cc_library(runtime.internal.base.live_fibers
   DEPS
     third_party.absl
     fiber.internal.os_mutex)
+
+# //runtime/internal/base:pool_admission
+spindle_cc_library(runtime.internal.base.pool_admission
+  HDRS
+    runtime/internal/base/pool_admission.h)
 
 # //runtime/internal/base:fiber_desc
 spindle_cc_library(runtime.internal.base.fiber_desc
@@ -782,6 +790,7 @@ spindle_cc_library(runtime.internal.group.scheduling_group
     runtime.internal.base.fiber_desc
     runtime.internal.base.foreign_producers
     runtime.internal.base.metrics
+    runtime.internal.base.pool_admission
     runtime.internal.base.ready_batch
     runtime.internal.base.topology
     runtime.internal.seams.chaos
@@ -820,6 +829,7 @@ spindle_cc_library(runtime.internal.group.parking
     runtime.internal.base.fiber_desc
     runtime.internal.base.live_fibers
     runtime.internal.base.os_lock_check
+    runtime.internal.base.pool_admission
     runtime.internal.base.ready_batch
     runtime.internal.seams.chaos
     runtime.internal.seams.test_seams
@@ -835,6 +845,120 @@ spindle_cc_library(runtime.internal.group.take_back
     runtime.internal.group.scheduling_group
     fiber.internal.fiber_entity
     runtime.internal.base.fiber_desc)
+
+# //runtime/internal:group_layout
+spindle_cc_library(runtime.internal.group_layout
+  SRCS
+    runtime/internal/group_layout.cc
+  HDRS
+    runtime/internal/group_layout.h
+  DEPS
+    runtime.internal.base.topology)
+
+# //runtime/internal:runtime_options
+spindle_cc_library(runtime.internal.runtime_options
+  SRCS
+    runtime/internal/pool_options.cc
+    runtime/internal/runtime_options.cc
+  HDRS
+    runtime/internal/runtime_options.h
+  DEPS
+    runtime.internal.group_layout
+    third_party.gflags
+    fiber.internal.stack_allocator
+    runtime.internal.base.topology
+    runtime.internal.queues.run_queue
+    runtime.internal.seams.test_seams
+    runtime.internal.strategies.scheduling_strategy
+    runtime.internal.strategies.strategy_registry)
+
+# //timer/internal:timer_queue
+spindle_cc_library(timer.internal.timer_queue
+  SRCS
+    timer/internal/timer_queue.cc
+  HDRS
+    timer/internal/timer_queue.h
+  DEPS
+    third_party.absl
+    fiber.internal.atomic
+    fiber.internal.spinlock)
+
+# //timer/internal:timer_worker
+spindle_cc_library(timer.internal.timer_worker
+  SRCS
+    timer/internal/timer_worker.cc
+    timer/internal/timer_worker_queues.cc
+  HDRS
+    timer/internal/timer_worker.h
+  DEPS
+    timer.internal.timer_queue
+    third_party.absl
+    third_party.glog
+    fiber.internal.atomic
+    fiber.internal.batch_pool
+    fiber.internal.deadline
+    fiber.internal.os_mutex
+    fiber.internal.spinlock
+    runtime.internal.base.fiber_desc
+    runtime.internal.base.futex
+    runtime.internal.base.live_fibers
+    runtime.internal.base.metrics
+    runtime.internal.base.parker
+    runtime.internal.base.ready_batch
+    runtime.internal.idle.group_timers
+    runtime.internal.queues.global_run_queue
+    runtime.internal.seams.chaos
+    runtime.internal.seams.test_seams)
+
+# //sync/internal:timed_waiter
+spindle_cc_library(sync.internal.timed_waiter
+  SRCS
+    sync/internal/timed_waiter.cc
+  HDRS
+    sync/internal/timed_waiter.h
+  DEPS
+    sync.internal.stop_state
+    third_party.glog
+    fiber.internal.atomic
+    fiber.internal.deadline
+    fiber.internal.fiber_entity
+    fiber.internal.local_storage
+    fiber.internal.wait_types
+    runtime.internal.base.parker
+    runtime.internal.base.ready_batch
+    runtime.internal.seams.chaos
+    timer.internal.timer_worker)
+
+# //sync/internal:wait_queue
+spindle_cc_library(sync.internal.wait_queue
+  SRCS
+    sync/internal/wait_queue.cc
+  HDRS
+    sync/internal/wait_queue.h
+  DEPS
+    sync.internal.timed_waiter
+    third_party.glog
+    fiber.internal.deadline
+    fiber.internal.spinlock
+    fiber.internal.wait_types)
+
+# //runtime/internal:fiber_pool
+spindle_cc_library(runtime.internal.fiber_pool
+  SRCS
+    runtime/internal/fiber_pool.cc
+  HDRS
+    runtime/internal/fiber_pool.h
+  DEPS
+    runtime.internal.runtime_options
+    third_party.absl
+    fiber.internal.deadline
+    fiber.internal.spinlock
+    fiber.internal.stack_allocator
+    fiber.internal.wait_types
+    runtime.internal.base.pool_admission
+    runtime.internal.base.ready_batch
+    runtime.internal.group.scheduling_group
+    sync.internal.wait_queue)
 
 # //runtime/internal/group:idle_path
 spindle_cc_library(runtime.internal.group.idle_path
@@ -902,31 +1026,6 @@ spindle_cc_library(runtime.internal.hog_monitor
     runtime.internal.observability.fiber_dump
     runtime.internal.queues.global_run_queue)
 
-# //runtime/internal:group_layout
-spindle_cc_library(runtime.internal.group_layout
-  SRCS
-    runtime/internal/group_layout.cc
-  HDRS
-    runtime/internal/group_layout.h
-  DEPS
-    runtime.internal.base.topology)
-
-# //runtime/internal:runtime_options
-spindle_cc_library(runtime.internal.runtime_options
-  SRCS
-    runtime/internal/runtime_options.cc
-  HDRS
-    runtime/internal/runtime_options.h
-  DEPS
-    runtime.internal.group_layout
-    third_party.gflags
-    fiber.internal.stack_allocator
-    runtime.internal.base.topology
-    runtime.internal.queues.run_queue
-    runtime.internal.seams.test_seams
-    runtime.internal.strategies.scheduling_strategy
-    runtime.internal.strategies.strategy_registry)
-
 # //runtime/internal:runtime_impl
 spindle_cc_library(runtime.internal.runtime_impl
   SRCS
@@ -934,9 +1033,11 @@ spindle_cc_library(runtime.internal.runtime_impl
   HDRS
     runtime/internal/runtime_impl.h
   DEPS
+    runtime.internal.fiber_pool
     runtime.internal.fiber_worker
     runtime.internal.hog_monitor
     runtime.internal.runtime_options
+    third_party.absl
     third_party.glog
     runtime.internal.base.fiber_desc
     runtime.internal.base.foreign_producers
@@ -945,63 +1046,6 @@ spindle_cc_library(runtime.internal.runtime_impl
     runtime.internal.group.scheduling_group
     runtime.internal.seams.chaos
     runtime.internal.seams.test_seams)
-
-# //timer/internal:timer_queue
-spindle_cc_library(timer.internal.timer_queue
-  SRCS
-    timer/internal/timer_queue.cc
-  HDRS
-    timer/internal/timer_queue.h
-  DEPS
-    third_party.absl
-    fiber.internal.atomic
-    fiber.internal.spinlock)
-
-# //timer/internal:timer_worker
-spindle_cc_library(timer.internal.timer_worker
-  SRCS
-    timer/internal/timer_worker.cc
-    timer/internal/timer_worker_queues.cc
-  HDRS
-    timer/internal/timer_worker.h
-  DEPS
-    timer.internal.timer_queue
-    third_party.absl
-    third_party.glog
-    fiber.internal.atomic
-    fiber.internal.batch_pool
-    fiber.internal.deadline
-    fiber.internal.os_mutex
-    fiber.internal.spinlock
-    runtime.internal.base.fiber_desc
-    runtime.internal.base.futex
-    runtime.internal.base.live_fibers
-    runtime.internal.base.metrics
-    runtime.internal.base.parker
-    runtime.internal.base.ready_batch
-    runtime.internal.idle.group_timers
-    runtime.internal.queues.global_run_queue
-    runtime.internal.seams.chaos
-    runtime.internal.seams.test_seams)
-
-# //sync/internal:timed_waiter
-spindle_cc_library(sync.internal.timed_waiter
-  SRCS
-    sync/internal/timed_waiter.cc
-  HDRS
-    sync/internal/timed_waiter.h
-  DEPS
-    sync.internal.stop_state
-    third_party.glog
-    fiber.internal.atomic
-    fiber.internal.deadline
-    fiber.internal.fiber_entity
-    fiber.internal.local_storage
-    fiber.internal.wait_types
-    runtime.internal.base.parker
-    runtime.internal.base.ready_batch
-    runtime.internal.seams.chaos
-    timer.internal.timer_worker)
 
 # //fiber:fiber
 spindle_cc_library(fiber.fiber
@@ -1020,25 +1064,14 @@ spindle_cc_library(fiber.fiber
     fiber.internal.fiber_entity
     fiber.internal.stack_allocator
     runtime.internal.base.live_fibers
+    runtime.internal.base.pool_admission
     runtime.internal.base.ready_batch
     runtime.internal.group.parking
     runtime.internal.group.scheduling_group
     runtime.internal.group.take_back
+    runtime.internal.fiber_pool
     runtime.internal.runtime_impl
     sync.internal.timed_waiter)
-
-# //sync/internal:wait_queue
-spindle_cc_library(sync.internal.wait_queue
-  SRCS
-    sync/internal/wait_queue.cc
-  HDRS
-    sync/internal/wait_queue.h
-  DEPS
-    sync.internal.timed_waiter
-    third_party.glog
-    fiber.internal.deadline
-    fiber.internal.spinlock
-    fiber.internal.wait_types)
 
 # //sync:event
 spindle_cc_library(sync.event
@@ -1359,6 +1392,29 @@ spindle_cc_library(bazel.third_party.http_parser
 
 # //bazel/third_party:relacy
 spindle_cc_library(bazel.third_party.relacy)
+
+# //runtime/internal/testing:isolation_probe
+spindle_cc_library(runtime.internal.testing.isolation_probe
+  TESTONLY
+  SRCS
+    runtime/internal/testing/isolation_probe.cc
+  HDRS
+    runtime/internal/testing/isolation_probe.h
+  DEPS
+    third_party.absl
+    third_party.glog
+    fiber.fiber)
+
+# //benchmarks:pool_isolation_bench
+spindle_cc_binary(benchmarks.pool_isolation_bench
+  TESTONLY
+  OUTPUT_NAME pool_isolation_bench
+  SRCS
+    benchmarks/pool_isolation_bench.cc
+  DEPS
+    third_party.gflags
+    runtime.runtime
+    runtime.internal.testing.isolation_probe)
 
 # //benchmarks:report
 spindle_cc_library(benchmarks.report
@@ -1798,6 +1854,7 @@ spindle_cc_binary(examples.http_server.http_server
     examples.http_server.http_server_lib
     third_party.absl
     third_party.gflags
+    fiber.fiber
     io.io
     io.server
     runtime.runtime)
@@ -2251,6 +2308,7 @@ spindle_cc_test(io.server_test
   DEPS
     io.io
     io.server
+    third_party.gflags
     third_party.glog
     third_party.gtest_main
     fiber.fiber
@@ -2481,6 +2539,7 @@ spindle_cc_library(runtime.internal.group.scheduling_group_headers_for_models
     fiber.internal.fiber_entity
     fiber.internal.spinlock
     runtime.internal.base.fiber_desc
+    runtime.internal.base.pool_admission
     runtime.internal.base.ready_batch
     runtime.internal.strategies.strategies_for_models
   COPTS
@@ -3006,6 +3065,36 @@ spindle_cc_test(runtime.metrics_test
     8684439
     relaxed
     44704929)
+
+# //runtime:pools_test
+spindle_cc_test(runtime.pools_test
+  STRATEGY_TWINS
+  LABEL runtime:pools_test
+  SRCS
+    runtime/pools_test.cc
+  DEPS
+    runtime.runtime
+    third_party.absl
+    third_party.gflags
+    third_party.gtest_main
+    fiber.fiber
+    fiber.execution_context
+    fiber.internal.stack_allocator
+    runtime.internal.testing.isolation_probe
+    runtime.internal.testing.runtime_testing
+    runtime.internal.runtime_options
+    sync.sync
+  SIZE medium
+  TIMEOUT 300
+  TAGS
+    exclusive
+  CHAOS_SEEDS
+    v1
+    537044145
+    v2
+    537044146
+    relaxed
+    597405211)
 
 # //runtime:quiet_start_test
 spindle_cc_test(runtime.quiet_start_test

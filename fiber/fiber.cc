@@ -163,62 +163,16 @@ bool HasStackToSpare(const internal::FiberEntity* self, std::size_t reserve) {
   return here - self->stack().base > static_cast<std::ptrdiff_t>(reserve);
 }
 
-// The declared pools' names, for messages: "default, admin, batch".
-std::string PoolNames(const internal::Runtime& runtime) {
-  std::string names;
-  for (std::size_t p = 0; p < runtime.pool_count(); ++p) {
-    names += (p == 0 ? "" : ", ") + runtime.pool(p)->name();
-  }
-  return names;
-}
-
-// The group a start with `attributes` goes to (its pool, scheduling_group and the
-// caller's place), or the error that names the attribute at fault.
+// The group a start with `attributes` goes to, or the error naming the attribute.
 absl::Status PlaceFiber(const Fiber::Attributes& attributes,
                         internal::SchedulingGroup** group) {
-  internal::Runtime& runtime = internal::Runtime::Get();
-  internal::FiberPoolState* pool = nullptr;
-  if (attributes.pool_name != nullptr) {
-    pool = runtime.FindPool(attributes.pool_name);
-    if (pool == nullptr) {
-      return absl::NotFoundError(std::string("Fiber::Attributes::pool_name=\"") +
-                                 attributes.pool_name + "\" names no pool: declared are " +
-                                 PoolNames(runtime) + " (--fiber_pools)");
-    }
-    if (!attributes.pool.is_callers() && attributes.pool.index() != pool->index()) {
-      return absl::InvalidArgumentError(
-          std::string("Fiber::Attributes::pool (") + attributes.pool.name() +
-          ") and pool_name (" + attributes.pool_name + ") name different pools");
-    }
-  } else if (!attributes.pool.is_callers()) {
-    if (attributes.pool.index() >= runtime.pool_count()) {
-      return absl::InvalidArgumentError(
-          "Fiber::Attributes::pool has index " + std::to_string(attributes.pool.index()) +
-          ", out of range: expected [0, " + std::to_string(runtime.pool_count()) +
-          ") (a handle from another runtime?)");
-    }
-    pool = runtime.pool(attributes.pool.index());
-  }
+  internal::Runtime::StartPlace place;
+  if (!attributes.pool.is_callers()) place.pool = attributes.pool.index();
+  place.pool_name = attributes.pool_name;
   if (attributes.scheduling_group != Fiber::kNearestSchedulingGroup) {
-    if (attributes.scheduling_group >= runtime.group_count()) {
-      return absl::InvalidArgumentError(
-          "Fiber::Attributes::scheduling_group=" +
-          std::to_string(attributes.scheduling_group) + " is out of range: expected [0, " +
-          std::to_string(runtime.group_count()) + ")");
-    }
-    internal::SchedulingGroup* chosen = runtime.group(attributes.scheduling_group);
-    if (pool != nullptr && chosen->pool() != pool->index()) {
-      return absl::InvalidArgumentError(
-          "Fiber::Attributes::scheduling_group=" +
-          std::to_string(attributes.scheduling_group) + " is not in pool " + pool->name() +
-          " (its groups are [" + std::to_string(pool->plan().first_group) + ", " +
-          std::to_string(pool->plan().first_group + pool->plan().group_count) + "))");
-    }
-    *group = chosen;
-    return absl::OkStatus();
+    place.scheduling_group = attributes.scheduling_group;
   }
-  *group = pool != nullptr ? runtime.NearestGroupIn(pool) : runtime.NearestGroup();
-  return absl::OkStatus();
+  return internal::Runtime::Get().PlaceStart(place, group);
 }
 
 internal::SchedulingGroup* ChooseGroup(const Fiber::Attributes& attributes) {
@@ -485,7 +439,7 @@ absl::StatusOr<FiberPool> FiberPool::Find(std::string_view name) {
   internal::FiberPoolState* pool = runtime.FindPool(name);
   if (pool == nullptr) {
     return absl::NotFoundError("no fiber pool is named \"" + std::string(name) +
-                               "\": declared are " + PoolNames(runtime) + " (--fiber_pools)");
+                               "\": declared are " + runtime.PoolNames() + " (--fiber_pools)");
   }
   return FiberPool(static_cast<std::uint32_t>(pool->index()));
 }
@@ -532,37 +486,9 @@ absl::Status Admit(const Fiber::Attributes& attributes,
   }
   absl::Status placed = PlaceFiber(attributes, group);
   if (!placed.ok()) return placed;
-  internal::FiberPoolState* pool = internal::Runtime::Get().pool_of(*group);
-  if (wait) {
-    const internal::WaitResult result = pool->AdmitBefore(
-        internal::MonotonicDeadline::At(deadline), internal::CurrentWaitLimits());
-    if (result != internal::WaitResult::kNotified) {
-      pool->CountRefused(internal::RefusalCause::kCap);
-      const std::string where = "fiber pool \"" + pool->name() + "\" stayed at its cap (" +
-                                std::to_string(pool->admission()->cap()) + " live fibers)";
-      return result == internal::WaitResult::kCancelled
-                 ? absl::CancelledError(where + " until the caller's execution context "
-                                                "was cancelled")
-                 : absl::DeadlineExceededError(where + " until the deadline");
-    }
-  } else if (!pool->TryAdmit()) {
-    pool->CountRefused(internal::RefusalCause::kCap);
-    return absl::ResourceExhaustedError(
-        "fiber pool \"" + pool->name() + "\" is at its cap: " +
-        std::to_string(pool->admission()->live()) + " live fibers, max_fibers=" +
-        std::to_string(pool->admission()->cap()));
-  }
-  const std::uint8_t stack_class =
-      attributes.stack_size == 0 ? 0 : internal::StackClassFor(attributes.stack_size);
-  const internal::Stack taken = internal::StackCache::ForThisThread(stack_class).TryGet(&error);
-  if (!taken) {
-    if (internal::PoolAdmission* admission = pool->admission()) admission->Release();
-    pool->CountRefused(internal::RefusalCause::kStack);
-    return absl::ResourceExhaustedError("fiber pool \"" + pool->name() +
-                                        "\": no stack for a new fiber: " + error);
-  }
-  *stack = internal::PackStack(taken);
-  return absl::OkStatus();
+  return internal::Runtime::Get().pool_of(*group)->AdmitStart(
+      internal::MonotonicDeadline::At(deadline), wait, wait ? internal::CurrentWaitLimits() : nullptr,
+      attributes.stack_size == 0 ? 0 : internal::StackClassFor(attributes.stack_size), stack);
 }
 
 }  // namespace

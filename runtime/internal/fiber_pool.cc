@@ -16,8 +16,10 @@
 #include <sched.h>
 
 #include <mutex>
+#include <string>
 #include <utility>
 
+#include "fiber/internal/stack_allocator.h"
 #include "runtime/internal/base/ready_batch.h"
 
 namespace spindle::internal {
@@ -75,6 +77,39 @@ WaitResult FiberPoolState::AdmitBefore(MonotonicDeadline deadline, const WaitLim
   }
   admission_->RemoveWaiter();
   return result;
+}
+
+absl::Status FiberPoolState::AdmitStart(MonotonicDeadline deadline, bool wait,
+                                        const WaitLimits* limits, std::uint8_t stack_class,
+                                        std::uintptr_t* stack) {
+  if (wait) {
+    const WaitResult result = AdmitBefore(deadline, limits);
+    if (result != WaitResult::kNotified) {
+      CountRefused(RefusalCause::kCap);
+      const std::string where = "fiber pool \"" + name() + "\" stayed at its cap (" +
+                                std::to_string(admission_->cap()) + " live fibers)";
+      return result == WaitResult::kCancelled
+                 ? absl::CancelledError(where +
+                                        " until the caller's execution context was cancelled")
+                 : absl::DeadlineExceededError(where + " until the deadline");
+    }
+  } else if (!TryAdmit()) {
+    CountRefused(RefusalCause::kCap);
+    return absl::ResourceExhaustedError("fiber pool \"" + name() + "\" is at its cap: " +
+                                        std::to_string(admission_->live()) +
+                                        " live fibers, max_fibers=" +
+                                        std::to_string(admission_->cap()));
+  }
+  std::string why;
+  const Stack taken = StackCache::ForThisThread(stack_class).TryGet(&why);
+  if (!taken) {
+    if (admission_ != nullptr) admission_->Release();
+    CountRefused(RefusalCause::kStack);
+    return absl::ResourceExhaustedError("fiber pool \"" + name() +
+                                        "\": no stack for a new fiber: " + why);
+  }
+  *stack = PackStack(taken);
+  return absl::OkStatus();
 }
 
 void FiberPoolState::OnRoom(void* pool) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "fiber/internal/deadline.h"
 #include "fiber/internal/spinlock.h"
 #include "fiber/internal/wait_types.h"
@@ -64,6 +65,14 @@ class FiberPoolState {
   void CountPlainStarts(std::size_t n) {
     if (admission_ != nullptr) admission_->AddPastCap(n);
   }
+
+  // What a start that may be refused does before its fiber exists: admits it (waiting
+  // for room until `deadline`, or the cancellation of `limits`, if `wait`), then takes
+  // a stack of class `stack_class` (stack_allocator.h) into `*stack` (PackStack()). On
+  // failure nothing is counted or held, and the error names the pool and the cause:
+  // ResourceExhausted (at the cap, or no stack), DeadlineExceeded or Cancelled.
+  absl::Status AdmitStart(MonotonicDeadline deadline, bool wait, const WaitLimits* limits,
+                          std::uint8_t stack_class, std::uintptr_t* stack);
 
   void CountRefused(RefusalCause cause) {
     // relaxed: counters, read as snapshots.

@@ -217,6 +217,56 @@ FiberPoolState* Runtime::FindPool(std::string_view name) const {
   return nullptr;
 }
 
+std::string Runtime::PoolNames() const {
+  std::string names;
+  for (const auto& pool : pools_) names += (names.empty() ? "" : ", ") + pool->name();
+  return names;
+}
+
+absl::Status Runtime::PlaceStart(const StartPlace& place, SchedulingGroup** group) {
+  FiberPoolState* pool = nullptr;
+  if (place.pool_name != nullptr) {
+    pool = FindPool(place.pool_name);
+    if (pool == nullptr) {
+      return absl::NotFoundError(std::string("Fiber::Attributes::pool_name=\"") +
+                                 place.pool_name + "\" names no pool: declared are " +
+                                 PoolNames() + " (--fiber_pools)");
+    }
+    if (place.pool != kCallersPool && place.pool != pool->index()) {
+      return absl::InvalidArgumentError(
+          "Fiber::Attributes::pool (pool " + std::to_string(place.pool) +
+          ") and pool_name (" + place.pool_name + ") name different pools");
+    }
+  } else if (place.pool != kCallersPool) {
+    if (place.pool >= pools_.size()) {
+      return absl::InvalidArgumentError(
+          "Fiber::Attributes::pool has index " + std::to_string(place.pool) +
+          ", out of range: expected [0, " + std::to_string(pools_.size()) +
+          ") (a handle from another runtime?)");
+    }
+    pool = pools_[place.pool].get();
+  }
+  if (place.scheduling_group != kAnyGroup) {
+    if (place.scheduling_group >= groups_.size()) {
+      return absl::InvalidArgumentError(
+          "Fiber::Attributes::scheduling_group=" + std::to_string(place.scheduling_group) +
+          " is out of range: expected [0, " + std::to_string(groups_.size()) + ")");
+    }
+    SchedulingGroup* chosen = groups_[place.scheduling_group].get();
+    if (pool != nullptr && chosen->pool() != pool->index()) {
+      return absl::InvalidArgumentError(
+          "Fiber::Attributes::scheduling_group=" + std::to_string(place.scheduling_group) +
+          " is not in pool " + pool->name() + " (its groups are [" +
+          std::to_string(pool->plan().first_group) + ", " +
+          std::to_string(pool->plan().first_group + pool->plan().group_count) + "))");
+    }
+    *group = chosen;
+    return absl::OkStatus();
+  }
+  *group = pool != nullptr ? NearestGroupIn(pool) : NearestGroup();
+  return absl::OkStatus();
+}
+
 void ForgetPrintedLayoutLinesForTesting() {
   std::lock_guard<std::mutex> guard(g_printed_lock);
   g_printed->clear();

@@ -6,9 +6,11 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "runtime/internal/fiber_worker.h"
 #include "runtime/internal/base/fiber_desc.h"
 #include "runtime/internal/fiber_pool.h"
@@ -54,6 +56,21 @@ class Runtime {
   }
   // The pool named `name`; null if there is none.
   FiberPoolState* FindPool(std::string_view name) const;
+  // The declared pools' names, for messages: "default, admin, batch".
+  std::string PoolNames() const;
+
+  // What a start names of its place: Fiber::Attributes' pool (an index, or
+  // kCallersPool), pool_name (null: none) and scheduling_group (or kAnyGroup).
+  static constexpr std::size_t kCallersPool = static_cast<std::size_t>(-1);
+  static constexpr std::size_t kAnyGroup = static_cast<std::size_t>(-1);
+  struct StartPlace {
+    std::size_t pool = kCallersPool;
+    const char* pool_name = nullptr;
+    std::size_t scheduling_group = kAnyGroup;
+  };
+  // The group a start named so goes to, or the error naming the attribute at fault
+  // (NotFound for a pool name no pool has, InvalidArgument for the others). Thread-safe.
+  absl::Status PlaceStart(const StartPlace& place, SchedulingGroup** group);
 
   // The layout the runtime was built from.
   const RuntimeLayout& layout() const { return layout_; }

@@ -36,6 +36,8 @@ DECLARE_uint64(fiber_max_fibers);
 
 namespace spindle::internal {
 
+// The most workers in all (--fiber_concurrency, and the pools' workers together).
+inline constexpr std::size_t kMaxConcurrency = 1024;
 // The most pools --fiber_pools may declare (the default pool included).
 inline constexpr std::size_t kMaxFiberPools = 16;
 // The largest live-fiber cap (max_fibers= in --fiber_pools, --fiber_max_fibers).

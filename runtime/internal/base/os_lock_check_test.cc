@@ -211,7 +211,9 @@ TEST_F(OsLockCheckDeathTest, DispatchUnderStdMutexAborts) {
         std::mutex mutex;
         Fiber fiber([&] {
           std::lock_guard<std::mutex> lock(mutex);
-          Fiber child(Fiber::Attributes{Launch::kDispatch}, [] {});
+          Fiber::Attributes dispatch;
+          dispatch.launch_policy = Launch::kDispatch;
+          Fiber child(dispatch, [] {});
           child.join();
         });
         fiber.join();

@@ -1,0 +1,89 @@
+// Copyright 2026 The Spindle Authors.
+//
+// The per-thread stack caches in front of the StackAllocators (stack_allocator.h), and
+// the wait of a plain start that finds no stack to be had (StackCache::Get()).
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "fiber/internal/sanitizers.h"
+#include "fiber/internal/stack_allocator.h"
+#include "glog/logging.h"
+
+namespace spindle::internal {
+
+StackCache::~StackCache() {
+  if (!cached_.empty()) allocator_->GiveBatch(&cached_);
+}
+
+StackCache& StackCache::ForThisThread(std::uint8_t stack_class) {
+  thread_local StackCache default_cache(&StackAllocator::Default(0));
+  if (stack_class == 0) return default_cache;
+  thread_local std::unique_ptr<StackCache> others[kMaxStackClass + 1];
+  CHECK_LE(stack_class, kMaxStackClass) << "no stack class " << int{stack_class};
+  std::unique_ptr<StackCache>& cache =
+      others[std::min<std::uint8_t>(stack_class, kMaxStackClass)];
+  if (cache == nullptr) {
+    cache = std::make_unique<StackCache>(&StackAllocator::Default(stack_class));
+  }
+  return *cache;
+}
+
+StackCache& StackCache::ForStack(const Stack& stack) {
+  if (stack.size == ForThisThread(0).allocator()->stack_size()) return ForThisThread(0);
+  return ForThisThread(StackClassFor(stack.size));
+}
+
+Stack StackCache::TryGet(std::string* why) {
+  if (cached_.empty() && !allocator_->TakeBatch(&cached_)) {
+    return allocator_->TryCreate(why);
+  }
+  Stack stack = cached_.back();
+  cached_.pop_back();
+  UnpoisonStack(stack.base, stack.size);
+  return stack;
+}
+
+Stack StackCache::Get() {
+  std::string why;
+  Stack stack = TryGet(&why);
+  if (__builtin_expect(static_cast<bool>(stack), 1)) return stack;
+  // No stack anywhere and none can be mapped: wait until a fiber that ends gives one
+  // back (Put() sends stacks straight to the pool while we starve) or the limit moves.
+  // relaxed: statistics and a hint (see `starving`).
+  allocator_->stack_waits.fetch_add(1, std::memory_order_relaxed);
+  allocator_->starving.fetch_add(1, std::memory_order_relaxed);
+  auto pause = std::chrono::microseconds(100);
+  auto next_log = std::chrono::steady_clock::now();
+  for (;;) {
+    if (std::chrono::steady_clock::now() >= next_log) {
+      LOG(ERROR) << "A fiber started with a plain start waits for a stack: " << why
+                 << ". Its worker retries until one is free; starts that can be refused "
+                    "(Fiber::TryStart, io::Server) are refused meanwhile.";
+      next_log = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::microseconds>(pause * 2, std::chrono::milliseconds(100));
+    stack = TryGet(&why);
+    if (stack) break;
+  }
+  allocator_->starving.fetch_sub(1, std::memory_order_relaxed);
+  return stack;
+}
+
+void StackCache::Put(const Stack& stack) {
+  // The header stays readable: the fiber dump looks at cached stacks' liveness words.
+  PoisonStack(stack.base, stack.size - kStackHeaderSize);
+  cached_.push_back(stack);
+  // relaxed: a hint; a thread that starves polls the pool.
+  if (__builtin_expect(allocator_->starving.load(std::memory_order_relaxed) != 0, 0)) {
+    allocator_->GiveBatch(&cached_);
+    return;
+  }
+  allocator_->SpillIfFull(&cached_);
+}
+
+}  // namespace spindle::internal
