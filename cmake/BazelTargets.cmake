@@ -3084,6 +3084,7 @@ spindle_cc_test(runtime.pools_test
     runtime.internal.testing.runtime_testing
     runtime.internal.runtime_options
     sync.sync
+    timer.timer
   SIZE medium
   TIMEOUT 300
   TAGS

@@ -217,7 +217,8 @@ inline void InheritContextIfAsked(const Fiber::Attributes& attributes,
 
 // Queues or dispatches `desc` as the attributes say (its stack class already set, see
 // StackClassOf()); returns its group. `admitted`: the group a TryStart form chose and
-// admitted it to (null: a plain start, placed and counted here).
+// admitted it to (null: a plain start, placed here; the group counts it against its
+// pool's cap, SchedulingGroup::CountAdmission).
 internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
                                        internal::FiberDesc* desc,
                                        internal::SchedulingGroup* admitted = nullptr) {
@@ -243,15 +244,10 @@ internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
       attributes.pool_name == nullptr && self->scheduling_group != nullptr &&
       self->scheduling_worker < self->scheduling_group->size()) {
     internal::SchedulingGroup* group = self->scheduling_group;
-    if (__builtin_expect(group->admission() != nullptr, 0)) group->admission()->AddPastCap(1);
     group->StartFiberOnWorker(desc, self->scheduling_worker);
     return group;
   }
-  internal::SchedulingGroup* group = admitted;
-  if (group == nullptr) {
-    group = ChooseGroup(attributes);
-    if (group->admission() != nullptr) group->admission()->AddPastCap(1);
-  }
+  internal::SchedulingGroup* group = admitted != nullptr ? admitted : ChooseGroup(attributes);
   if (attributes.launch_policy == spindle::Launch::kDispatch && in_fiber &&
       self->scheduling_group == group) {
     internal::DispatchFiber(self, desc);
@@ -423,9 +419,7 @@ void BatchStartFiberDetached(std::vector<absl::AnyInvocable<void()>> start_procs
   std::vector<internal::FiberDesc*> descs;
   descs.reserve(start_procs.size());
   for (auto& proc : start_procs) descs.push_back(internal::NewFiberDesc(std::move(proc)));
-  internal::SchedulingGroup* group = internal::Runtime::Get().NearestGroup();
-  if (group->admission() != nullptr) group->admission()->AddPastCap(descs.size());
-  group->StartFibers(descs.data(), descs.size());
+  internal::Runtime::Get().NearestGroup()->StartFibers(descs.data(), descs.size());
 }
 
 // ---- Pools and admission.

@@ -149,6 +149,8 @@ class Fiber {
   //     invalid (InvalidArgument, naming the field and its value);
   // and then nothing of it remains: `start_proc` is destroyed before the call returns,
   // no fiber is counted. Callable from fibers and plain threads while the runtime runs.
+  // An admitted fiber holds its place until its stack is reclaimed, just after it ends
+  // (a joiner may return a moment before).
   // A plain start (the constructors, StartFiberDetached) is never refused: past the cap
   // it starts anyway (counted in the pool's started_past_cap), and when no stack can be
   // had the worker that takes it waits for one, logging an error every 10 s, while the
@@ -279,6 +281,7 @@ absl::Status TryStartFiberDetached(const Fiber::Attributes& attributes, F&& star
   return internal::TryStartFiberDetachedFunction(
       attributes, {}, false, internal::FiberFunction(std::forward<F>(start_proc)));
 }
+// TryStartFiberDetached() that waits for room until `deadline`, as Fiber::TryStartUntil().
 template <class F, std::enable_if_t<std::is_invocable_v<std::decay_t<F>&>, int> = 0>
 absl::Status TryStartFiberDetachedUntil(std::chrono::steady_clock::time_point deadline,
                                         const Fiber::Attributes& attributes, F&& start_proc) {

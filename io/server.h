@@ -35,7 +35,8 @@ struct ServerOptions {
   // the fiber that calls Serve(). Each handler starts with TryStartFiberDetached: while
   // the pool is at its cap on live fibers (max_fibers), or no stack can be had, an
   // accepted connection is closed at once and counted in ServerStats::refused and
-  // refused_by_pool. A name no pool has stops Serve() with a message naming it.
+  // refused_by_pool. A name no pool has stops the process, when Serve() begins, with a
+  // message naming it.
   std::string pool;
 };
 
@@ -51,8 +52,8 @@ absl::Status ValidateServerOptions(const ServerOptions& options);
 // Counters since construction; relaxed snapshots, exact once the server is quiet.
 struct ServerStats {
   std::uint64_t accepted = 0;  // connections handed to the handler
-  // Closed at once: over max_connections, or while the process was out of
-  // descriptors (Listener::refused()).
+  // Closed at once: over max_connections, while the process was out of descriptors
+  // (Listener::refused()), or refused by the handlers' pool (refused_by_pool).
   std::uint64_t refused = 0;
   std::uint64_t open = 0;     // handlers running now
   // Closed by the drain: idle when Shutdown() came, idle at the end of the request it

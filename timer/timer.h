@@ -2,7 +2,7 @@
 //
 // Timers: call a function at a time point, once or periodically. Callable from fibers
 // and from plain threads while the runtime runs. Callbacks run in a new fiber of the
-// caller's scheduling group (or the groups in turn, from a plain thread).
+// caller's scheduling group (or the default pool's groups in turn, from a plain thread).
 //
 //   std::uint64_t id = spindle::SetTimer(now + 100ms, [] { Expire(); });
 //   ...

@@ -347,6 +347,7 @@ void DispatchFiber(FiberEntity* self, FiberDesc* desc) ABSL_NO_THREAD_SAFETY_ANA
   // self runs on its worker of its group (LaunchFiber dispatches only into self's
   // group), so that worker's cells are this thread's.
   group->stats().CountStarted(self->scheduling_worker, 1);
+  group->CountAdmission(desc);
   desc->ready_stamp = 0;  // runs at once: no ready-to-run wait to measure
   // A fiber made Running on this worker, as NoteRun counts every other (the hog
   // monitor's progress, GroupStats::RunProgress, must move with it).

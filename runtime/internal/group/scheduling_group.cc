@@ -116,6 +116,7 @@ void SchedulingGroup::StartFiber(FiberDesc* desc) {
   const BoundWorker bound = *BoundWorkerSlot();
   const std::size_t origin = bound.group == this ? bound.index : kNoWorker;
   stats_.CountStarted(origin, 1);
+  CountAdmission(desc);
   GroupStats::StampReady(desc);
   EnqueueFrom(origin, bound.group == nullptr, EncodeEntry(desc),
               !desc->scheduling_group_local,
@@ -124,6 +125,7 @@ void SchedulingGroup::StartFiber(FiberDesc* desc) {
 
 void SchedulingGroup::StartFiberOnWorker(FiberDesc* desc, std::size_t worker) {
   stats_.CountStarted(worker, 1);
+  CountAdmission(desc);
   GroupStats::StampReady(desc);
   strategy_->Enqueue(EncodeEntry(desc), !desc->scheduling_group_local,
                      static_cast<ReadyReason>(desc->start_reason), worker);
@@ -156,6 +158,9 @@ void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n, bool timer_rou
 void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
   const BoundWorker bound = *BoundWorkerSlot();
   stats_.CountStarted(bound.group == this ? bound.index : kNoWorker, n);
+  if (admission_ != nullptr) {
+    for (std::size_t i = 0; i < n; ++i) CountAdmission(descs[i]);
+  }
   EnqueueMany(descs, n, /*timer_round=*/false, bound.group, bound.index);
 }
 

@@ -63,6 +63,16 @@ class SchedulingGroup {
   void StartFiberOnWorker(FiberDesc* desc, std::size_t worker);
   // Queues `n` new fibers at once and wakes up to `n` workers. Any thread.
   void StartFibers(FiberDesc* const* descs, std::size_t n);
+  // Every start of a fiber in a pool with a cap is counted here, whatever started it
+  // (Fiber, StartFiberDetached, RunAsFiber, a timer's callback, a future's
+  // continuation, a dispatch), so that every end, which gives a place back, matches a
+  // count: a start that a TryStart form admitted (it reserved a stack) was counted by
+  // its admission; any other counts now, past the cap or not.
+  void CountAdmission(const FiberDesc* desc) const {
+    if (__builtin_expect(admission_ != nullptr, 0) && desc->reserved_stack == 0) {
+      admission_->AddPastCap(1);
+    }
+  }
   // Called by worker `worker`'s thread before it takes its first fiber, and with
   // kNoWorker when it leaves: how the group knows which of its workers a thread is.
   void BindWorkerThread(std::size_t worker);
