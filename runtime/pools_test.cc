@@ -323,8 +323,8 @@ TEST(PoolCapTest, EveryKindOfStartCountsAgainstTheCap) {
   RunAsFiber([] {  // one live fiber: this one
     std::atomic<int> fired{0};
     for (int i = 0; i < 5; ++i) {
-      SetTimer(std::chrono::steady_clock::now() + std::chrono::milliseconds(1),
-               [&fired] { fired.fetch_add(1); });
+      SetDetachedTimer(std::chrono::steady_clock::now() + std::chrono::milliseconds(1),
+                       [&fired] { fired.fetch_add(1); });
     }
     ASSERT_TRUE(WaitFor([&] { return fired.load() == 5; }));
     ASSERT_TRUE(WaitFor([] { return LiveIn("default") == 1; }));
@@ -337,6 +337,8 @@ TEST(PoolCapTest, EveryKindOfStartCountsAgainstTheCap) {
     }
     EXPECT_EQ(admitted, 2);  // the cap of 3, less this fiber
     release.Set();
+    // `release` lives on this fiber's stack: wait until its waiters are gone.
+    EXPECT_TRUE(WaitFor([] { return LiveIn("default") == 1; }));
   });
   EXPECT_TRUE(WaitFor([] { return LiveIn("default") == 0; }));
 }
