@@ -134,7 +134,8 @@ const FiberDescHooks JoinState::kHooks = {
 void JoinState::Recycle(JoinState* state) {
   // Every owner is done with it: plain resets (relaxed for the atomics) before it is
   // handed out again, which publishes them (a later New() on this thread, or a batch
-  // passed through the pool's lock). `hooks` and `claim` stay.
+  // passed through the pool's lock). `hooks` stays; `claim` is restored (a start may
+  // have cleared it: ForbidInlineRun).
   if (state->start_proc) state->start_proc = nullptr;  // usually run and reset already
   state->id = 0;
   state->ready_stamp = 0;
@@ -143,7 +144,7 @@ void JoinState::Recycle(JoinState* state) {
   state->stack_class = 0;
   state->start_reason = 0;
   state->claimed.store(false, std::memory_order_relaxed);
-  state->reserved_stack = 0;
+  state->claim = &state->claimed;
   state->group = nullptr;
   state->waiter_.store(kRunning, std::memory_order_relaxed);
   state->notified_.store(false, std::memory_order_relaxed);
@@ -157,6 +158,13 @@ namespace {
 
 // Stack a joiner must have left to run a not-yet-started child inline.
 constexpr std::size_t kInlineJoinStackReserve = 32 * 1024;
+
+// Whether a joiner of group `joiner` may run inline a child started in group `child`:
+// only within one pool (a joiner that no group runs, switched to by hand, may).
+__attribute__((noinline)) bool SamePool(const internal::SchedulingGroup* joiner,
+                                        const internal::SchedulingGroup* child) {
+  return joiner == nullptr || joiner->pool() == child->pool();
+}
 
 bool HasStackToSpare(const internal::FiberEntity* self, std::size_t reserve) {
   const char* here = static_cast<const char*>(__builtin_frame_address(0));
@@ -175,7 +183,9 @@ absl::Status PlaceFiber(const Fiber::Attributes& attributes,
   return internal::Runtime::Get().PlaceStart(place, group);
 }
 
-internal::SchedulingGroup* ChooseGroup(const Fiber::Attributes& attributes) {
+// Out of line: inlined, its Status and StartPlace would widen every start's frame.
+__attribute__((noinline)) internal::SchedulingGroup* ChooseGroup(
+    const Fiber::Attributes& attributes) {
   internal::SchedulingGroup* group = nullptr;
   const absl::Status placed = PlaceFiber(attributes, &group);
   if (!placed.ok()) LOG(FATAL) << placed.message();
@@ -219,9 +229,10 @@ inline void InheritContextIfAsked(const Fiber::Attributes& attributes,
 // StackClassOf()); returns its group. `admitted`: the group a TryStart form chose and
 // admitted it to (null: a plain start, placed here; the group counts it against its
 // pool's cap, SchedulingGroup::CountAdmission).
-internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
-                                       internal::FiberDesc* desc,
-                                       internal::SchedulingGroup* admitted = nullptr) {
+template <bool kAdmitted>
+internal::SchedulingGroup* LaunchFiberImpl(const Fiber::Attributes& attributes,
+                                           internal::FiberDesc* desc,
+                                           internal::SchedulingGroup* admitted) {
   desc->scheduling_group_local = attributes.scheduling_group_local;
   // How the strategy queues it, by StartOrder (kDefault, kNext, kBack).
   static constexpr internal::ReadyReason kStartReasons[] = {
@@ -238,16 +249,18 @@ internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
   // worker's group is the nearest, and the fiber knows its worker (no thread-local
   // look-ups of the runtime's worker and of the thread's binding).
   // (A fiber that no group runs, switched to by hand, has no group: the general path.)
-  if (admitted == nullptr && in_fiber &&
-      attributes.scheduling_group == Fiber::kNearestSchedulingGroup &&
-      attributes.launch_policy != spindle::Launch::kDispatch && attributes.pool.is_callers() &&
-      attributes.pool_name == nullptr && self->scheduling_group != nullptr &&
-      self->scheduling_worker < self->scheduling_group->size()) {
-    internal::SchedulingGroup* group = self->scheduling_group;
-    group->StartFiberOnWorker(desc, self->scheduling_worker);
-    return group;
+  if constexpr (!kAdmitted) {
+    if (in_fiber && attributes.scheduling_group == Fiber::kNearestSchedulingGroup &&
+        attributes.launch_policy != spindle::Launch::kDispatch &&
+        attributes.pool.is_callers() && attributes.pool_name == nullptr &&
+        self->scheduling_group != nullptr &&
+        self->scheduling_worker < self->scheduling_group->size()) {
+      internal::SchedulingGroup* group = self->scheduling_group;
+      group->StartFiberOnWorker(desc, self->scheduling_worker);
+      return group;
+    }
   }
-  internal::SchedulingGroup* group = admitted != nullptr ? admitted : ChooseGroup(attributes);
+  internal::SchedulingGroup* group = kAdmitted ? admitted : ChooseGroup(attributes);
   if (attributes.launch_policy == spindle::Launch::kDispatch && in_fiber &&
       self->scheduling_group == group) {
     internal::DispatchFiber(self, desc);
@@ -255,6 +268,18 @@ internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
   }
   group->StartFiber(desc);
   return group;
+}
+
+// A plain start's launch: placed here, counted by the group.
+internal::SchedulingGroup* LaunchFiber(const Fiber::Attributes& attributes,
+                                       internal::FiberDesc* desc) {
+  return LaunchFiberImpl<false>(attributes, desc, nullptr);
+}
+// A TryStart form's launch into the group that admitted it.
+internal::SchedulingGroup* LaunchAdmittedFiber(const Fiber::Attributes& attributes,
+                                               internal::FiberDesc* desc,
+                                               internal::SchedulingGroup* admitted) {
+  return LaunchFiberImpl<true>(attributes, desc, admitted);
 }
 
 }  // namespace
@@ -313,11 +338,11 @@ void Fiber::join() {
   internal::JoinState* state = join_state_;
   internal::FiberEntity* self = internal::GetCurrentFiberEntity();
   // relaxed pre-check: a hint that spares the locked exchange once the fiber started.
-  // Never across pools: the child would run on a worker of the joiner's pool.
+  // Never across pools: the child would run on a worker of the joiner's pool (the
+  // common case, a child of the joiner's own group, is one comparison).
   if (self != nullptr && !self->is_master() &&
       !state->claimed.load(std::memory_order_relaxed) &&
-      (self->scheduling_group == nullptr ||
-       self->scheduling_group->pool() == state->group->pool()) &&
+      (self->scheduling_group == state->group || SamePool(self->scheduling_group, state->group)) &&
       HasStackToSpare(self, state->stack_class == 0
                                 ? kInlineJoinStackReserve
                                 : std::max(kInlineJoinStackReserve,
@@ -325,13 +350,8 @@ void Fiber::join() {
       // acq_rel: pairs with the worker's claim (ClaimEntry()); the winner runs it.
       !state->claimed.exchange(true, std::memory_order_acq_rel)) {
     // Run in place: whoever finds the descriptor queued from now on sees the claim
-    // taken and touches nothing but its references. A stack its start reserved goes
-    // back unused.
-    if (__builtin_expect(state->reserved_stack != 0, 0)) {
-      internal::StackCache& cache = internal::StackCache::ForThisThread(state->stack_class);
-      cache.Put(internal::UnpackStack(state->reserved_stack, cache.allocator()->stack_size()));
-      state->reserved_stack = 0;
-    }
+    // taken and touches nothing but its references. (Never a fiber with a reserved
+    // stack or a place under a cap: ForbidInlineRun.)
     // The child gets fiber-locals of its own: the joiner's step aside meanwhile (only
     // when it has some: the common case pays a test).
     std::optional<internal::FiberLocalStorage> joiner_locals;
@@ -354,7 +374,6 @@ void Fiber::join() {
     self->locals.DestroyValues(id_);
     if (joiner_locals.has_value()) joiner_locals->MoveTo(&self->locals);
     internal::CountFiberFinished();
-    if (internal::PoolAdmission* admission = state->group->admission()) admission->Release();
     // The descriptor is still queued somewhere; take it back (this hands over our
     // reference to it). `self` may be on another worker by now: the group reads
     // where it runs.
@@ -508,7 +527,8 @@ absl::StatusOr<Fiber> Fiber::TryStartFunction(const Attributes& attributes,
   fiber.id_ = state->id;
   state->stack_class = StackClassOf(attributes);
   state->reserved_stack = stack;
-  state->group = LaunchFiber(attributes, state, group);
+  internal::ForbidInlineRun(state);  // its reserved stack is used by a worker
+  state->group = LaunchAdmittedFiber(attributes, state, group);
   return fiber;
 }
 
@@ -530,7 +550,7 @@ absl::Status TryStartFiberDetachedFunction(const Fiber::Attributes& attributes,
   FiberDesc* desc = NewFiberDesc(std::move(start_proc));
   desc->stack_class = StackClassOf(attributes);
   desc->reserved_stack = stack;
-  LaunchFiber(attributes, desc, group);
+  LaunchAdmittedFiber(attributes, desc, group);
   return absl::OkStatus();
 }
 

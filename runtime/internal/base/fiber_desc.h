@@ -67,6 +67,19 @@ void FreeFiberDesc(FiberDesc* desc);
 // (live_fibers.h). Any thread.
 FiberDesc* NewFiberDesc(FiberFunction start_proc);
 
+// Makes sure no joiner runs `desc`'s fiber inline (Fiber::join()): a worker runs it, on
+// a stack of its own. For a fiber that holds a reserved stack or a place under its pool's
+// cap, which only a run on a worker gives back. Before the descriptor is queued, by its
+// starter: the handle's join() then finds it claimed and waits, and the worker that
+// takes it finds no claim to check. The owner restores `claim` when it recycles it.
+inline void ForbidInlineRun(FiberDesc* desc) {
+  if (desc->claim == nullptr) return;  // detached: never run inline
+  // relaxed: the starter's own write, published with the descriptor's queueing; the only
+  // joiner is the handle the starter returns afterwards.
+  desc->claim->store(true, std::memory_order_relaxed);
+  desc->claim = nullptr;
+}
+
 // Drops one owner of a descriptor whose fiber a joiner ran inline (see
 // FiberDesc::run_inline_refs); the last owner frees it.
 inline void ReleaseRunInlineDesc(FiberDesc* desc) {

@@ -164,6 +164,11 @@ void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
   EnqueueMany(descs, n, /*timer_round=*/false, bound.group, bound.index);
 }
 
+void SchedulingGroup::CountCappedStart(FiberDesc* desc) const {
+  if (desc->reserved_stack == 0) admission_->AddPastCap(1);
+  ForbidInlineRun(desc);
+}
+
 void StartFiberIn(SchedulingGroup* group, FiberDesc* desc) { group->StartFiber(desc); }
 
 std::size_t GroupIndex(const SchedulingGroup* group) { return group->index(); }

@@ -67,11 +67,11 @@ class SchedulingGroup {
   // (Fiber, StartFiberDetached, RunAsFiber, a timer's callback, a future's
   // continuation, a dispatch), so that every end, which gives a place back, matches a
   // count: a start that a TryStart form admitted (it reserved a stack) was counted by
-  // its admission; any other counts now, past the cap or not.
-  void CountAdmission(const FiberDesc* desc) const {
-    if (__builtin_expect(admission_ != nullptr, 0) && desc->reserved_stack == 0) {
-      admission_->AddPastCap(1);
-    }
+  // its admission; any other counts now, past the cap or not. Such a fiber ends on a
+  // worker (ReclaimFiber gives the place back): it is never run inline by its joiner,
+  // so the join path pays nothing for caps.
+  void CountAdmission(FiberDesc* desc) const {
+    if (__builtin_expect(admission_ != nullptr, 0)) CountCappedStart(desc);
   }
   // Called by worker `worker`'s thread before it takes its first fiber, and with
   // kNoWorker when it leaves: how the group knows which of its workers a thread is.
@@ -156,6 +156,8 @@ class SchedulingGroup {
                    const SchedulingGroup* bound_group, std::size_t bound_index);
   // QueueReadyFiber(): `fiber` is Ready (the caller made it so under its lock).
   void QueueReady(FiberEntity* fiber);
+  // CountAdmission() in a pool with a cap.
+  void CountCappedStart(FiberDesc* desc) const;
 
   const SchedulingGroupOptions options_;
   std::unique_ptr<SchedulingStrategy> strategy_;
