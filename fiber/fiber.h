@@ -203,7 +203,8 @@ class Fiber {
   // Waits until the fiber has finished. From a fiber it parks only the calling fiber;
   // from a plain thread it blocks the thread. Called from a fiber on a fiber that has
   // not started yet, it runs that fiber's function right here on the caller's stack
-  // instead (when at least 32 KiB of it is free): fork-join code then needs no stack
+  // instead (when at least 32 KiB of it is free; never a fiber of another pool, of a
+  // pool with a cap, or one a TryStart form started): fork-join code then needs no stack
   // per child. Inside a function run this way, this_fiber::GetId() is the joiner's id;
   // everything else is as on a stack of its own: the function has its own FiberLocal
   // values (fiber/fiber_local.h), destroyed before join() returns, and runs in the
