@@ -1880,11 +1880,13 @@ spindle_cc_test(examples.http_server.http_server_test
     examples.testing.failing_new
     examples.http_server.http_server_lib
     third_party.absl
+    third_party.gflags
     third_party.glog
     third_party.gtest_main
     third_party.http_parser
     fiber.fiber
     io.io
+    runtime.runtime
     runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium

@@ -21,11 +21,13 @@
 #include "absl/strings/str_cat.h"
 #include "examples/testing/failing_new.h"
 #include "fiber/fiber.h"
+#include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "io/address.h"
 #include "io/stream.h"
 #include "runtime/internal/testing/runtime_testing.h"
+#include "runtime/metrics.h"
 #include "sync/event.h"
 
 namespace spindle::examples::http {
@@ -658,6 +660,52 @@ TEST(HttpServerDebugEndpointsTest, OffByDefault) {
     EXPECT_EQ(response->status, 404);
     EXPECT_EQ(response->body.find("spindle_"), std::string::npos) << response->body;
   }
+}
+
+// An admin listener (the example's --admin_listen) answers GET /healthz from its own
+// pool, and its GET /metrics reports the runtime's pools and the main server's figures;
+// the main server, without the health endpoint, answers 404 there.
+TEST(HttpServerAdminPoolTest, HealthzAndMetricsFromTheAdminPool) {
+  gflags::FlagSaver flags;
+  gflags::SetCommandLineOption("fiber_pools", "default:auto,admin:1");
+  testing::ScopedRuntime runtime(3);
+  HttpServerOptions main_options = TestOptions();
+  main_options.debug_endpoints = false;
+  TestServer main_server(main_options);
+  HttpServerOptions admin_options = TestOptions();
+  admin_options.health_endpoint = true;
+  admin_options.pool = "admin";
+  admin_options.metrics_of = &main_server.server();
+  TestServer admin(admin_options);
+
+  Client main_client(main_server.address());
+  main_client.Send("GET / HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n");
+  absl::StatusOr<Response> response = main_client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  response = main_client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 404);
+
+  Client admin_client(admin.address());
+  admin_client.Send("GET /healthz HTTP/1.1\r\n\r\nGET /metrics HTTP/1.1\r\n\r\n");
+  response = admin_client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->body, "ok\n");
+  response = admin_client.Next();
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  // The main server's requests (2 so far), not the admin's own.
+  EXPECT_NE(response->body.find("spindle_http_requests_total 2"), std::string::npos)
+      << response->body;
+  EXPECT_NE(response->body.find("spindle_pool_live_fibers{pool=\"admin\"}"),
+            std::string::npos);
+  // The admin connection's handler ran in the admin pool.
+  const RuntimeMetrics metrics = GetRuntimeMetrics();
+  ASSERT_EQ(metrics.pools.size(), 2u);
+  EXPECT_EQ(metrics.pools[1].name, "admin");
+  EXPECT_GE(metrics.pools[1].fibers_started, 1u);
 }
 
 // Sends `prefix`, then `trickle` one byte at a time, waiting up to `pace` between bytes
