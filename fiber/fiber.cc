@@ -501,7 +501,7 @@ absl::Status Admit(const Fiber::Attributes& attributes,
   if (!placed.ok()) return placed;
   return internal::Runtime::Get().pool_of(*group)->AdmitStart(
       internal::MonotonicDeadline::At(deadline), wait, wait ? internal::CurrentWaitLimits() : nullptr,
-      attributes.stack_size == 0 ? 0 : internal::StackClassFor(attributes.stack_size), stack);
+      StackClassOf(attributes), stack);  // validated above
 }
 
 }  // namespace

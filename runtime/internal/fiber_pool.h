@@ -56,15 +56,6 @@ class FiberPoolState {
 
   // Null when the pool has no cap.
   PoolAdmission* admission() const { return admission_.get(); }
-  // Counts one fiber as admitted if the pool has room (always, without a cap).
-  bool TryAdmit() { return admission_ == nullptr || admission_->TryAdmit(); }
-  // Waits until a fiber is admitted (kNotified), `deadline` passes (kTimedOut) or
-  // `limits` are cancelled (kCancelled); `limits` may be null. Fibers and plain threads.
-  WaitResult AdmitBefore(MonotonicDeadline deadline, const WaitLimits* limits);
-  // Counts `n` plain starts (never refused; past the cap or not).
-  void CountPlainStarts(std::size_t n) {
-    if (admission_ != nullptr) admission_->AddPastCap(n);
-  }
 
   // What a start that may be refused does before its fiber exists: admits it (waiting
   // for room until `deadline`, or the cancellation of `limits`, if `wait`), then takes
@@ -92,6 +83,11 @@ class FiberPoolState {
     std::atomic<std::size_t> next{0};  // relaxed: only spreads starts over the groups
   };
 
+  // Counts one fiber as admitted if the pool has room (always, without a cap).
+  bool TryAdmit() { return admission_ == nullptr || admission_->TryAdmit(); }
+  // Waits until a fiber is admitted (kNotified), `deadline` passes (kTimedOut) or
+  // `limits` are cancelled (kCancelled); `limits` may be null. Fibers and plain threads.
+  WaitResult AdmitBefore(MonotonicDeadline deadline, const WaitLimits* limits);
   // PoolAdmission's room callback: wakes one waiter of the waiting form.
   static void OnRoom(void* pool);
 

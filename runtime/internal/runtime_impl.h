@@ -3,7 +3,6 @@
 #ifndef SPINDLE_RUNTIME_INTERNAL_RUNTIME_IMPL_H_
 #define SPINDLE_RUNTIME_INTERNAL_RUNTIME_IMPL_H_
 
-#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>

@@ -76,10 +76,8 @@ void ReclaimFiber(FiberEntity* dead) {
   const Stack stack = DestroyFiberEntity(dead);
   StackCache::ForStack(stack).Put(stack);
   CountFiberFinished();
-  if (group != nullptr) {
-    group->stats().CountEnded(worker);
-    if (PoolAdmission* admission = group->admission()) admission->Release();
-  }
+  group->stats().CountEnded(worker);  // Instantiate() gave it a group
+  if (PoolAdmission* admission = group->admission()) admission->Release();
 }
 
 // Gives `desc` a stack on the calling thread, worker `worker` of `group` (or kNoWorker:

@@ -158,9 +158,7 @@ void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n, bool timer_rou
 void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
   const BoundWorker bound = *BoundWorkerSlot();
   stats_.CountStarted(bound.group == this ? bound.index : kNoWorker, n);
-  if (admission_ != nullptr) {
-    for (std::size_t i = 0; i < n; ++i) CountAdmission(descs[i]);
-  }
+  for (std::size_t i = 0; i < n; ++i) CountAdmission(descs[i]);
   EnqueueMany(descs, n, /*timer_round=*/false, bound.group, bound.index);
 }
 
