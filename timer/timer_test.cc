@@ -98,12 +98,18 @@ TEST(TimerTest, PeriodicCallsNeverOverlapAndAreNeverEarly) {
 // a minute. The deadline below is shorter than that minute, so only the skip fails it.
 TEST(TimerTest, APeriodicTimerThatFellBehindMakesEveryCallItOwesAtOnce) {
   ScopedRuntime runtime(2);
-  constexpr auto kInterval = std::chrono::minutes(1);
-  const auto first = TimerClock::now() - 10 * kInterval;
+  // Ten intervals ago must lie after the steady clock's epoch (the machine's boot, on
+  // Linux): a freshly booted machine has less than ten minutes behind it, and a time
+  // point before the epoch is the epoch itself, which owes fewer calls. So the interval
+  // is a minute, or a twentieth of the time since boot if that is shorter.
+  const auto since_boot = TimerClock::now().time_since_epoch();
+  ASSERT_GT(since_boot, 2s) << "the steady clock's epoch is under 2 s ago";
+  const auto interval = std::min<TimerClock::duration>(std::chrono::minutes(1), since_boot / 20);
+  const auto first = TimerClock::now() - 10 * interval;
   std::atomic<int> calls{0}, early{0};
-  const std::uint64_t id = SetTimer(first, kInterval, [&] {
+  const std::uint64_t id = SetTimer(first, interval, [&] {
     const int k = calls.load();
-    if (TimerClock::now() < first + k * kInterval) ++early;
+    if (TimerClock::now() < first + k * interval) ++early;
     ++calls;
   });
   EXPECT_TRUE(WaitFor([&] { return calls.load() >= 11; }, std::chrono::seconds(50)))
