@@ -89,9 +89,11 @@ set(SPINDLE_LIBRARY_TARGETS
   runtime.internal.strategies.strategy_v2
   runtime.runtime
   sync.barrier
+  sync.channel
   sync.condition_variable
   sync.event
   sync.future
+  sync.internal.channel_core
   sync.internal.stop_state
   sync.internal.timed_waiter
   sync.internal.wait_queue
@@ -126,6 +128,7 @@ set(SPINDLE_PUBLIC_HEADERS
   runtime/metrics.h
   runtime/runtime.h
   sync/barrier.h
+  sync/channel.h
   sync/condition_variable.h
   sync/event.h
   sync/future.h
@@ -170,9 +173,11 @@ set(SPINDLE_INSTALLED_HEADERS
   runtime/metrics.h
   runtime/runtime.h
   sync/barrier.h
+  sync/channel.h
   sync/condition_variable.h
   sync/event.h
   sync/future.h
+  sync/internal/channel_core.h
   sync/internal/stop_state.h
   sync/internal/wait_queue.h
   sync/latch.h
@@ -1168,6 +1173,31 @@ spindle_cc_library(sync.barrier
     runtime.internal.base.ready_batch
     sync.internal.wait_queue)
 
+# //sync/internal:channel_core
+spindle_cc_library(sync.internal.channel_core
+  SRCS
+    sync/internal/channel_core.cc
+  HDRS
+    sync/internal/channel_core.h
+  DEPS
+    sync.internal.timed_waiter
+    third_party.absl
+    third_party.glog
+    fiber.internal.deadline
+    fiber.internal.spinlock
+    fiber.internal.wait_types
+    runtime.internal.base.ready_batch)
+
+# //sync:channel
+spindle_cc_library(sync.channel
+  SRCS
+    sync/channel.cc
+  HDRS
+    sync/channel.h
+  DEPS
+    fiber.internal.wait_types
+    sync.internal.channel_core)
+
 # //sync:mutex
 spindle_cc_library(sync.mutex
   SRCS
@@ -1248,6 +1278,7 @@ spindle_cc_library(sync.shared_mutex
 spindle_cc_library(sync.sync
   DEPS
     sync.barrier
+    sync.channel
     sync.condition_variable
     sync.event
     sync.future
@@ -2932,6 +2963,15 @@ spindle_cc_test(runtime.internal.strategies.strategy_v2_test
   SIZE small
   TIMEOUT 60)
 
+# //runtime/internal/testing:allocation_counter
+spindle_cc_library(runtime.internal.testing.allocation_counter
+  ALWAYSLINK
+  TESTONLY
+  SRCS
+    runtime/internal/testing/allocation_counter.cc
+  HDRS
+    runtime/internal/testing/allocation_counter.h)
+
 # //runtime/internal:fiber_worker_benchmark
 spindle_cc_binary(runtime.internal.fiber_worker_benchmark
   TESTONLY
@@ -3227,6 +3267,53 @@ spindle_cc_test(sync.cancellation_test
     556455390
     relaxed
     919582340)
+
+# //sync:channel_allocation_test
+spindle_cc_test(sync.channel_allocation_test
+  STRATEGY_TWINS
+  LABEL sync:channel_allocation_test
+  SRCS
+    sync/channel_allocation_test.cc
+  DEPS
+    sync.sync
+    third_party.gtest_main
+    fiber.fiber
+    runtime.runtime
+    runtime.internal.testing.allocation_counter
+    runtime.internal.testing.runtime_testing
+  SIZE medium
+  TIMEOUT 300
+  CHAOS_SEEDS
+    v1
+    530568047
+    v2
+    530568048
+    relaxed
+    275001981)
+
+# //sync:channel_test
+spindle_cc_test(sync.channel_test
+  STRATEGY_TWINS
+  LABEL sync:channel_test
+  SRCS
+    sync/channel_test.cc
+  DEPS
+    sync.sync
+    third_party.gtest_main
+    fiber.fiber
+    fiber.async
+    fiber.execution_context
+    runtime.runtime
+    runtime.internal.testing.runtime_testing
+  SIZE large
+  TIMEOUT 900
+  CHAOS_SEEDS
+    v1
+    339148758
+    v2
+    339148759
+    relaxed
+    657174134)
 
 # //sync:condition_variable_test
 spindle_cc_test(sync.condition_variable_test
@@ -3614,6 +3701,7 @@ spindle_cc_test(timer.timer_allocation_test
     third_party.gtest_main
     fiber.fiber
     runtime.runtime
+    runtime.internal.testing.allocation_counter
     runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium

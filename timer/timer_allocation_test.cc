@@ -2,102 +2,28 @@
 //
 // Arming a deadline allocates nothing: a sleep, a deadline wait (notified, or timed out)
 // and a SetTimer/KillTimer pair from a fiber each carry their timer inside themselves
-// or take it from a per-thread pool. The test replaces malloc and its family for the
-// whole process (every library, every thread: the workers and the timer threads) and
-// counts the calls made while a million such operations run, after a warm-up that lets
-// the pools, the timer queues and the run queues reach their size (a structure that
-// grows past its largest size so far allocates once, amortized, as any would).
-//
-// Not in sanitizer builds, whose allocator is the sanitizer's own.
-
-#include <malloc.h>
-#include <unistd.h>
+// or take it from a per-thread pool. The test counts the allocations (malloc replaced
+// for the process: allocation_counter.h) made while a million such operations run,
+// after a warm-up that lets the pools, the timer queues and the run queues reach their
+// size (a structure that grows past its largest size so far allocates once, amortized,
+// as any would).
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <vector>
 
 #include "fiber/fiber.h"
 #include "fiber/this_fiber.h"
 #include "gtest/gtest.h"
+#include "runtime/internal/testing/allocation_counter.h"
 #include "runtime/internal/testing/runtime_testing.h"
 #include "sync/event.h"
 #include "sync/latch.h"
 #include "sync/semaphore.h"
 #include "timer/timer.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SPINDLE_COUNTS_ALLOCATIONS 0
-#else
-#define SPINDLE_COUNTS_ALLOCATIONS 1
-#endif
-
-namespace {
-
-// relaxed: counters read after the counted work has been joined (a Latch's wait).
-std::atomic<bool> g_counting{false};
-std::atomic<std::int64_t> g_allocations{0};
-
-}  // namespace
-
-#if SPINDLE_COUNTS_ALLOCATIONS
-namespace {
-
-void CountOne() {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-
-}  // namespace
-
-// glibc's own entry points, under the names it exports for interposers like this one.
-extern "C" {
-void* __libc_malloc(std::size_t size);
-void* __libc_calloc(std::size_t count, std::size_t size);
-void* __libc_realloc(void* pointer, std::size_t size);
-void* __libc_memalign(std::size_t alignment, std::size_t size);
-void __libc_free(void* pointer);
-
-void* malloc(std::size_t size) {
-  CountOne();
-  return __libc_malloc(size);
-}
-void* calloc(std::size_t count, std::size_t size) {
-  CountOne();
-  return __libc_calloc(count, size);
-}
-void* realloc(void* pointer, std::size_t size) {
-  CountOne();
-  return __libc_realloc(pointer, size);
-}
-void* memalign(std::size_t alignment, std::size_t size) {
-  CountOne();
-  return __libc_memalign(alignment, size);
-}
-void* aligned_alloc(std::size_t alignment, std::size_t size) {
-  CountOne();
-  return __libc_memalign(alignment, size);
-}
-int posix_memalign(void** out, std::size_t alignment, std::size_t size) {
-  CountOne();
-  void* pointer = __libc_memalign(alignment, size);
-  if (pointer == nullptr) return ENOMEM;
-  *out = pointer;
-  return 0;
-}
-void* valloc(std::size_t size) {
-  CountOne();
-  return __libc_memalign(static_cast<std::size_t>(sysconf(_SC_PAGESIZE)), size);
-}
-void free(void* pointer) { __libc_free(pointer); }
-}  // extern "C"
-#endif  // SPINDLE_COUNTS_ALLOCATIONS
 
 namespace spindle {
 namespace {
@@ -120,10 +46,10 @@ std::int64_t CountAllocations(int rounds) {
     std::atomic<int> inside{0};
     std::atomic<bool> closed{false};
     void Enter() {
-      if (inside.fetch_add(1) + 1 == 2 * kPairs) g_counting.store(true);
+      if (inside.fetch_add(1) + 1 == 2 * kPairs) testing::StartCountingAllocations();
     }
     void Leave() {
-      if (!closed.exchange(true)) g_counting.store(false);
+      if (!closed.exchange(true)) testing::StopCountingAllocations();
     }
   } window;
   std::atomic<int> failures{0};
@@ -171,17 +97,16 @@ std::int64_t CountAllocations(int rounds) {
     });
   }
   started.wait();
-  g_allocations.store(0, std::memory_order_relaxed);
   start.Set();
   done.wait();
   EXPECT_EQ(failures.load(), 0) << "a deadline wait timed out although notified, or a "
                                    "KillTimer found its timer started";
   EXPECT_EQ(fired.load(), 0);
-  return g_allocations.load(std::memory_order_relaxed);
+  return testing::CountedAllocations();
 }
 
 TEST(TimerAllocationTest, DeadlinesSleepsAndTimersAllocateNothing) {
-  if (!SPINDLE_COUNTS_ALLOCATIONS) GTEST_SKIP() << "a sanitizer owns malloc in this build";
+  if (!testing::CountsAllocations()) GTEST_SKIP() << "a sanitizer owns malloc in this build";
   if (::spindle::testing::TestStrategy() == "globalfifo") {
     GTEST_SKIP() << "globalfifo's queue is an unbounded std::deque (a baseline, not for "
                     "production): its pushes allocate";
@@ -199,13 +124,12 @@ TEST(TimerAllocationTest, DeadlinesSleepsAndTimersAllocateNothing) {
 // The counter counts: a malloc() made while counting is seen (with the replacement not
 // linked in, the test above would pass whatever the runtime allocated).
 TEST(TimerAllocationTest, TheCounterSeesAnAllocation) {
-  if (!SPINDLE_COUNTS_ALLOCATIONS) GTEST_SKIP() << "a sanitizer owns malloc in this build";
-  g_allocations.store(0, std::memory_order_relaxed);
-  g_counting.store(true, std::memory_order_relaxed);
+  if (!testing::CountsAllocations()) GTEST_SKIP() << "a sanitizer owns malloc in this build";
+  testing::StartCountingAllocations();
   void* volatile pointer = std::malloc(24);
-  g_counting.store(false, std::memory_order_relaxed);
+  testing::StopCountingAllocations();
   std::free(pointer);
-  EXPECT_GE(g_allocations.load(), 1);  // ours (another thread may add its own)
+  EXPECT_GE(testing::CountedAllocations(), 1);  // ours (another thread may add its own)
 }
 
 }  // namespace

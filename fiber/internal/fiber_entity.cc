@@ -137,6 +137,8 @@ const char* WaitKindName(WaitKind kind) {
       return "join";
     case WaitKind::kRunBlocking:
       return "run_blocking";
+    case WaitKind::kChannel:
+      return "channel";
     case WaitKind::kOther:
       return "other";
   }

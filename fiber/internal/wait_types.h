@@ -30,6 +30,7 @@ enum class WaitKind : std::uint8_t {
   kBarrier,
   kJoin,         // Fiber::join()
   kRunBlocking,  // io/run_blocking.h
+  kChannel,      // sync/channel.h: a send, a receive or a Select
   kOther,
 };
 
