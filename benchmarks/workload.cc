@@ -85,6 +85,21 @@ const std::vector<Workload>& AllWorkloads() {
        "seed 004: 10k phones, each waiting for 3 assemblies of 3 parts; us per phone",
        {},
        RunPhoneFactory},
+      {"chan_pingpong",
+       "two fibers bounce a counter over two rendezvous channels, 1M round trips; ns per "
+       "one-way hand-off",
+       {},
+       RunChanPingPong},
+      {"chan_fanin",
+       "8 producer fibers send 1M values in all into one channel of capacity 1024 read by "
+       "8 consumers, sum checked; ns per value",
+       {},
+       RunChanFanIn},
+      {"chan_select",
+       "one fiber selects over two channels of capacity 64 fed 500k values each and one "
+       "never ready, sum checked; ns per value",
+       {},
+       RunChanSelect},
   };
   return workloads;
 }

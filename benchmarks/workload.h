@@ -74,7 +74,7 @@ double ProcessCpuSeconds();
 std::int64_t ResidentBytes();
 
 // The run functions, one per workload (scheduler_workloads.cc, fairness_workloads.cc,
-// sync_workloads.cc, app_workloads.cc).
+// sync_workloads.cc, app_workloads.cc, channel_workloads.cc).
 std::vector<Metric> RunSpawnJoin(double scale);
 std::vector<Metric> RunYield(double scale);
 std::vector<Metric> RunPingPong(double scale);
@@ -92,6 +92,9 @@ std::vector<Metric> RunDifferentSpawners(double scale);
 std::vector<Metric> RunFairness(double scale);
 std::vector<Metric> RunLocality(double scale);
 std::vector<Metric> RunPhoneFactory(double scale);
+std::vector<Metric> RunChanPingPong(double scale);
+std::vector<Metric> RunChanFanIn(double scale);
+std::vector<Metric> RunChanSelect(double scale);
 
 }  // namespace bench
 }  // namespace spindle

@@ -124,6 +124,7 @@ set(SPINDLE_PUBLIC_HEADERS
   fiber/execution_context.h
   fiber/fiber.h
   fiber/fiber_local.h
+  fiber/serial_queue.h
   fiber/this_fiber.h
   runtime/metrics.h
   runtime/runtime.h
@@ -161,6 +162,7 @@ set(SPINDLE_INSTALLED_HEADERS
   fiber/internal/os_mutex.h
   fiber/internal/spinlock.h
   fiber/internal/wait_types.h
+  fiber/serial_queue.h
   fiber/this_fiber.h
   io/address.h
   io/deadline.h
@@ -1471,6 +1473,7 @@ spindle_cc_test(benchmarks.report_test
 spindle_cc_library(benchmarks.workloads
   SRCS
     benchmarks/app_workloads.cc
+    benchmarks/channel_workloads.cc
     benchmarks/fairness_workloads.cc
     benchmarks/scheduler_workloads.cc
     benchmarks/sync_workloads.cc
@@ -2218,6 +2221,43 @@ spindle_cc_test(fiber.fiber_test
     175223502
     relaxed
     37910829)
+
+# //fiber:serial_queue
+spindle_cc_library(fiber.serial_queue
+  SRCS
+    fiber/serial_queue.cc
+  HDRS
+    fiber/serial_queue.h
+  DEPS
+    fiber.fiber
+    third_party.absl
+    third_party.glog
+    fiber.internal.spinlock
+    sync.event)
+
+# //fiber:serial_queue_test
+spindle_cc_test(fiber.serial_queue_test
+  STRATEGY_TWINS
+  LABEL fiber:serial_queue_test
+  SRCS
+    fiber/serial_queue_test.cc
+  DEPS
+    fiber.fiber
+    fiber.serial_queue
+    third_party.absl
+    third_party.gtest_main
+    runtime.runtime
+    runtime.internal.testing.runtime_testing
+    sync.sync
+  SIZE large
+  TIMEOUT 900
+  CHAOS_SEEDS
+    v1
+    618960615
+    v2
+    618960616
+    relaxed
+    402055002)
 
 # //fiber:stack_test
 spindle_cc_test(fiber.stack_test

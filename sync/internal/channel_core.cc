@@ -11,6 +11,7 @@
 #include <array>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "glog/logging.h"
 #include "runtime/internal/base/ready_batch.h"
@@ -155,7 +156,7 @@ bool ChannelCore::TryReceiveLocked(void* out, ChannelStatus* status) {
 
 ChannelStatus ChannelCore::Send(void* value, bool may_block, MonotonicDeadline deadline,
                                 const WaitLimits* limits) {
-  ChannelWait wait;
+  std::optional<ChannelWait> wait;  // built only to wait: most operations need none
   ChannelWaiter self;
   {
     ReadyBatch batch;  // a receiver woken here is queued after the lock is released
@@ -163,21 +164,21 @@ ChannelStatus ChannelCore::Send(void* value, bool may_block, MonotonicDeadline d
     ChannelStatus status;
     if (TrySendLocked(value, &status)) return status;
     if (!may_block) return ChannelStatus::kWouldBlock;
-    self.wait = &wait;
+    self.wait = &wait.emplace();
     self.slot = value;
     Link(senders_, &self);
   }
   // Linked under the lock: a receiver that takes it afterwards finds us, and claims us
   // through `wait.waiter`, which returns at once if that claim came before the park.
-  const WaitResult result = wait.waiter.WaitUntil(deadline, WaitKind::kChannel, limits);
+  const WaitResult result = wait->waiter.WaitUntil(deadline, WaitKind::kChannel, limits);
   SpinlockGuard guard(lock_);  // the claimer's move and Settle() happened under it
   if (self.linked) Unlink(senders_, &self);  // timed out or cancelled, unclaimed
-  return result == WaitResult::kNotified ? wait.status : StatusOf(result);
+  return result == WaitResult::kNotified ? wait->status : StatusOf(result);
 }
 
 ChannelStatus ChannelCore::Receive(void* out, bool may_block, MonotonicDeadline deadline,
                                    const WaitLimits* limits) {
-  ChannelWait wait;
+  std::optional<ChannelWait> wait;  // built only to wait: most operations need none
   ChannelWaiter self;
   {
     ReadyBatch batch;  // a sender woken here is queued after the lock is released
@@ -185,14 +186,14 @@ ChannelStatus ChannelCore::Receive(void* out, bool may_block, MonotonicDeadline 
     ChannelStatus status;
     if (TryReceiveLocked(out, &status)) return status;
     if (!may_block) return ChannelStatus::kWouldBlock;
-    self.wait = &wait;
+    self.wait = &wait.emplace();
     self.slot = out;
     Link(receivers_, &self);
   }
-  const WaitResult result = wait.waiter.WaitUntil(deadline, WaitKind::kChannel, limits);
+  const WaitResult result = wait->waiter.WaitUntil(deadline, WaitKind::kChannel, limits);
   SpinlockGuard guard(lock_);  // the claimer's move and Settle() happened under it
   if (self.linked) Unlink(receivers_, &self);  // timed out or cancelled, unclaimed
-  return result == WaitResult::kNotified ? wait.status : StatusOf(result);
+  return result == WaitResult::kNotified ? wait->status : StatusOf(result);
 }
 
 bool ChannelCore::Close() {
@@ -303,7 +304,7 @@ SelectOutcome SelectAmong(SelectCase* cases, int n, bool may_block,
       << "spindle::Select: every case's channel is null and there is no deadline: it "
          "would wait forever";
 
-  ChannelWait wait;
+  std::optional<ChannelWait> wait;  // built only to wait
   ChannelWaiter* entries = scratch.entries();
   {
     ReadyBatch batch;  // the fibers woken here are queued after the locks are released
@@ -323,11 +324,12 @@ SelectOutcome SelectAmong(SelectCase* cases, int n, bool may_block,
       unlock_all();
       return {-1, ChannelStatus::kWouldBlock};
     }
+    wait.emplace();
     for (int i = 0; i < n; ++i) {
       SelectCase& c = cases[i];
       if (c.channel == nullptr) continue;
       ChannelWaiter& e = entries[i];
-      e.wait = &wait;
+      e.wait = &*wait;
       e.slot = c.slot;
       e.index = i;
       Link(c.send ? c.channel->senders_ : c.channel->receivers_, &e);
@@ -336,7 +338,7 @@ SelectOutcome SelectAmong(SelectCase* cases, int n, bool may_block,
   }
   // Every entry was linked under its channel's lock: the first operation to claim one
   // wins `wait` for its case; later claims (on the other channels) fail and pass on.
-  const WaitResult result = wait.waiter.WaitUntil(deadline, WaitKind::kChannel, limits);
+  const WaitResult result = wait->waiter.WaitUntil(deadline, WaitKind::kChannel, limits);
   lock_all();  // the winner's move and Settle() happened under its channel's lock
   for (int i = 0; i < n; ++i) {
     SelectCase& c = cases[i];
@@ -345,7 +347,7 @@ SelectOutcome SelectAmong(SelectCase* cases, int n, bool may_block,
     }
   }
   const SelectOutcome outcome = result == WaitResult::kNotified
-                                    ? SelectOutcome{wait.won, wait.status}
+                                    ? SelectOutcome{wait->won, wait->status}
                                     : SelectOutcome{-1, StatusOf(result)};
   unlock_all();
   return outcome;
