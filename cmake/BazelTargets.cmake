@@ -3229,6 +3229,43 @@ spindle_cc_test(runtime.runtime_test
     relaxed
     151557050)
 
+# //sync/internal:channel_model_test
+spindle_cc_test(sync.internal.channel_model_test
+  WITHOUT_SEAMS
+  LINKSTATIC
+  LABEL sync/internal:channel_model_test
+  SRCS
+    sync/internal/channel_core.cc
+    sync/internal/channel_core.h
+    sync/internal/channel_model_test.cc
+    sync/internal/stop_state.cc
+    sync/internal/stop_state.h
+    sync/internal/timed_waiter.cc
+    sync/internal/timed_waiter.h
+    timer/internal/timer_queue.cc
+    timer/internal/timer_queue.h
+  DEPS
+    third_party.absl
+    third_party.glog
+    third_party.gtest
+    fiber.internal.atomic
+    fiber.internal.deadline
+    fiber.internal.fiber_entity
+    fiber.internal.local_storage
+    fiber.internal.model_testing
+    fiber.internal.spinlock
+    fiber.internal.wait_types
+    runtime.internal.base.parker
+    runtime.internal.base.ready_batch
+    runtime.internal.seams.chaos
+    timer.internal.timer_worker
+  COPTS
+    -O2
+  SIZE small
+  TIMEOUT 60
+  TAGS
+    model)
+
 # //sync/internal:timed_waiter_model_test
 spindle_cc_test(sync.internal.timed_waiter_model_test
   WITHOUT_SEAMS
