@@ -63,9 +63,15 @@ ChannelWaiter* PopFront(ChannelWaiterList& list) {
 // Pops entries until one is claimed (its waiter's Notify() won); null if none is left.
 // A lost claim's entry is dropped: its waiter is leaving (deadline, cancellation, or
 // another of its Select's cases) and unlinks nothing, since it is no longer linked.
-ChannelWaiter* ClaimFirst(ChannelWaiterList& list) {
+// With `wake`, a claimed fiber that is parked comes back there to be queued once the
+// channel's lock is released (TimedWaiter::NotifyDeferred: one queue push, into the
+// waker's runnext where the strategy has one); without, it is queued at once (into the
+// caller's ReadyBatch).
+ChannelWaiter* ClaimFirst(ChannelWaiterList& list, FiberEntity** wake) {
   while (ChannelWaiter* w = PopFront(list)) {
-    if (w->wait->waiter.Notify()) return w;
+    if (wake != nullptr ? w->wait->waiter.NotifyDeferred(wake) : w->wait->waiter.Notify()) {
+      return w;
+    }
   }
   return nullptr;
 }
@@ -103,13 +109,13 @@ ChannelCore::~ChannelCore() {
   if (storage_ != nullptr) ::operator delete(storage_, std::align_val_t(ops_.align));
 }
 
-bool ChannelCore::TrySendLocked(void* value, ChannelStatus* status) {
+bool ChannelCore::TrySendLocked(void* value, ChannelStatus* status, FiberEntity** wake) {
   if (closed_) {
     *status = ChannelStatus::kClosed;
     return true;
   }
   // A receiver waits only while the ring is empty: hand the value over directly.
-  if (ChannelWaiter* r = ClaimFirst(receivers_)) {
+  if (ChannelWaiter* r = ClaimFirst(receivers_, wake)) {
     ops_.move_to(value, r->slot);
     Settle(r, ChannelStatus::kOk);
     *status = ChannelStatus::kOk;
@@ -124,7 +130,7 @@ bool ChannelCore::TrySendLocked(void* value, ChannelStatus* status) {
   return false;
 }
 
-bool ChannelCore::TryReceiveLocked(void* out, ChannelStatus* status) {
+bool ChannelCore::TryReceiveLocked(void* out, ChannelStatus* status, FiberEntity** wake) {
   if (count_ > 0) {
     void* oldest = SlotAt(0);
     ops_.move_to(oldest, out);
@@ -133,7 +139,7 @@ bool ChannelCore::TryReceiveLocked(void* out, ChannelStatus* status) {
     --count_;
     // A sender waits only while the ring is full: its value takes the freed place, so
     // the values stay in the order they were sent.
-    if (ChannelWaiter* s = ClaimFirst(senders_)) {
+    if (ChannelWaiter* s = ClaimFirst(senders_, wake)) {
       ops_.move_to(s->slot, SlotAt(count_));
       ++count_;
       Settle(s, ChannelStatus::kOk);
@@ -141,7 +147,7 @@ bool ChannelCore::TryReceiveLocked(void* out, ChannelStatus* status) {
     *status = ChannelStatus::kOk;
     return true;
   }
-  if (ChannelWaiter* s = ClaimFirst(senders_)) {  // a rendezvous
+  if (ChannelWaiter* s = ClaimFirst(senders_, wake)) {  // a rendezvous
     ops_.move_to(s->slot, out);
     Settle(s, ChannelStatus::kOk);
     *status = ChannelStatus::kOk;
@@ -158,15 +164,20 @@ ChannelStatus ChannelCore::Send(void* value, bool may_block, MonotonicDeadline d
                                 const WaitLimits* limits) {
   std::optional<ChannelWait> wait;  // built only to wait: most operations need none
   ChannelWaiter self;
+  FiberEntity* wake = nullptr;  // a receiver claimed here, queued after the lock is released
+  ChannelStatus status = ChannelStatus::kOk;
   {
-    ReadyBatch batch;  // a receiver woken here is queued after the lock is released
     SpinlockGuard guard(lock_);
-    ChannelStatus status;
-    if (TrySendLocked(value, &status)) return status;
-    if (!may_block) return ChannelStatus::kWouldBlock;
-    self.wait = &wait.emplace();
-    self.slot = value;
-    Link(senders_, &self);
+    if (!TrySendLocked(value, &status, &wake)) {
+      if (!may_block) return ChannelStatus::kWouldBlock;
+      self.wait = &wait.emplace();
+      self.slot = value;
+      Link(senders_, &self);
+    }
+  }
+  if (self.wait == nullptr) {
+    if (wake != nullptr) QueueReadyFiber(wake);
+    return status;
   }
   // Linked under the lock: a receiver that takes it afterwards finds us, and claims us
   // through `wait.waiter`, which returns at once if that claim came before the park.
@@ -180,15 +191,20 @@ ChannelStatus ChannelCore::Receive(void* out, bool may_block, MonotonicDeadline 
                                    const WaitLimits* limits) {
   std::optional<ChannelWait> wait;  // built only to wait: most operations need none
   ChannelWaiter self;
+  FiberEntity* wake = nullptr;  // a sender claimed here, queued after the lock is released
+  ChannelStatus status = ChannelStatus::kOk;
   {
-    ReadyBatch batch;  // a sender woken here is queued after the lock is released
     SpinlockGuard guard(lock_);
-    ChannelStatus status;
-    if (TryReceiveLocked(out, &status)) return status;
-    if (!may_block) return ChannelStatus::kWouldBlock;
-    self.wait = &wait.emplace();
-    self.slot = out;
-    Link(receivers_, &self);
+    if (!TryReceiveLocked(out, &status, &wake)) {
+      if (!may_block) return ChannelStatus::kWouldBlock;
+      self.wait = &wait.emplace();
+      self.slot = out;
+      Link(receivers_, &self);
+    }
+  }
+  if (self.wait == nullptr) {
+    if (wake != nullptr) QueueReadyFiber(wake);
+    return status;
   }
   const WaitResult result = wait->waiter.WaitUntil(deadline, WaitKind::kChannel, limits);
   SpinlockGuard guard(lock_);  // the claimer's move and Settle() happened under it
@@ -203,8 +219,8 @@ bool ChannelCore::Close() {
   closed_ = true;
   // Receivers wait only on an empty ring, so they learn the channel is drained; senders
   // learn their values were not sent.
-  while (ChannelWaiter* r = ClaimFirst(receivers_)) Settle(r, ChannelStatus::kClosed);
-  while (ChannelWaiter* s = ClaimFirst(senders_)) Settle(s, ChannelStatus::kClosed);
+  while (ChannelWaiter* r = ClaimFirst(receivers_, nullptr)) Settle(r, ChannelStatus::kClosed);
+  while (ChannelWaiter* s = ClaimFirst(senders_, nullptr)) Settle(s, ChannelStatus::kClosed);
   return true;
 }
 
@@ -307,16 +323,17 @@ SelectOutcome SelectAmong(SelectCase* cases, int n, bool may_block,
   std::optional<ChannelWait> wait;  // built only to wait
   ChannelWaiter* entries = scratch.entries();
   {
-    ReadyBatch batch;  // the fibers woken here are queued after the locks are released
     lock_all();
     for (int k = 0; k < n; ++k) {
       const int i = order[k];
       SelectCase& c = cases[i];
       if (c.channel == nullptr) continue;
       ChannelStatus status;
-      if (c.send ? c.channel->TrySendLocked(c.slot, &status)
-                 : c.channel->TryReceiveLocked(c.slot, &status)) {
+      FiberEntity* wake = nullptr;  // queued after the locks are released
+      if (c.send ? c.channel->TrySendLocked(c.slot, &status, &wake)
+                 : c.channel->TryReceiveLocked(c.slot, &status, &wake)) {
         unlock_all();
+        if (wake != nullptr) QueueReadyFiber(wake);
         return {i, status};
       }
     }

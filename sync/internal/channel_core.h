@@ -49,6 +49,7 @@ struct ChannelOpsFor {
 // waiter's stack: channel_core.cc defines it (it holds the waiter's TimedWaiter, an
 // engine type that a public header must not bring in).
 struct ChannelWaiter;
+class FiberEntity;  // fiber_entity.h
 
 // A FIFO of blocked operations; guarded by the channel's lock.
 struct ChannelWaiterList {
@@ -96,7 +97,8 @@ struct SelectOutcome {
 //     stack afterwards.
 //   - Close() claims every blocked entry with kClosed. A closed channel's receivers
 //     still drain the ring.
-// The fibers woken under the lock are queued after it is released (a ReadyBatch).
+// The fiber an operation wakes is queued after the lock is released (Close()'s, by a
+// ReadyBatch).
 // Thread-safe; not copyable.
 class ChannelCore {
  public:
@@ -130,9 +132,13 @@ class ChannelCore {
                                    MonotonicDeadline deadline, const WaitLimits* limits);
 
   // The two halves of every operation, under lock_: true if the operation happened
-  // (its status in `*status`), false if it would have to wait.
-  bool TrySendLocked(void* value, ChannelStatus* status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
-  bool TryReceiveLocked(void* out, ChannelStatus* status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
+  // (its status in `*status`), false if it would have to wait. A parked fiber whose
+  // blocked operation it completed comes back in `*wake`, for the caller to queue
+  // (QueueReadyFiber) once it has released the lock.
+  bool TrySendLocked(void* value, ChannelStatus* status, FiberEntity** wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
+  bool TryReceiveLocked(void* out, ChannelStatus* status, FiberEntity** wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
   // A Select's locking: `n` distinct channels, in address order (and back). The
   // analysis cannot follow a lock per array element.
   static void LockAll(ChannelCore* const* channels, int n) ABSL_NO_THREAD_SAFETY_ANALYSIS;

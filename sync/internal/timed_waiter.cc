@@ -112,22 +112,32 @@ TimedWaiter::Result TimedWaiter::ResultOf(int state) const {
   }
 }
 
+bool TimedWaiter::NotifyDeferred(FiberEntity** to_queue) {
+  *to_queue = nullptr;
+  if (fiber_ == nullptr) return Flip(kNotified);
+  return WinFiber(kNotified, to_queue);
+}
+
 bool TimedWaiter::WinAndWakeFiber(int to) {
+  FiberEntity* to_queue = nullptr;
+  const bool won = WinFiber(to, &to_queue);
+  if (to_queue != nullptr) QueueReadyFiber(to_queue);
+  return won;
+}
+
+bool TimedWaiter::WinFiber(int to, FiberEntity** to_queue) {
   FiberEntity* fiber = fiber_;
-  bool queue = false;
-  bool won = false;
   ChaosPause();  // a waker delayed before it flips (chaos.h)
-  {
-    std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
-    int expected = kWaiting;
-    // acq_rel: exactly one of Notify() and OnDeadline() wins.
-    won = state().compare_exchange_strong(expected, to, std::memory_order_acq_rel);
-    if (won && fiber->state() == FiberState::kWaiting) {
-      fiber->SetState(FiberState::kReady);
-      queue = true;
-    }
+  std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
+  int expected = kWaiting;
+  // acq_rel: exactly one of Notify() and OnDeadline() wins.
+  const bool won = state().compare_exchange_strong(expected, to, std::memory_order_acq_rel);
+  // A parked fiber becomes Ready under its lock, so exactly one waker queues it; one
+  // that has not parked yet sees the flip under the same lock and does not park.
+  if (won && fiber->state() == FiberState::kWaiting) {
+    fiber->SetState(FiberState::kReady);
+    *to_queue = fiber;
   }
-  if (queue) QueueReadyFiber(fiber);
   return won;
 }
 

@@ -53,6 +53,14 @@ class TimedWaiter {
   // True if this call is the one that woke it.
   bool Notify();
 
+  // Notify() for a caller that holds a lock which the woken waiter takes before it
+  // returns (a channel's): a fiber waiter that is parked already is made Ready but not
+  // queued; it comes back in `*to_queue`, for the caller to QueueReadyFiber() once it
+  // has released its lock (the fiber cannot run before, so the waiter stays alive).
+  // `*to_queue` is null otherwise: a plain thread is woken at once, and a fiber not yet
+  // parked sees the flip and does not park. True if this call won.
+  bool NotifyDeferred(FiberEntity** to_queue);
+
  private:
   enum State : int { kWaiting, kNotified, kTimedOut, kCancelled };
 
@@ -63,6 +71,8 @@ class TimedWaiter {
   // Flips kWaiting -> `to` under the fiber's scheduler lock and queues the fiber if it
   // is parked. Returns whether the flip won.
   bool WinAndWakeFiber(int to);
+  // The flip of WinAndWakeFiber(); the fiber to queue (if it was parked) in *to_queue.
+  bool WinFiber(int to, FiberEntity** to_queue);
   Result WaitInterruptibly(MonotonicDeadline deadline, WaitKind kind,
                            const WaitLimits* limits);
   Result WaitAsFiber(MonotonicDeadline deadline, WaitKind kind);
