@@ -1,7 +1,8 @@
 // Copyright 2026 The Spindle Authors.
 //
 // Application-shaped workloads of seed 004: a parallel merge sort, and a phone factory
-// whose tasks wait for the tasks they depend on.
+// whose tasks wait for the tasks they depend on (each piece goes over a channel to what
+// it goes into).
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +16,7 @@
 #include "benchmarks/workload.h"
 #include "fiber/fiber.h"
 #include "runtime/runtime.h"
+#include "sync/channel.h"
 #include "sync/latch.h"
 #include "sync/semaphore.h"
 
@@ -65,13 +67,11 @@ constexpr int kAssembliesPerPhone = 3;
 constexpr int kPartsPerAssembly = 3;
 constexpr int kPhonesOnTheFloor = 256;  // phones being built at once
 
-// One phone's tasks and what they record. Each field is written by one task and read
-// by the task that waits for it (after the Latch, which orders the two).
+// One phone and what its tasks recorded, for CheckPhone() once every phone is done: the
+// assembly's fiber records its parts, the phone's fiber its assemblies and itself.
 struct PhoneOrder {
   explicit PhoneOrder(std::int64_t number) : number(number) {}
   const std::int64_t number;
-  Latch assemblies_done{kAssembliesPerPhone};
-  std::unique_ptr<Latch> parts_done[kAssembliesPerPhone];
   std::int64_t part_serial[kAssembliesPerPhone][kPartsPerAssembly] = {};
   std::uint64_t part_step[kAssembliesPerPhone][kPartsPerAssembly] = {};
   std::int64_t assembly_serial[kAssembliesPerPhone] = {};
@@ -81,8 +81,8 @@ struct PhoneOrder {
 };
 
 // The factory's clock: every task takes a step number when it finishes its own work.
-// relaxed: only the order of steps within one phone matters, and the Latch a task
-// waits on already orders its inputs' steps before its own.
+// relaxed: only the order of steps within one phone matters, and the channel a task
+// receives its inputs from already orders their steps before its own.
 std::atomic<std::uint64_t> factory_step{0};
 
 std::uint64_t NextStep() { return factory_step.fetch_add(1, std::memory_order_relaxed) + 1; }
@@ -91,30 +91,43 @@ std::int64_t PartSerial(std::int64_t phone, int assembly, int part) {
   return phone * 100 + assembly * 10 + part + 1;
 }
 
-// A phone: starts its assemblies, waits for them (parking this fiber, not its worker),
-// then puts the phone together.
+// What a finished piece hands to what it goes into: which piece, its serial, and the
+// factory step at which it was done.
+struct Finished {
+  int index;
+  std::int64_t serial;
+  std::uint64_t step;
+};
+
+// A phone: each assembly is built in a fiber of its own from parts built in fibers of
+// their own, and each piece, once done, goes over a channel to what it goes into; a
+// receive parks the fiber (not its worker) until the piece arrives.
 void BuildPhone(PhoneOrder* order) {
+  Channel<Finished> assemblies(kAssembliesPerPhone);
   for (int a = 0; a < kAssembliesPerPhone; ++a) {
-    order->parts_done[a] = std::make_unique<Latch>(kPartsPerAssembly);
-    StartFiberDetached([order, a] {
+    StartFiberDetached([order, a, &assemblies] {
+      Channel<Finished> parts(kPartsPerAssembly);
       for (int p = 0; p < kPartsPerAssembly; ++p) {
-        StartFiberDetached([order, a, p] {
-          order->part_serial[a][p] = PartSerial(order->number, a, p);
-          order->part_step[a][p] = NextStep();
-          order->parts_done[a]->count_down();
-        });
+        StartFiberDetached(
+            [order, a, p, &parts] { parts.Send({p, PartSerial(order->number, a, p), NextStep()}); });
       }
-      order->parts_done[a]->wait();
       std::int64_t serial = 0;
-      for (int p = 0; p < kPartsPerAssembly; ++p) serial += order->part_serial[a][p];
-      order->assembly_serial[a] = serial;
-      order->assembly_step[a] = NextStep();
-      order->assemblies_done.count_down();
+      for (int p = 0; p < kPartsPerAssembly; ++p) {
+        const Finished part = *parts.Receive();
+        order->part_serial[a][part.index] = part.serial;
+        order->part_step[a][part.index] = part.step;
+        serial += part.serial;
+      }
+      assemblies.Send({a, serial, NextStep()});
     });
   }
-  order->assemblies_done.wait();
   std::int64_t serial = 0;
-  for (int a = 0; a < kAssembliesPerPhone; ++a) serial += order->assembly_serial[a];
+  for (int a = 0; a < kAssembliesPerPhone; ++a) {
+    const Finished assembly = *assemblies.Receive();
+    order->assembly_serial[assembly.index] = assembly.serial;
+    order->assembly_step[assembly.index] = assembly.step;
+    serial += assembly.serial;
+  }
   order->phone_serial = serial;
   order->phone_step = NextStep();
 }

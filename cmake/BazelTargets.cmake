@@ -39,6 +39,7 @@ set(SPINDLE_LIBRARY_TARGETS
   fiber.internal.stack_overflow
   fiber.internal.switch_safe_tls
   fiber.internal.wait_types
+  fiber.serial_queue
   io.internal.descriptor
   io.io
   io.server
@@ -1116,6 +1117,19 @@ spindle_cc_library(fiber.async
     fiber.fiber
     sync.future)
 
+# //fiber:serial_queue
+spindle_cc_library(fiber.serial_queue
+  SRCS
+    fiber/serial_queue.cc
+  HDRS
+    fiber/serial_queue.h
+  DEPS
+    fiber.fiber
+    third_party.absl
+    third_party.glog
+    fiber.internal.spinlock
+    sync.event)
+
 # //runtime/internal:poller_host
 spindle_cc_library(runtime.internal.poller_host
   SRCS
@@ -1375,6 +1389,7 @@ spindle_cc_library(top.spindle
   DEPS
     fiber.fiber
     fiber.async
+    fiber.serial_queue
     io.io
     io.server
     runtime.runtime
@@ -2221,19 +2236,6 @@ spindle_cc_test(fiber.fiber_test
     175223502
     relaxed
     37910829)
-
-# //fiber:serial_queue
-spindle_cc_library(fiber.serial_queue
-  SRCS
-    fiber/serial_queue.cc
-  HDRS
-    fiber/serial_queue.h
-  DEPS
-    fiber.fiber
-    third_party.absl
-    third_party.glog
-    fiber.internal.spinlock
-    sync.event)
 
 # //fiber:serial_queue_test
 spindle_cc_test(fiber.serial_queue_test
@@ -3611,10 +3613,11 @@ spindle_cc_test(tests.hog_test
 # //tests:readme_samples_cc
 spindle_genrule(tests.readme_samples_cc
   OUTPUT ${SPINDLE_GEN_DIR}/tests/readme_samples.cc
-  COMMAND "bash ${SPINDLE_SOURCE_DIR}/tests/readme_samples.sh ${SPINDLE_SOURCE_DIR}/README.md ${SPINDLE_SOURCE_DIR}/docs/cancellation.md ${SPINDLE_SOURCE_DIR}/docs/configuration.md ${SPINDLE_SOURCE_DIR}/docs/fibers.md ${SPINDLE_SOURCE_DIR}/docs/getting-started.md ${SPINDLE_SOURCE_DIR}/docs/io.md ${SPINDLE_SOURCE_DIR}/docs/operating.md ${SPINDLE_SOURCE_DIR}/docs/performance.md ${SPINDLE_SOURCE_DIR}/docs/sync.md ${SPINDLE_SOURCE_DIR}/docs/testing.md ${SPINDLE_SOURCE_DIR}/docs/timers.md ${SPINDLE_SOURCE_DIR}/docs/troubleshooting.md > ${SPINDLE_GEN_DIR}/tests/readme_samples.cc"
+  COMMAND "bash ${SPINDLE_SOURCE_DIR}/tests/readme_samples.sh ${SPINDLE_SOURCE_DIR}/README.md ${SPINDLE_SOURCE_DIR}/docs/cancellation.md ${SPINDLE_SOURCE_DIR}/docs/channels.md ${SPINDLE_SOURCE_DIR}/docs/configuration.md ${SPINDLE_SOURCE_DIR}/docs/fibers.md ${SPINDLE_SOURCE_DIR}/docs/getting-started.md ${SPINDLE_SOURCE_DIR}/docs/io.md ${SPINDLE_SOURCE_DIR}/docs/operating.md ${SPINDLE_SOURCE_DIR}/docs/performance.md ${SPINDLE_SOURCE_DIR}/docs/sync.md ${SPINDLE_SOURCE_DIR}/docs/testing.md ${SPINDLE_SOURCE_DIR}/docs/timers.md ${SPINDLE_SOURCE_DIR}/docs/troubleshooting.md > ${SPINDLE_GEN_DIR}/tests/readme_samples.cc"
   INPUTS
     ${SPINDLE_SOURCE_DIR}/README.md
     ${SPINDLE_SOURCE_DIR}/docs/cancellation.md
+    ${SPINDLE_SOURCE_DIR}/docs/channels.md
     ${SPINDLE_SOURCE_DIR}/docs/configuration.md
     ${SPINDLE_SOURCE_DIR}/docs/fibers.md
     ${SPINDLE_SOURCE_DIR}/docs/getting-started.md
