@@ -162,6 +162,9 @@ class ChannelCore {
 inline constexpr std::size_t kMaxChannelCapacity = std::size_t{1} << 30;
 // The most cases one Select may have.
 inline constexpr int kMaxSelectCases = 1024;
+// The longest pause a contended channel lock's taker backs off for, in pause
+// instructions (it doubles from 1 up to this; then it waits as any Spinlock).
+inline constexpr int kMaxBackoffPauses = 512;
 
 // Performs exactly one of the `n` cases: one that is ready now, chosen at random among
 // the ready ones, or else (with `may_block`) the first that becomes ready, before
