@@ -155,6 +155,9 @@ TEST(SerialQueueIdleTest, AnIdleQueueKeepsNoFiber) {
 }
 
 TEST(SerialQueueDeathTest, JoinFromItsOwnTaskIsAnError) {
+  // Re-executes the binary: the test's process already has threads (TSan refuses a fork
+  // of a threaded process, and it is unsafe anyway).
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
       {
         ScopedRuntime runtime(1);
