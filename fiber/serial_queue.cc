@@ -58,15 +58,13 @@ absl::Status SerialQueue::Submit(Task task) {
 }
 
 void SerialQueue::Run() {
-  {
-    internal::SpinlockGuard guard(lock_);
-    runner_fiber_ = this_fiber::GetId();
-  }
+  const std::uint64_t self = this_fiber::GetId();
   std::size_t in_a_row = 0;
   for (;;) {
     Node* batch;
     {
       internal::SpinlockGuard guard(lock_);
+      runner_fiber_ = self;
       batch = head_;
       head_ = tail_ = nullptr;
       if (batch == nullptr) {

@@ -194,55 +194,30 @@ bool ChannelCore::TryReceiveLocked(void* out, ChannelStatus* status, FiberEntity
   return false;
 }
 
-ChannelStatus ChannelCore::Send(void* value, bool may_block, MonotonicDeadline deadline,
-                                const WaitLimits* limits) {
+ChannelStatus ChannelCore::Operate(bool send, void* slot, bool may_block,
+                                   MonotonicDeadline deadline, const WaitLimits* limits) {
   std::optional<ChannelWait> wait;  // built only to wait: most operations need none
   ChannelWaiter self;
-  FiberEntity* wake = nullptr;  // a receiver claimed here, queued after the lock is released
+  FiberEntity* wake = nullptr;  // a partner claimed here, queued after the lock is released
   ChannelStatus status = ChannelStatus::kOk;
   {
     ChannelLockGuard guard(lock_);
-    if (!TrySendLocked(value, &status, &wake)) {
+    if (!TryLocked(send, slot, &status, &wake)) {
       if (!may_block) return ChannelStatus::kWouldBlock;
       self.wait = &wait.emplace();
-      self.slot = value;
-      Link(senders_, &self);
+      self.slot = slot;
+      Link(WaitersOf(send), &self);
     }
   }
   if (self.wait == nullptr) {
     if (wake != nullptr) QueueReadyFiber(wake);
     return status;
   }
-  // Linked under the lock: a receiver that takes it afterwards finds us, and claims us
+  // Linked under the lock: a partner that takes it afterwards finds us, and claims us
   // through `wait.waiter`, which returns at once if that claim came before the park.
   const WaitResult result = wait->waiter.WaitUntil(deadline, WaitKind::kChannel, limits);
   ChannelLockGuard guard(lock_);  // the claimer's move and Settle() happened under it
-  if (self.linked) Unlink(senders_, &self);  // timed out or cancelled, unclaimed
-  return result == WaitResult::kNotified ? wait->status : StatusOf(result);
-}
-
-ChannelStatus ChannelCore::Receive(void* out, bool may_block, MonotonicDeadline deadline,
-                                   const WaitLimits* limits) {
-  std::optional<ChannelWait> wait;  // built only to wait: most operations need none
-  ChannelWaiter self;
-  FiberEntity* wake = nullptr;  // a sender claimed here, queued after the lock is released
-  ChannelStatus status = ChannelStatus::kOk;
-  {
-    ChannelLockGuard guard(lock_);
-    if (!TryReceiveLocked(out, &status, &wake)) {
-      if (!may_block) return ChannelStatus::kWouldBlock;
-      self.wait = &wait.emplace();
-      self.slot = out;
-      Link(receivers_, &self);
-    }
-  }
-  if (self.wait == nullptr) {
-    if (wake != nullptr) QueueReadyFiber(wake);
-    return status;
-  }
-  const WaitResult result = wait->waiter.WaitUntil(deadline, WaitKind::kChannel, limits);
-  ChannelLockGuard guard(lock_);  // the claimer's move and Settle() happened under it
-  if (self.linked) Unlink(receivers_, &self);  // timed out or cancelled, unclaimed
+  if (self.linked) Unlink(WaitersOf(send), &self);  // timed out or cancelled, unclaimed
   return result == WaitResult::kNotified ? wait->status : StatusOf(result);
 }
 
@@ -367,8 +342,7 @@ SelectOutcome SelectAmong(SelectCase* cases, int n, bool may_block,
     bool done;
     {
       ChannelLockGuard guard(c.channel->lock_);
-      done = c.send ? c.channel->TrySendLocked(c.slot, &status, &wake)
-                    : c.channel->TryReceiveLocked(c.slot, &status, &wake);
+      done = c.channel->TryLocked(c.send, c.slot, &status, &wake);
     }
     if (done) {
       if (wake != nullptr) QueueReadyFiber(wake);
@@ -377,7 +351,7 @@ SelectOutcome SelectAmong(SelectCase* cases, int n, bool may_block,
   }
   if (!may_block) return {-1, ChannelStatus::kWouldBlock};
 
-  std::optional<ChannelWait> wait;  // built only to wait
+  ChannelWait wait;
   ChannelWaiter* entries = scratch.entries();
   {
     lock_all();
@@ -387,37 +361,35 @@ SelectOutcome SelectAmong(SelectCase* cases, int n, bool may_block,
       if (c.channel == nullptr) continue;
       ChannelStatus status;
       FiberEntity* wake = nullptr;  // queued after the locks are released
-      if (c.send ? c.channel->TrySendLocked(c.slot, &status, &wake)
-                 : c.channel->TryReceiveLocked(c.slot, &status, &wake)) {
+      if (c.channel->TryLocked(c.send, c.slot, &status, &wake)) {
         unlock_all();
         if (wake != nullptr) QueueReadyFiber(wake);
         return {i, status};
       }
     }
-    wait.emplace();
     for (int i = 0; i < n; ++i) {
       SelectCase& c = cases[i];
       if (c.channel == nullptr) continue;
       ChannelWaiter& e = entries[i];
-      e.wait = &*wait;
+      e.wait = &wait;
       e.slot = c.slot;
       e.index = i;
-      Link(c.send ? c.channel->senders_ : c.channel->receivers_, &e);
+      Link(c.channel->WaitersOf(c.send), &e);
     }
     unlock_all();
   }
   // Every entry was linked under its channel's lock: the first operation to claim one
   // wins `wait` for its case; later claims (on the other channels) fail and pass on.
-  const WaitResult result = wait->waiter.WaitUntil(deadline, WaitKind::kChannel, limits);
+  const WaitResult result = wait.waiter.WaitUntil(deadline, WaitKind::kChannel, limits);
   lock_all();  // the winner's move and Settle() happened under its channel's lock
   for (int i = 0; i < n; ++i) {
     SelectCase& c = cases[i];
     if (c.channel != nullptr && entries[i].linked) {
-      Unlink(c.send ? c.channel->senders_ : c.channel->receivers_, &entries[i]);
+      Unlink(c.channel->WaitersOf(c.send), &entries[i]);
     }
   }
   const SelectOutcome outcome = result == WaitResult::kNotified
-                                    ? SelectOutcome{wait->won, wait->status}
+                                    ? SelectOutcome{wait.won, wait.status}
                                     : SelectOutcome{-1, StatusOf(result)};
   unlock_all();
   return outcome;

@@ -115,10 +115,14 @@ class ChannelCore {
   // full unless `may_block` is false (kWouldBlock), until `deadline`, or while
   // `limits` (an interruptible wait's) allow.
   ChannelStatus Send(void* value, bool may_block, MonotonicDeadline deadline,
-                     const WaitLimits* limits);
+                     const WaitLimits* limits) {
+    return Operate(true, value, may_block, deadline, limits);
+  }
   // Receives into the unconstructed storage `out` (constructed only on kOk).
   ChannelStatus Receive(void* out, bool may_block, MonotonicDeadline deadline,
-                        const WaitLimits* limits);
+                        const WaitLimits* limits) {
+    return Operate(false, out, may_block, deadline, limits);
+  }
   // Closes the channel and wakes every blocked operation; true for the call that
   // closed it, false if it was closed already.
   bool Close();
@@ -139,6 +143,20 @@ class ChannelCore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
   bool TryReceiveLocked(void* out, ChannelStatus* status, FiberEntity** wake)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_);
+  // TrySendLocked() (`send`) or TryReceiveLocked() of the value or storage at `slot`.
+  bool TryLocked(bool send, void* slot, ChannelStatus* status, FiberEntity** wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_) {
+    return send ? TrySendLocked(slot, status, wake) : TryReceiveLocked(slot, status, wake);
+  }
+  // Where the blocked operations of a side wait: senders (`send`) or receivers.
+  ChannelWaiterList& WaitersOf(bool send) ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_) {
+    return send ? senders_ : receivers_;
+  }
+  // Send() (`send`) or Receive(): tries under the lock; else, with `may_block`, links
+  // an entry for itself on its side's list and parks until claimed, the deadline or the
+  // cancellation.
+  ChannelStatus Operate(bool send, void* slot, bool may_block, MonotonicDeadline deadline,
+                        const WaitLimits* limits);
   // A Select's locking: `n` distinct channels, in address order (and back). The
   // analysis cannot follow a lock per array element.
   static void LockAll(ChannelCore* const* channels, int n) ABSL_NO_THREAD_SAFETY_ANALYSIS;
