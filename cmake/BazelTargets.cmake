@@ -995,7 +995,9 @@ spindle_cc_library(runtime.internal.fiber_worker
     third_party.glog
     fiber.internal.fiber_entity
     fiber.internal.spinlock
+    fiber.internal.stack_allocator
     fiber.internal.switch_safe_tls
+    runtime.internal.base.live_fibers
     runtime.internal.base.metrics
     runtime.internal.base.ready_batch
     runtime.internal.base.topology

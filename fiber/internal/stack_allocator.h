@@ -351,6 +351,10 @@ class StackCache {
   static StackCache& ForThisThread(std::uint8_t stack_class = 0);
   // The calling thread's cache for stacks of `stack`'s size (to give it back).
   static StackCache& ForStack(const Stack& stack);
+  // Builds the calling thread's cache of the default stack class with room for the
+  // most it holds (two batches), so that the first stack the thread takes or gives
+  // back allocates nothing: for a runtime thread as it starts (a worker).
+  static void PrepareThisThread();
 
   // A stack ready for use (unpoisoned for ASan). When none can be had (TryGet()
   // fails), it waits for one, polling the pool with a growing pause (up to 100 ms),

@@ -32,6 +32,12 @@ StackCache& StackCache::ForThisThread(std::uint8_t stack_class) {
   return *cache;
 }
 
+void StackCache::PrepareThisThread() {
+  StackCache& cache = ForThisThread(0);
+  // Put() spills a batch once the cache holds two.
+  cache.cached_.reserve(2 * cache.allocator_->batch_size());
+}
+
 StackCache& StackCache::ForStack(const Stack& stack) {
   if (stack.size == ForThisThread(0).allocator()->stack_size()) return ForThisThread(0);
   return ForThisThread(StackClassFor(stack.size));

@@ -13,10 +13,12 @@
 
 #include "fiber/internal/fiber_entity.h"
 #include "fiber/internal/spinlock.h"
+#include "fiber/internal/stack_allocator.h"
 #include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
-#include "runtime/internal/base/ready_batch.h"
+#include "runtime/internal/base/live_fibers.h"
 #include "runtime/internal/base/metrics.h"
+#include "runtime/internal/base/ready_batch.h"
 #include "runtime/internal/queues/global_run_queue.h"
 #include "runtime/internal/seams/chaos.h"
 #include "runtime/internal/seams/test_seams.h"
@@ -56,10 +58,13 @@ void FiberWorker::Run() {
   if (!cpus_.empty()) SetCurrentThreadAffinity(cpus_, affinity_cpus_);
   *CurrentWorkerSlot() = this;
   MarkThisThreadAsRuntimeThread(true);
-  // Its first bump of a counter and its first batch of wake-ups, on hot paths, allocate
+  // Its first bump of a counter, its first batch of wake-ups, and the first fiber it
+  // starts or ends (its live-fiber counters, its stack cache), on hot paths, allocate
   // nothing.
   PrepareThisThreadCounters();
   ReadyBatch::PrepareThisThread();
+  PrepareThisThreadFiberCounters();
+  StackCache::PrepareThisThread();
   group_->BindWorkerThread(index_);
   if constexpr (kTestSeams) {
     ChaosBindWorker(group_->index(), index_);  // chaos mode's decisions, reproducibly

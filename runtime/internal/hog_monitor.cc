@@ -262,6 +262,10 @@ HogMonitor::HogMonitor(const HogMonitorOptions& options, std::vector<MonitoredWo
   if (shorter == std::chrono::milliseconds::max()) return;  // both off: no thread
   if (options_.report.count() > 0) InstallCaptureHandler();
   thread_ = std::thread([this] { Run(); });
+  // Started means running: the thread's own set-up (which allocates) is done before
+  // the runtime's start returns, not in the middle of the caller's first work.
+  std::unique_lock<std::mutex> lock(mutex_);
+  wake_.wait(lock, [this] { return started_; });
 }
 
 HogMonitor::~HogMonitor() {
@@ -281,6 +285,8 @@ void HogMonitor::Run() {
   MarkThisThreadAsRuntimeThread(true);
   PrepareThisThreadCounters();
   std::unique_lock<std::mutex> lock(mutex_);
+  started_ = true;
+  wake_.notify_all();  // the constructor waits for it
   while (!stopping_) {
     lock.unlock();
     const bool busy = Round(std::chrono::steady_clock::now());

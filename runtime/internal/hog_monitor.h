@@ -106,6 +106,7 @@ class HogMonitor {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;  // guarded by mutex_
+  bool started_ = false;   // guarded by mutex_: the thread has prepared itself
   std::thread thread_;
 };
 

@@ -87,6 +87,8 @@ void CountFiberFinished() {
   finished.store(finished.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
+void PrepareThisThreadFiberCounters() { ThisThreadCounters(); }
+
 void CountFiberStarted(std::size_t n) {
   std::atomic<std::uint64_t>& started = ThisThreadCounters().started;
   // release: pairs with Live()'s acquire loads. Single writer: see CountFiberFinished().

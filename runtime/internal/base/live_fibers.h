@@ -21,6 +21,9 @@ void CountFiberStarted(std::size_t n);
 // Counts one fiber as finished on this thread (the runtime's exit path, and a fiber run
 // inline by its joiner, which never reaches that path).
 void CountFiberFinished();
+// Registers the calling thread's counters now, so that its first start or finish of a
+// fiber allocates nothing: for a runtime thread as it starts (a worker).
+void PrepareThisThreadFiberCounters();
 
 }  // namespace spindle::internal
 
