@@ -3357,6 +3357,7 @@ spindle_cc_test(sync.channel_allocation_test
     sync/channel_allocation_test.cc
   DEPS
     sync.sync
+    third_party.gflags
     third_party.gtest_main
     fiber.fiber
     runtime.runtime

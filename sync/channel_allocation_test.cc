@@ -11,12 +11,16 @@
 #include <cstdint>
 
 #include "fiber/fiber.h"
+#include "gflags/gflags.h"
 #include "gtest/gtest.h"
 #include "runtime/internal/testing/allocation_counter.h"
 #include "runtime/internal/testing/runtime_testing.h"
 #include "sync/channel.h"
 #include "sync/event.h"
 #include "sync/latch.h"
+
+DECLARE_uint64(fiber_hog_rescue_ms);
+DECLARE_uint64(fiber_hog_report_ms);
 
 namespace spindle {
 namespace {
@@ -79,6 +83,12 @@ TEST(ChannelAllocationTest, SendsReceivesAndSelectsAllocateNothing) {
     GTEST_SKIP() << "globalfifo's queue is an unbounded std::deque (a baseline, not for "
                     "production): its pushes allocate";
   }
+  // The hog monitor off: on a starved machine (CI runs two tests on two cores) it
+  // rescues the fibers of a worker descheduled for 10 ms and reports one stuck for a
+  // second, and both allocate; this test measures the channels, not a starved runtime.
+  gflags::FlagSaver flags;
+  FLAGS_fiber_hog_rescue_ms = 0;
+  FLAGS_fiber_hog_report_ms = 0;
   ScopedRuntime runtime(2);
   // The warm-up, until a round allocates nothing: the runtime's threads build their
   // per-thread structures on first use (a worker that ends its first fiber, a thread the
