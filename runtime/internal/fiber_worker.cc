@@ -5,6 +5,7 @@
 
 #include "runtime/internal/fiber_worker.h"
 
+#include <climits>
 #include <string>
 #include <utility>
 
@@ -16,6 +17,7 @@
 #include "fiber/internal/stack_allocator.h"
 #include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
+#include "runtime/internal/base/futex.h"
 #include "runtime/internal/base/live_fibers.h"
 #include "runtime/internal/base/metrics.h"
 #include "runtime/internal/base/ready_batch.h"
@@ -48,6 +50,12 @@ void FiberWorker::Start() {
   thread_ = std::thread([this] { Run(); });
 }
 
+void FiberWorker::WaitUntilSetUp() {
+  // acquire: pairs with Run()'s release store; the futex re-checks the word, so a store
+  // and wake between our load and our wait only makes the wait return at once.
+  while (set_up_.load(std::memory_order_acquire) == 0) FutexWait(&set_up_, 0);
+}
+
 void FiberWorker::Join() { thread_.join(); }
 
 void FiberWorker::Run() {
@@ -70,6 +78,9 @@ void FiberWorker::Run() {
     ChaosBindWorker(group_->index(), index_);  // chaos mode's decisions, reproducibly
   }
   FiberEntity* master = GetMasterFiberEntity();
+  // release: pairs with WaitUntilSetUp()'s acquire load.
+  set_up_.store(1, std::memory_order_release);
+  FutexWake(&set_up_, INT_MAX);
   BusyPoll& progress = group_->busy_poll();  // what the hog monitor reads
   for (;;) {
     progress.NoteIdle(index_, true);

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "fiber/internal/atomic.h"
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/group/idle_path.h"
 
@@ -39,6 +40,12 @@ class FiberWorker final {
   FiberWorker& operator=(const FiberWorker&) = delete;
 
   void Start();
+  // After Start(): returns once the thread has set itself up (its thread-locals built, its
+  // master fiber made), so that a runtime whose start returned allocates nothing more
+  // for its threads and every worker has its kernel id. A thread the OS starts late on a
+  // busy machine would otherwise do it while the program runs (channel_allocation_test
+  // counted it). Start() every worker first, then wait: they set up in parallel.
+  void WaitUntilSetUp();
   // Returns once the group is stopping and the thread has left its loop.
   void Join();
 
@@ -59,6 +66,7 @@ class FiberWorker final {
   IdlePath idle_;
   std::thread thread_;
   std::atomic<int> kernel_thread_id_{0};  // relaxed: a value for /proc look-ups only
+  Atomic<int> set_up_{0};  // 1 once Run() has set the thread up (WaitUntilSetUp)
 };
 
 // The worker whose thread calls this, or nullptr on other threads. Out of line and never

@@ -62,6 +62,7 @@ void Runtime::Start(const RuntimeOptions& options) {
   }
   g_runtime.store(runtime, std::memory_order_release);
   for (auto& worker : runtime->workers_) worker->Start();
+  for (auto& worker : runtime->workers_) worker->WaitUntilSetUp();
   std::vector<MonitoredWorker> watched;
   for (auto& worker : runtime->workers_) {
     watched.push_back({worker->group(), worker->index(), worker->thread_handle(),

@@ -171,6 +171,7 @@ void StartTimerWorkers(const std::vector<SchedulingGroup*>& groups) {
     workers->push_back(std::make_unique<TimerWorker>(groups[g], GroupWorkerCount(groups[g])));
   }
   for (auto& worker : *workers) worker->Start();
+  for (auto& worker : *workers) worker->WaitUntilSetUp();
   g_timer_workers.store(workers, std::memory_order_release);
 }
 
@@ -205,6 +206,11 @@ TimerWorker::~TimerWorker() {
 
 void TimerWorker::Start() {
   thread_ = std::thread([this] { Run(); });
+}
+
+void TimerWorker::WaitUntilSetUp() {
+  // acquire: pairs with Run()'s release store; the futex re-checks the word.
+  while (set_up_.load(std::memory_order_acquire) == 0) FutexWait(&set_up_, 0);
 }
 
 void TimerWorker::Stop() {
@@ -481,6 +487,9 @@ void TimerWorker::Run() {
   PrepareThisThreadCounters();
   ReadyBatch::PrepareThisThread();
 #endif
+  // release: pairs with WaitUntilSetUp()'s acquire load.
+  set_up_.store(1, std::memory_order_release);
+  FutexWake(&set_up_, INT_MAX);
   std::size_t compaction_tick = 0;
   for (;;) {
     // Step 1, then the stop check, in this order. acquire: pairs with the release RMW

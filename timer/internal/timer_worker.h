@@ -84,6 +84,9 @@ class TimerWorker final : public GroupTimers {
   TimerWorker& operator=(const TimerWorker&) = delete;
 
   void Start();
+  // After Start(): returns once the thread has set itself up (its thread-locals built),
+  // as FiberWorker::WaitUntilSetUp() does for a worker.
+  void WaitUntilSetUp();
   // Stops the thread; timers still pending are cancelled and released. After it returns
   // no callback of this worker starts.
   void Stop();
@@ -194,6 +197,7 @@ class TimerWorker final : public GroupTimers {
   const std::unique_ptr<TimerQueue[]> queues_;  // one per worker of the group
   const std::uint64_t serial_;  // unique per TimerWorker, see ThisThreadList()
   std::thread thread_;
+  Atomic<int> set_up_{0};  // 1 once Run() has set its thread up (WaitUntilSetUp)
   Atomic<bool> stopping_{false};
 
   OsMutex producers_lock_;
