@@ -68,6 +68,11 @@ TEST(StrategyRegistryTest, EachStrategysFlagsAreCheckedByItsEntry) {
             "--fiber_v2_stage_size=1000 is out of range: accepted [0, 256]");
   gflags::SetCommandLineOption("fiber_v2_stage_size", "0");
   EXPECT_EQ(FindStrategy("v2")->validate_flags(), "");
+  gflags::SetCommandLineOption("fiber_v2_runnext_grace_ns", "1000001");
+  EXPECT_EQ(FindStrategy("v2")->validate_flags(),
+            "--fiber_v2_runnext_grace_ns=1000001 is out of range: accepted [0, 1000000]");
+  gflags::SetCommandLineOption("fiber_v2_runnext_grace_ns", "0");
+  EXPECT_EQ(FindStrategy("v2")->validate_flags(), "");
   gflags::SetCommandLineOption("fiber_v1_stage_size", "257");
   EXPECT_EQ(FindStrategy("v1")->validate_flags(),
             "--fiber_v1_stage_size=257 is out of range: accepted [0, 256]");

@@ -105,6 +105,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "fiber/internal/cycle_clock.h"
 #include "fiber/internal/spinlock.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -137,6 +138,11 @@ DEFINE_uint64(fiber_v2_stage_size, 64,
               "runnext slot while every worker is busy before they go to its local "
               "queue (default 64; 0 = none). Range [0, 256]. They move at the worker's "
               "next switch, to an idle sibling, or when the stage is full.");
+DEFINE_uint64(fiber_v2_runnext_grace_ns, 3000,
+              "Strategy v2: how long an idle worker that found a fiber in a busy "
+              "sibling's runnext slot (its last resort) waits for the sibling to take it "
+              "itself before stealing it, in nanoseconds (default 3000, as Go's "
+              "runqgrab; 0 = steal at once). Range [0, 1000000].");
 DEFINE_uint64(fiber_v2_global_check_interval, 61,
               "Strategy v2: a worker looks at its group's global queue first once every "
               "this many scheduling rounds, even with local work (default 61, as Go). "
@@ -146,6 +152,7 @@ namespace spindle::internal {
 namespace {
 
 constexpr std::uint64_t kMaxGlobalCheckInterval = 1000000;
+constexpr std::uint64_t kMaxRunnextGraceNs = 1000000;
 
 std::string ValidateV2Flags() {
   std::string error = ValidateLocalQueueCapacity(FLAGS_fiber_v2_local_queue_size);
@@ -170,6 +177,10 @@ std::string ValidateV2Flags() {
   if (FLAGS_fiber_v2_stage_size > kMaxStageCapacity) {
     return "--fiber_v2_stage_size=" + std::to_string(FLAGS_fiber_v2_stage_size) +
            " is out of range: accepted [0, " + std::to_string(kMaxStageCapacity) + "]";
+  }
+  if (FLAGS_fiber_v2_runnext_grace_ns > kMaxRunnextGraceNs) {
+    return "--fiber_v2_runnext_grace_ns=" + std::to_string(FLAGS_fiber_v2_runnext_grace_ns) +
+           " is out of range: accepted [0, " + std::to_string(kMaxRunnextGraceNs) + "]";
   }
   if (FLAGS_fiber_v2_global_check_interval < 1 ||
       FLAGS_fiber_v2_global_check_interval > kMaxGlobalCheckInterval) {
@@ -201,6 +212,7 @@ StrategyV2Settings StrategyV2Settings::FromFlags() {
                                                                : GlobalTake::kShare;
   settings.overflow_half = FLAGS_fiber_v2_overflow == "half";
   settings.stage_capacity = FLAGS_fiber_v2_stage_size;
+  settings.runnext_grace_ns = FLAGS_fiber_v2_runnext_grace_ns;
   return settings;
 }
 
@@ -240,6 +252,12 @@ StrategyV2::StrategyV2(const SchedulingGroupOptions& options,
   }
   // Sized now: a rescue allocates nothing (timer_allocation_test counts every thread's).
   rescue_entries_.resize(settings.local_queue_capacity + 1 + settings.stage_capacity);
+#if !defined(SPINDLE_MODEL_CHECK)
+  // Models leave it 0: their scheduler explores every order of the look and the CAS,
+  // and a wait in ticks means nothing there.
+  runnext_grace_ticks_ = static_cast<std::uint64_t>(
+      static_cast<double>(settings.runnext_grace_ns) / CycleClockNanosPerTick());
+#endif
   rescue_stealable_.reset(
       new bool[settings.local_queue_capacity + 1 + settings.stage_capacity]);
 }

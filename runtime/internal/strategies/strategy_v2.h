@@ -39,6 +39,8 @@ struct StrategyV2Settings {
   // --fiber_v2_stage_size: each worker's stage, in fibers (0: none).
   std::size_t stage_capacity = 64;
   bool overflow_half = true;  // --fiber_v2_overflow: half of a full local queue, or one
+  // --fiber_v2_runnext_grace_ns: how long a thief leaves a busy sibling's runnext to it.
+  std::uint64_t runnext_grace_ns = 3000;
   // The flags' values (which kStrategyV2Entry.validate_flags checks).
   static StrategyV2Settings FromFlags();
 };
@@ -126,6 +128,9 @@ class StrategyV2 final : public SchedulingStrategy {
   void Notify() { notifier_.Notify(); }
   // Whether any queue of the group holds an entry (a relaxed snapshot).
   bool AnyQueued() const;
+  // RG1 (strategy_v2_steal.cc): whether `entry` is still in a sibling's runnext `slot`
+  // after the grace (runnext_grace_ticks_), during which its owner may take it.
+  bool RunnextOutlastsGrace(const Atomic<std::uintptr_t>& slot, std::uintptr_t entry) const;
 
   const SchedulingGroupOptions options_;
   const StrategyV2Settings settings_;
@@ -139,6 +144,8 @@ class StrategyV2 final : public SchedulingStrategy {
   std::vector<std::uintptr_t> rescue_entries_;
   std::unique_ptr<bool[]> rescue_stealable_;
   Atomic<std::size_t> next_victim_{0};  // spreads cross-group steals
+  // settings_.runnext_grace_ns in CycleClockNow() ticks (0: no grace, and in models).
+  std::uint64_t runnext_grace_ticks_ = 0;
 };
 
 struct alignas(64) StrategyV2::Worker {

@@ -8,7 +8,8 @@
 //
 // Searching (StealInGroup, asked by the idle path after TakeNext): siblings' inboxes
 // first (half of one, moved to our own inbox: timer wake-ups are overdue), then half a
-// sibling's local queue (or one entry with --fiber_v2_steal=one), then a runnext slot.
+// sibling's local queue (or one entry with --fiber_v2_steal=one), then a runnext slot,
+// once its owner has had the grace to take it (RG1, --fiber_v2_runnext_grace_ns).
 //
 // Stealing between groups (StealBatch, for thieves): up to half of the global queue's
 // ring (its oldest stealable entries), else up to half of one worker's local queue.
@@ -24,6 +25,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "fiber/internal/cycle_clock.h"
+#include "fiber/internal/spinlock.h"
 #include "runtime/internal/base/fiber_desc.h"
 
 namespace spindle::internal {
@@ -71,14 +74,15 @@ std::uintptr_t StrategyV2::StealInGroup(std::size_t worker) {
     if (std::uintptr_t entry = TakeFromSiblingStage(worker)) return entry;
   }
   // Then the runnext slots: a fiber started by a fiber that keeps its worker busy (it
-  // spins, or runs long) must not wait for it.
+  // spins, or runs long) must not wait for it; but most are about to run where they are
+  // (RG1).
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t v = (start + i) % n;
     if (v == worker) continue;
     Atomic<std::uintptr_t>& slot = workers_[v]->runnext;
     // relaxed: a hint; the acquire CAS decides and pairs with the owner's exchange.
     std::uintptr_t entry = slot.load(std::memory_order_relaxed);
-    if (entry != 0 &&
+    if (entry != 0 && RunnextOutlastsGrace(slot, entry) &&
         slot.compare_exchange_strong(entry, 0, std::memory_order_acquire,
                                      std::memory_order_relaxed) &&
         ClaimEntry(entry)) {
@@ -87,6 +91,35 @@ std::uintptr_t StrategyV2::StealInGroup(std::size_t worker) {
     }
   }
   return 0;
+}
+
+// RG1. A fiber in a busy sibling's runnext was nearly always made ready by the fiber
+// running there, which is about to park, end or join it: a channel's or an event's
+// partner, a spawned child. Its own worker runs it within a switch (~100 ns), with its
+// lines in that core's cache; a thief that takes it moves the pair apart, and then every
+// hand-off between them crosses cores (and the next wake-up goes to the thief's runnext,
+// where the first worker, idle now, steals it back). So, as Go's runqgrab sleeps 3 us
+// before it takes a running P's runnext, a thief leaves the slot to its owner for the
+// grace, looking at it between pauses, and gives up on it when it changes.
+// Nothing is lost by giving up: the entry was taken by its owner (or displaced to the
+// owner's local tail, which the next search looks at), and a thief that finds nothing
+// anywhere re-checks every queue before it sleeps (W3, AnyQueued).
+bool StrategyV2::RunnextOutlastsGrace(const Atomic<std::uintptr_t>& slot,
+                                      std::uintptr_t entry) const {
+  if (runnext_grace_ticks_ == 0) return true;
+#if defined(SPINDLE_MODEL_CHECK)
+  (void)slot;
+  (void)entry;
+  return true;  // unreachable: models keep no grace
+#else
+  const std::uint64_t until = CycleClockNow() + runnext_grace_ticks_;
+  do {
+    CpuRelax();
+    // relaxed: a hint, as the first look; the caller's CAS decides.
+    if (slot.load(std::memory_order_relaxed) != entry) return false;
+  } while (CycleClockNow() < until);
+  return true;
+#endif
 }
 
 std::uintptr_t StrategyV2::StealFromInboxes(Worker& me, std::size_t worker,

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -371,6 +372,38 @@ TEST(StrategyV2Test, BusyWorkersStageWhatRunnextDisplaces) {
   EXPECT_EQ(TakeId(v2->TakeNext(0)), 3u);
   EXPECT_EQ(v2->TakeNext(0), 0u);
   EXPECT_TRUE(v2->UnsafeEmpty());
+}
+
+// RG1: a thief leaves a sibling's runnext to it for the grace. Left there, the thief
+// takes it once the grace is over; taken by its owner meanwhile, the thief gives up on it
+// at once (it does not wait out the rest of the grace) and finds nothing.
+TEST(StrategyV2Test, AThiefTakesARunnextFiberOnlyAfterTheGrace) {
+  StrategyV2Settings settings;
+  settings.runnext_grace_ns = 1000000;  // 1 ms
+  StrategyPtr v2 = MakeV2With(2, settings);
+  v2->Enqueue(Desc(1), true, ReadyReason::kStarted, /*origin=*/0);  // runnext
+  EXPECT_EQ(TakeId(v2->StealInGroup(1)), 1u) << "nobody took it during the grace";
+  EXPECT_EQ(v2->TakeNext(0), 0u);
+}
+
+TEST(StrategyV2Test, AThiefGivesUpARunnextFiberItsOwnerTakesDuringTheGrace) {
+  StrategyV2Settings settings;
+  // Longer than the test's deadline: a thief that waited it out would fail the test.
+  settings.runnext_grace_ns = 600ull * 1000 * 1000 * 1000;
+  StrategyPtr v2 = MakeV2With(2, settings);
+  v2->Enqueue(Desc(1), true, ReadyReason::kStarted, /*origin=*/0);  // runnext
+  std::atomic<bool> searching{false};
+  std::uintptr_t stolen = 1;
+  std::thread thief([&] {
+    searching.store(true);
+    stolen = v2->StealInGroup(1);
+  });
+  while (!searching.load()) std::this_thread::yield();
+  // Whether the thief is in its grace or has not looked yet, the owner takes its fiber.
+  EXPECT_EQ(TakeId(v2->TakeNext(0)), 1u);
+  thief.join();
+  EXPECT_EQ(stolen, 0u) << "the thief finds nothing left";
+  EXPECT_EQ(v2->stats().steals_in_group, 0u);
 }
 
 // A worker that searches turns staging off: the displaced entry goes to the local
