@@ -101,13 +101,19 @@ ChannelWaiter* PopFront(ChannelWaiterList& list) {
 // channel's lock is released (TimedWaiter::NotifyDeferred: one queue push, into the
 // waker's runnext where the strategy has one); without, it is queued at once (into the
 // caller's ReadyBatch).
-ChannelWaiter* ClaimFirst(ChannelWaiterList& list, FiberEntity** wake) {
+__attribute__((noinline)) ChannelWaiter* ClaimFirstWaiting(ChannelWaiterList& list,
+                                                            FiberEntity** wake) {
   while (ChannelWaiter* w = PopFront(list)) {
     if (wake != nullptr ? w->wait->waiter.NotifyDeferred(wake) : w->wait->waiter.Notify()) {
       return w;
     }
   }
   return nullptr;
+}
+
+// Inline: most operations on a busy buffered channel find nobody waiting.
+inline ChannelWaiter* ClaimFirst(ChannelWaiterList& list, FiberEntity** wake) {
+  return list.head == nullptr ? nullptr : ClaimFirstWaiting(list, wake);
 }
 
 // The claimer's last word to a claimed waiter (under the channel's lock, after the move).
@@ -139,7 +145,7 @@ ChannelCore::~ChannelCore() {
   ChannelLockGuard guard(lock_);
   CHECK(senders_.head == nullptr && receivers_.head == nullptr)
       << "a spindle::Channel was destroyed while fibers or threads were blocked on it";
-  for (std::size_t i = 0; i < count_; ++i) ops_.destroy(SlotAt(i));
+  for (std::size_t i = 0; i < count_; ++i) DestroyValue(SlotAt(i));
   if (storage_ != nullptr) ::operator delete(storage_, std::align_val_t(ops_.align));
 }
 
@@ -150,13 +156,13 @@ bool ChannelCore::TrySendLocked(void* value, ChannelStatus* status, FiberEntity*
   }
   // A receiver waits only while the ring is empty: hand the value over directly.
   if (ChannelWaiter* r = ClaimFirst(receivers_, wake)) {
-    ops_.move_to(value, r->slot);
+    MoveValue(value, r->slot);
     Settle(r, ChannelStatus::kOk);
     *status = ChannelStatus::kOk;
     return true;
   }
   if (count_ < capacity_) {
-    ops_.move_to(value, SlotAt(count_));
+    MoveValue(value, SlotAt(count_));
     ++count_;
     *status = ChannelStatus::kOk;
     return true;
@@ -167,14 +173,14 @@ bool ChannelCore::TrySendLocked(void* value, ChannelStatus* status, FiberEntity*
 bool ChannelCore::TryReceiveLocked(void* out, ChannelStatus* status, FiberEntity** wake) {
   if (count_ > 0) {
     void* oldest = SlotAt(0);
-    ops_.move_to(oldest, out);
-    ops_.destroy(oldest);
-    head_ = (head_ + 1) % capacity_;
+    MoveValue(oldest, out);
+    DestroyValue(oldest);
+    if (++head_ == capacity_) head_ = 0;
     --count_;
     // A sender waits only while the ring is full: its value takes the freed place, so
     // the values stay in the order they were sent.
     if (ChannelWaiter* s = ClaimFirst(senders_, wake)) {
-      ops_.move_to(s->slot, SlotAt(count_));
+      MoveValue(s->slot, SlotAt(count_));
       ++count_;
       Settle(s, ChannelStatus::kOk);
     }
@@ -182,7 +188,7 @@ bool ChannelCore::TryReceiveLocked(void* out, ChannelStatus* status, FiberEntity
     return true;
   }
   if (ChannelWaiter* s = ClaimFirst(senders_, wake)) {  // a rendezvous
-    ops_.move_to(s->slot, out);
+    MoveValue(s->slot, out);
     Settle(s, ChannelStatus::kOk);
     *status = ChannelStatus::kOk;
     return true;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <type_traits>
 
@@ -34,6 +35,9 @@ struct ChannelElementOps {
   // (moved-from) for its owner to destroy.
   void (*move_to)(void* from, void* to) noexcept;
   void (*destroy)(void* value) noexcept;
+  // A trivially copyable type: moved by copying its bytes, destroyed by nothing (no call
+  // through move_to and destroy on the hot path).
+  bool trivial;
 };
 
 template <class T>
@@ -42,7 +46,8 @@ struct ChannelOpsFor {
     ::new (to) T(static_cast<T&&>(*static_cast<T*>(from)));
   }
   static void Destroy(void* value) noexcept { static_cast<T*>(value)->~T(); }
-  static constexpr ChannelElementOps kOps{sizeof(T), alignof(T), &MoveTo, &Destroy};
+  static constexpr ChannelElementOps kOps{sizeof(T), alignof(T), &MoveTo, &Destroy,
+                                          std::is_trivially_copyable_v<T>};
 };
 
 // A blocked operation's entry in a channel's list of senders or receivers, on the
@@ -161,8 +166,25 @@ class ChannelCore {
   // analysis cannot follow a lock per array element.
   static void LockAll(ChannelCore* const* channels, int n) ABSL_NO_THREAD_SAFETY_ANALYSIS;
   static void UnlockAll(ChannelCore* const* channels, int n) ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  // The ring's index-th value from the oldest, index < capacity_. No division: head_ <
+  // capacity_, so one wrap at most.
   void* SlotAt(std::size_t index) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_) {
-    return storage_ + ((head_ + index) % capacity_) * ops_.size;
+    std::size_t i = head_ + index;
+    if (i >= capacity_) i -= capacity_;
+    return storage_ + i * ops_.size;
+  }
+  // ops_.move_to() and ops_.destroy(), without the calls for a trivial type.
+  void MoveValue(void* from, void* to) const {
+    if (!ops_.trivial) {
+      ops_.move_to(from, to);
+    } else if (ops_.size == sizeof(std::uint64_t)) {
+      std::memcpy(to, from, sizeof(std::uint64_t));  // the common case, one load and store
+    } else {
+      std::memcpy(to, from, ops_.size);
+    }
+  }
+  void DestroyValue(void* value) const {
+    if (!ops_.trivial) ops_.destroy(value);
   }
 
   mutable Spinlock lock_;
