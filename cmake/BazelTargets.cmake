@@ -749,6 +749,7 @@ spindle_cc_library(runtime.internal.queues.wake_inbox
 spindle_cc_library(runtime.internal.strategies.strategy_v2
   SRCS
     runtime/internal/strategies/strategy_v2.cc
+    runtime/internal/strategies/strategy_v2_flags.cc
     runtime/internal/strategies/strategy_v2_steal.cc
   HDRS
     runtime/internal/strategies/strategy_v2.h
@@ -757,6 +758,7 @@ spindle_cc_library(runtime.internal.strategies.strategy_v2
     third_party.gflags
     third_party.glog
     fiber.internal.atomic
+    fiber.internal.cycle_clock
     fiber.internal.spinlock
     runtime.internal.base.fiber_desc
     runtime.internal.base.futex
@@ -993,10 +995,12 @@ spindle_cc_library(runtime.internal.fiber_worker
     runtime/internal/fiber_worker.h
   DEPS
     third_party.glog
+    fiber.internal.atomic
     fiber.internal.fiber_entity
     fiber.internal.spinlock
     fiber.internal.stack_allocator
     fiber.internal.switch_safe_tls
+    runtime.internal.base.futex
     runtime.internal.base.live_fibers
     runtime.internal.base.metrics
     runtime.internal.base.ready_batch
@@ -2579,6 +2583,7 @@ spindle_cc_library(runtime.internal.strategies.strategies_for_models
     runtime/internal/strategies/scheduling_strategy.cc
     runtime/internal/strategies/strategy_v1.cc
     runtime/internal/strategies/strategy_v2.cc
+    runtime/internal/strategies/strategy_v2_flags.cc
     runtime/internal/strategies/strategy_v2_steal.cc
   HDRS
     runtime/internal/strategies/scheduling_strategy.h
@@ -2589,6 +2594,7 @@ spindle_cc_library(runtime.internal.strategies.strategies_for_models
     third_party.gflags
     third_party.glog
     fiber.internal.atomic
+    fiber.internal.cycle_clock
     fiber.internal.model_testing
     fiber.internal.spinlock
     runtime.internal.base.fiber_desc
