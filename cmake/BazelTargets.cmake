@@ -995,14 +995,13 @@ spindle_cc_library(runtime.internal.fiber_worker
     runtime/internal/fiber_worker.h
   DEPS
     third_party.glog
-    fiber.internal.atomic
     fiber.internal.fiber_entity
     fiber.internal.spinlock
     fiber.internal.stack_allocator
     fiber.internal.switch_safe_tls
-    runtime.internal.base.futex
     runtime.internal.base.live_fibers
     runtime.internal.base.metrics
+    runtime.internal.base.parker
     runtime.internal.base.ready_batch
     runtime.internal.base.topology
     runtime.internal.group.idle_path
@@ -1036,6 +1035,7 @@ spindle_cc_library(runtime.internal.hog_monitor
     fiber.internal.fiber_entity
     fiber.internal.stack_allocator
     runtime.internal.base.metrics
+    runtime.internal.base.parker
     runtime.internal.group.scheduling_group
     runtime.internal.observability.fiber_dump
     runtime.internal.queues.global_run_queue)

@@ -5,7 +5,6 @@
 
 #include "runtime/internal/fiber_worker.h"
 
-#include <climits>
 #include <string>
 #include <utility>
 
@@ -17,7 +16,6 @@
 #include "fiber/internal/stack_allocator.h"
 #include "fiber/internal/switch_safe_tls.h"
 #include "glog/logging.h"
-#include "runtime/internal/base/futex.h"
 #include "runtime/internal/base/live_fibers.h"
 #include "runtime/internal/base/metrics.h"
 #include "runtime/internal/base/ready_batch.h"
@@ -50,11 +48,7 @@ void FiberWorker::Start() {
   thread_ = std::thread([this] { Run(); });
 }
 
-void FiberWorker::WaitUntilSetUp() {
-  // acquire: pairs with Run()'s release store; the futex re-checks the word, so a store
-  // and wake between our load and our wait only makes the wait return at once.
-  while (set_up_.load(std::memory_order_acquire) == 0) FutexWait(&set_up_, 0);
-}
+void FiberWorker::WaitUntilSetUp() { set_up_.Wait(); }
 
 void FiberWorker::Join() { thread_.join(); }
 
@@ -78,9 +72,7 @@ void FiberWorker::Run() {
     ChaosBindWorker(group_->index(), index_);  // chaos mode's decisions, reproducibly
   }
   FiberEntity* master = GetMasterFiberEntity();
-  // release: pairs with WaitUntilSetUp()'s acquire load.
-  set_up_.store(1, std::memory_order_release);
-  FutexWake(&set_up_, INT_MAX);
+  set_up_.Set();
   BusyPoll& progress = group_->busy_poll();  // what the hog monitor reads
   for (;;) {
     progress.NoteIdle(index_, true);

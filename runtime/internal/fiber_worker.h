@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "fiber/internal/atomic.h"
+#include "runtime/internal/base/parker.h"
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/group/idle_path.h"
 
@@ -66,7 +66,7 @@ class FiberWorker final {
   IdlePath idle_;
   std::thread thread_;
   std::atomic<int> kernel_thread_id_{0};  // relaxed: a value for /proc look-ups only
-  Atomic<int> set_up_{0};  // 1 once Run() has set the thread up (WaitUntilSetUp)
+  OneShotSignal set_up_;  // Run() has set the thread up (WaitUntilSetUp)
 };
 
 // The worker whose thread calls this, or nullptr on other threads. Out of line and never

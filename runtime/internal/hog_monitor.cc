@@ -264,8 +264,7 @@ HogMonitor::HogMonitor(const HogMonitorOptions& options, std::vector<MonitoredWo
   thread_ = std::thread([this] { Run(); });
   // Started means running: the thread's own set-up (which allocates) is done before
   // the runtime's start returns, not in the middle of the caller's first work.
-  std::unique_lock<std::mutex> lock(mutex_);
-  wake_.wait(lock, [this] { return started_; });
+  set_up_.Wait();
 }
 
 HogMonitor::~HogMonitor() {
@@ -284,9 +283,8 @@ void HogMonitor::Run() {
   // Moved fibers spill to the shared queue's overflow list rather than wait for room.
   MarkThisThreadAsRuntimeThread(true);
   PrepareThisThreadCounters();
+  set_up_.Set();  // the constructor waits for it
   std::unique_lock<std::mutex> lock(mutex_);
-  started_ = true;
-  wake_.notify_all();  // the constructor waits for it
   while (!stopping_) {
     lock.unlock();
     const bool busy = Round(std::chrono::steady_clock::now());

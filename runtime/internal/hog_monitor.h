@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/internal/base/parker.h"
 #include "runtime/internal/group/scheduling_group.h"
 
 namespace spindle::internal {
@@ -106,7 +107,7 @@ class HogMonitor {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;  // guarded by mutex_
-  bool started_ = false;   // guarded by mutex_: the thread has prepared itself
+  OneShotSignal set_up_;   // the thread has prepared itself
   std::thread thread_;
 };
 

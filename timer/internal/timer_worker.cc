@@ -208,10 +208,7 @@ void TimerWorker::Start() {
   thread_ = std::thread([this] { Run(); });
 }
 
-void TimerWorker::WaitUntilSetUp() {
-  // acquire: pairs with Run()'s release store; the futex re-checks the word.
-  while (set_up_.load(std::memory_order_acquire) == 0) FutexWait(&set_up_, 0);
-}
+void TimerWorker::WaitUntilSetUp() { set_up_.Wait(); }
 
 void TimerWorker::Stop() {
   RequestStop();
@@ -487,9 +484,7 @@ void TimerWorker::Run() {
   PrepareThisThreadCounters();
   ReadyBatch::PrepareThisThread();
 #endif
-  // release: pairs with WaitUntilSetUp()'s acquire load.
-  set_up_.store(1, std::memory_order_release);
-  FutexWake(&set_up_, INT_MAX);
+  set_up_.Set();
   std::size_t compaction_tick = 0;
   for (;;) {
     // Step 1, then the stop check, in this order. acquire: pairs with the release RMW

@@ -197,7 +197,7 @@ class TimerWorker final : public GroupTimers {
   const std::unique_ptr<TimerQueue[]> queues_;  // one per worker of the group
   const std::uint64_t serial_;  // unique per TimerWorker, see ThisThreadList()
   std::thread thread_;
-  Atomic<int> set_up_{0};  // 1 once Run() has set its thread up (WaitUntilSetUp)
+  OneShotSignal set_up_;  // Run() has set its thread up (WaitUntilSetUp)
   Atomic<bool> stopping_{false};
 
   OsMutex producers_lock_;

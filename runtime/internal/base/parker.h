@@ -57,6 +57,29 @@ class Parker {
   Atomic<int> word_;
 };
 
+// A signal given once, between OS threads: a thread Set()s it once it has set itself up,
+// and the thread that started it Wait()s for that (FiberWorker, TimerWorker, HogMonitor).
+// Thread-safe; Set() once.
+class OneShotSignal {
+ public:
+  void Set() {
+    // release: pairs with Wait()'s acquire load; what the setter did before is seen
+    // after Wait() returns.
+    parker_.word().store(1, std::memory_order_release);
+    parker_.UnparkAll();
+  }
+  void Wait() {
+    // The kernel compares the word before it sleeps: a Set() between our load and the
+    // sleep makes the park return at once.
+    while (parker_.word().load(std::memory_order_acquire) == 0) {
+      parker_.ParkWhile(0, MonotonicDeadline::None());
+    }
+  }
+
+ private:
+  Parker parker_;
+};
+
 }  // namespace spindle::internal
 
 #endif  // SPINDLE_RUNTIME_INTERNAL_PARKER_H_

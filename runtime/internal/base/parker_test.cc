@@ -59,5 +59,20 @@ TEST(ParkerTest, ChangeThenUnparkIsNeverSleptThrough) {
   }
 }
 
+// A OneShotSignal's Wait() returns once another thread has Set() it, and sees what that
+// thread wrote before; a Wait() after the Set() returns at once.
+TEST(OneShotSignalTest, WaitReturnsOnceSetAndSeesWhatCameBefore) {
+  OneShotSignal signal;
+  int written = 0;
+  std::thread setter([&] {
+    written = 42;  // plain: published by Set()'s release, read after Wait()'s acquire
+    signal.Set();
+  });
+  signal.Wait();
+  EXPECT_EQ(written, 42);
+  signal.Wait();  // already set: at once
+  setter.join();
+}
+
 }  // namespace
 }  // namespace spindle::internal

@@ -106,12 +106,12 @@ std::uintptr_t StrategyV2::StealInGroup(std::size_t worker) {
 // anywhere re-checks every queue before it sleeps (W3, AnyQueued).
 bool StrategyV2::RunnextOutlastsGrace(const Atomic<std::uintptr_t>& slot,
                                       std::uintptr_t entry) const {
-  if (runnext_grace_ticks_ == 0) return true;
 #if defined(SPINDLE_MODEL_CHECK)
   (void)slot;
   (void)entry;
-  return true;  // unreachable: models keep no grace
+  return true;  // models keep no grace
 #else
+  if (runnext_grace_ticks_ == 0) return true;
   const std::uint64_t until = CycleClockNow() + runnext_grace_ticks_;
   do {
     CpuRelax();
