@@ -29,6 +29,7 @@ set(SPINDLE_LIBRARY_TARGETS
   fiber.internal.context
   fiber.internal.cycle_clock
   fiber.internal.deadline
+  fiber.internal.debug_info
   fiber.internal.fiber_entity
   fiber.internal.idle_release
   fiber.internal.local_storage
@@ -331,6 +332,8 @@ spindle_cc_library(fiber.internal.stack_allocator
   SRCS
     fiber/internal/stack_allocator.cc
     fiber/internal/stack_cache.cc
+    fiber/internal/stack_registry.cc
+    fiber/internal/stack_registry.h
   HDRS
     fiber/internal/stack_allocator.h
   DEPS
@@ -1040,6 +1043,17 @@ spindle_cc_library(runtime.internal.hog_monitor
     runtime.internal.observability.fiber_dump
     runtime.internal.queues.global_run_queue)
 
+# //fiber/internal:debug_info
+spindle_cc_library(fiber.internal.debug_info
+  SRCS
+    fiber/internal/debug_info.cc
+  HDRS
+    fiber/internal/debug_info.h
+  DEPS
+    fiber.internal.cycle_clock
+    fiber.internal.fiber_entity
+    fiber.internal.stack_allocator)
+
 # //runtime/internal:runtime_impl
 spindle_cc_library(runtime.internal.runtime_impl
   SRCS
@@ -1053,6 +1067,7 @@ spindle_cc_library(runtime.internal.runtime_impl
     runtime.internal.runtime_options
     third_party.absl
     third_party.glog
+    fiber.internal.debug_info
     runtime.internal.base.fiber_desc
     runtime.internal.base.foreign_producers
     runtime.internal.base.live_fibers
@@ -1229,6 +1244,7 @@ spindle_cc_library(sync.mutex
   DEPS
     third_party.absl
     third_party.glog
+    fiber.internal.debug_info
     fiber.internal.spinlock
     runtime.internal.base.ready_batch
     sync.internal.wait_queue)
@@ -1292,6 +1308,7 @@ spindle_cc_library(sync.shared_mutex
   DEPS
     third_party.absl
     third_party.glog
+    fiber.internal.debug_info
     fiber.internal.spinlock
     runtime.internal.base.ready_batch
     sync.internal.wait_queue)
@@ -2052,6 +2069,20 @@ spindle_cc_test(fiber.internal.deadline_test
     fiber/internal/deadline_test.cc
   DEPS
     fiber.internal.deadline
+    third_party.gtest_main
+  SIZE small
+  TIMEOUT 60)
+
+# //fiber/internal:debug_info_test
+spindle_cc_test(fiber.internal.debug_info_test
+  LABEL fiber/internal:debug_info_test
+  SRCS
+    fiber/internal/debug_info_test.cc
+  DEPS
+    fiber.internal.debug_info
+    fiber.internal.fiber_entity
+    fiber.internal.fiber_entity_testing
+    fiber.internal.stack_allocator
     third_party.gtest_main
   SIZE small
   TIMEOUT 60)
@@ -3840,6 +3871,36 @@ spindle_cc_test(timer.timer_test
     70920217
     relaxed
     937858413)
+
+# //tools/gdb:parked_fibers
+spindle_cc_binary(tools.gdb.parked_fibers
+  TESTONLY
+  OUTPUT_NAME parked_fibers
+  SRCS
+    tools/gdb/parked_fibers.cc
+  DEPS
+    third_party.gflags
+    fiber.fiber
+    io.io
+    runtime.runtime
+    sync.sync)
+
+# //tools/gdb:gdb_test
+spindle_sh_test(tools.gdb.gdb_test
+  LABEL tools/gdb:gdb_test
+  SCRIPT tools/gdb/gdb_test.sh
+  ARGS
+    ${SPINDLE_SOURCE_DIR}/tools/gdb/gdb_test.py
+    ${SPINDLE_SOURCE_DIR}/tools/gdb/spindle.py
+    $<TARGET_FILE:tools.gdb.parked_fibers>
+  DEPENDS
+    tools.gdb.parked_fibers
+  SIZE medium
+  TIMEOUT 300
+  TAGS
+    no_asan
+    no_tsan
+    exclusive)
 
 # //tools:scaling_chart_test
 spindle_sh_test(tools.scaling_chart_test

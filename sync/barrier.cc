@@ -42,7 +42,7 @@ void Barrier::arrive_and_wait() {
   internal::UniqueSpinlockGuard guard(lock_);
   while (phase_ == phase) {
     waiters_.Wait(guard.unique(), internal::MonotonicDeadline::None(),
-                  internal::WaitKind::kBarrier);
+                  internal::WaitKind::kBarrier, /*limits=*/nullptr, this);
   }
 }
 

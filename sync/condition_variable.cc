@@ -19,7 +19,7 @@ bool ConditionVariable::WaitUntil(std::unique_lock<Mutex>& lock,
   internal::UniqueSpinlockGuard guard(lock_);
   lock.unlock();
   const bool notified = waiters_.Wait(guard.unique(), internal::MonotonicDeadline::At(deadline),
-                                      internal::WaitKind::kConditionVariable, limits) ==
+                                      internal::WaitKind::kConditionVariable, limits, this) ==
                         internal::WaitResult::kNotified;
   guard.unlock();
   lock.lock();

@@ -33,7 +33,7 @@ bool Event::Await(std::chrono::steady_clock::time_point deadline,
   const auto until = internal::MonotonicDeadline::At(deadline);  // the API's edge
   internal::UniqueSpinlockGuard guard(lock_);
   while (!set_.load(std::memory_order_relaxed)) {  // relaxed: under lock_
-    if (waiters_.Wait(guard.unique(), until, internal::WaitKind::kEvent, limits) !=
+    if (waiters_.Wait(guard.unique(), until, internal::WaitKind::kEvent, limits, this) !=
         internal::WaitResult::kNotified) {
       return set_.load(std::memory_order_relaxed);  // relaxed: under lock_
     }

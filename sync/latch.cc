@@ -33,7 +33,7 @@ bool Latch::Await(std::chrono::steady_clock::time_point deadline,
   const auto until = internal::MonotonicDeadline::At(deadline);  // the API's edge
   internal::UniqueSpinlockGuard guard(lock_);
   while (count_ != 0) {
-    if (waiters_.Wait(guard.unique(), until, internal::WaitKind::kLatch, limits) !=
+    if (waiters_.Wait(guard.unique(), until, internal::WaitKind::kLatch, limits, this) !=
         internal::WaitResult::kNotified) {
       return count_ == 0;
     }

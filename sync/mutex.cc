@@ -48,7 +48,10 @@
 #include "sync/mutex.h"
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 
+#include "fiber/internal/debug_info.h"
 #include "glog/logging.h"
 #include "runtime/internal/base/ready_batch.h"
 
@@ -120,7 +123,8 @@ bool Mutex::LockSlow(std::chrono::steady_clock::time_point deadline,
       waited = true;
       wait_start = std::chrono::steady_clock::now();
     }
-    if (waiters_.Wait(guard.unique(), until, detail, internal::WaitKind::kMutex, limits) !=
+    if (waiters_.Wait(guard.unique(), until, detail, internal::WaitKind::kMutex, limits,
+                      this) !=
         internal::WaitResult::kNotified) {
       // relaxed: under lock_, like every change of the count.
       if (detail.removed_self) state_.fetch_sub(kOneWaiter, std::memory_order_relaxed);
@@ -190,5 +194,27 @@ void Mutex::UnlockSlow(std::uint32_t state) {
   // release: our last access; pairs with the destructor's acquire load.
   if (pinned) unlockers_.fetch_sub(1, std::memory_order_release);
 }
+
+// Where a Mutex keeps its holder, for debuggers (fiber/internal/debug_info.h). Mutex is
+// not standard-layout (private members): offsetof is conditionally supported, and GCC
+// and Clang give the layout they use, which is what a debugger reads.
+struct MutexDebugLayout {
+  static std::uint64_t OwnerOffset() {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+    return offsetof(Mutex, owner_);
+#pragma GCC diagnostic pop
+  }
+};
+
+namespace {
+
+// Static initialisation: written before main() in every program that links Mutex.
+[[maybe_unused]] const bool g_owner_offset_published = [] {
+  spindle_debug_info.mutex_owner_offset_plus_one = MutexDebugLayout::OwnerOffset() + 1;
+  return true;
+}();
+
+}  // namespace
 
 }  // namespace spindle

@@ -39,16 +39,17 @@ class Mutex {
 
   // Takes the lock, waiting as long as it takes: a fiber parks, a thread blocks. Not
   // interruptible (see try_lock_until()). Locking a mutex the caller holds already
-  // deadlocks: the mutex does not record its owner, so this is not detected.
+  // deadlocks; with --fiber_deadlock_report_s the deadlock report names it (a fiber
+  // waiting for a mutex it holds is a cycle of one).
   void lock() {
     std::uint32_t expected = 0;
     // acquire: pairs with the release in unlock(); the previous holder's writes are
     // visible in the critical section.
-    if (state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
-                                       std::memory_order_relaxed)) {
-      return;
+    if (!state_.compare_exchange_strong(expected, kLocked, std::memory_order_acquire,
+                                        std::memory_order_relaxed)) {
+      LockSlow(std::chrono::steady_clock::time_point::max(), nullptr);  // not interruptible
     }
-    LockSlow(std::chrono::steady_clock::time_point::max(), nullptr);  // not interruptible
+    RecordOwner();
   }
 
   // Takes the lock if it is free now; never waits. False if it is held, or while the
@@ -61,6 +62,7 @@ class Mutex {
       // acquire: as in lock().
       if (state_.compare_exchange_weak(state, state | kLocked, std::memory_order_acquire,
                                        std::memory_order_relaxed)) {
+        RecordOwner();
         return true;
       }
     }
@@ -79,14 +81,21 @@ class Mutex {
   // context was cancelled while it waited (interruptible, as Event::WaitUntil(); lock()
   // is not).
   bool try_lock_until(std::chrono::steady_clock::time_point deadline) {
-    return try_lock() || LockSlow(deadline, internal::CurrentWaitLimits());
+    if (try_lock()) return true;
+    if (!LockSlow(deadline, internal::CurrentWaitLimits())) return false;
+    RecordOwner();
+    return true;
   }
 
   // Releases the lock, waking a waiter to compete for it (in hand-off mode, handing it
   // to the oldest waiter). Never parks. Unlocking a mutex that is not locked stops the
-  // process with a message; an unlock by another fiber or thread than the one that
-  // locked it is not detected (the mutex does not record its owner).
+  // process with a message. Another fiber or thread than the one that locked it may
+  // unlock it (as with Go's sync.Mutex; the holder recorded for debugging is then
+  // simply cleared).
   void unlock() {
+    // relaxed: a record for debuggers and the deadlock report, not a synchronization
+    // (see owner_); cleared before the release, so it never clears the next holder's.
+    owner_.store(0, std::memory_order_relaxed);
     // relaxed: a first guess for the CAS (under contention other bits are usually set,
     // and a CAS bound to fail would cost a locked instruction for nothing).
     std::uint32_t state = state_.load(std::memory_order_relaxed);
@@ -121,6 +130,10 @@ class Mutex {
 
   bool LockSlow(std::chrono::steady_clock::time_point deadline,
                 const internal::WaitLimits* limits);
+  void RecordOwner() {
+    // relaxed: see owner_.
+    owner_.store(internal::CurrentLockOwnerId(), std::memory_order_relaxed);
+  }
   void UnlockSlow(std::uint32_t state);
 
   std::atomic<std::uint32_t> state_{0};
@@ -129,6 +142,17 @@ class Mutex {
   std::atomic<std::uint32_t> unlockers_{0};
   internal::Spinlock lock_;  // guards waiters_ and the waiter count (in state_)
   internal::WaitQueue waiters_ ABSL_GUARDED_BY(lock_);
+  // The holder, for debugging only: the id of the fiber that locked it
+  // (internal::CurrentLockOwnerId(): kLockOwnerThread for a plain thread), 0 while it
+  // is free. Written by the holder right after it takes the lock and cleared right
+  // before it releases it, relaxed: a reader (the deadlock report, tools/gdb/spindle.py
+  // through spindle_debug_info) may see it a moment late or early, so the report acts
+  // only on waits that have lasted seconds and re-reads before it reports. Its cost:
+  // one out-of-line thread-local read and two stores to a line the lock's own atomic
+  // operations own already (docs/performance.md#lock-owners).
+  std::atomic<std::uint64_t> owner_{0};
+
+  friend struct MutexDebugLayout;  // mutex.cc: owner_'s offset for debuggers
 };
 
 }  // namespace spindle

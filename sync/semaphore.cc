@@ -38,7 +38,7 @@ bool SemaphoreCore::Acquire(std::chrono::steady_clock::time_point deadline,
     return true;
   }
   return waiters_.Wait(guard.unique(), MonotonicDeadline::At(deadline), WaitKind::kSemaphore,
-                       limits) ==
+                       limits, this) ==
          WaitResult::kNotified;
 }
 

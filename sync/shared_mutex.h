@@ -3,8 +3,10 @@
 #ifndef SPINDLE_SYNC_SHARED_MUTEX_H_
 #define SPINDLE_SYNC_SHARED_MUTEX_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 #include "absl/base/thread_annotations.h"
 #include "fiber/internal/spinlock.h"
@@ -33,8 +35,8 @@ class SharedMutex {
   bool try_lock();
   // Gives back exclusive ownership and wakes every waiting reader, unless a writer has
   // waited over 1 ms or no reader waits: then one waiting writer. Without an exclusive
-  // hold it stops the process with a message (the holder is not recorded, so a release
-  // by another fiber than the holder is not detected).
+  // hold it stops the process with a message (a release by another fiber than the
+  // holder is not detected).
   void unlock();
   // Takes shared (reader) ownership: waits while a writer holds the lock or a writer has
   // waited over 1 ms (not interruptible). Not recursive: a second lock_shared() by a
@@ -57,6 +59,12 @@ class SharedMutex {
   std::size_t starving_writers_ ABSL_GUARDED_BY(lock_) = 0;
   internal::WaitQueue reader_queue_ ABSL_GUARDED_BY(lock_);
   internal::WaitQueue writer_queue_ ABSL_GUARDED_BY(lock_);
+  // The exclusive holder, for debugging only, as Mutex's owner_ (internal::
+  // CurrentLockOwnerId(), 0 without a writer): written under lock_ with writer_, read
+  // without it (relaxed) by the deadlock report and debuggers.
+  std::atomic<std::uint64_t> writer_owner_{0};
+
+  friend struct SharedMutexDebugLayout;  // shared_mutex.cc: for debuggers
 };
 
 }  // namespace spindle

@@ -29,6 +29,7 @@ packages=(
   protobuf-compiler-grpc  # grpc_cpp_plugin
   python3-matplotlib  # tools/scaling_chart.py and its test (and python3, for tools/)
   relacy-dev          # the model tests (//fiber/internal:model_testing)
+  gdb                 # tools/gdb's commands and their test (gdb and gcore)
   "$@"
 )
 

@@ -445,6 +445,13 @@ __attribute__((noinline)) FiberEntity* GetCurrentFiberEntity() {
   return *slot;
 }
 
+__attribute__((noinline)) std::uint64_t CurrentLockOwnerId() {
+  FiberEntity** slot = &tls_current_fiber;
+  asm volatile("" : "+r"(slot));  // as GetCurrentFiberEntity()'s
+  const FiberEntity* self = *slot;
+  return self != nullptr && !self->is_master() ? self->id : kLockOwnerThread;
+}
+
 FiberLocalStorage& CurrentFiberLocalStorage() {
   FiberEntity* self = *CurrentFiberSlot();
   if (__builtin_expect(self == nullptr, 0)) self = GetMasterFiberEntity();

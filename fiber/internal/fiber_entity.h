@@ -151,6 +151,11 @@ class FiberEntity {
   // The worker of that group the fiber runs on, set each time it is made Running (so
   // the yield and park paths need no thread-local look-up).
   std::uint32_t scheduling_worker = 0;
+  // What the fiber waits on while Waiting, where its primitive says (the Mutex, Event,
+  // channel or socket Descriptor...); null if not known. Written with wait_kind by the
+  // park path under `scheduler_lock`; read by the dump, the deadlock report and the gdb
+  // commands (tools/gdb/spindle.py). It fills the hole before start_proc.
+  const void* wait_object = nullptr;
 
   // What the fiber runs. Destroyed on the fiber right after it returns.
   FiberFunction start_proc;
@@ -194,6 +199,7 @@ class FiberEntity {
   friend FiberEntity* InstantiateFiberEntity(const Stack&, FiberFunction, std::uint64_t);
   friend Stack DestroyFiberEntity(FiberEntity*);
   friend FiberEntity* GetMasterFiberEntity();
+  friend struct FiberEntityLayout;  // debug_info.cc: the layout a debugger reads
 #ifdef SPINDLE_TSAN
   friend void AcquireTsanFiber(FiberEntity*);
 #endif

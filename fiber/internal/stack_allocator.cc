@@ -45,7 +45,6 @@
 #include <fstream>
 #include <algorithm>
 #include <chrono>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -54,6 +53,7 @@
 
 #include "fiber/internal/idle_release.h"
 #include "fiber/internal/sanitizers.h"
+#include "fiber/internal/stack_registry.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 
@@ -121,65 +121,6 @@ void* MapReserved(std::size_t length) {
   return mapping == MAP_FAILED ? nullptr : mapping;
 }
 
-// Every stack created and not yet destroyed, for the fiber dump, as regions: an mmapped
-// stack is a region of one, a slab a region of its carved slots (so a slab costs one
-// entry, not one per stack: 100k registered stacks took 8 MB of map nodes). Stacks are
-// created and destroyed rarely (they are recycled through caches), so mutexes are
-// enough. Two of them, because a worker may create a stack while it holds a fiber's
-// scheduler lock (ParkFiber() instantiates the next fiber before its lock is released)
-// and a dump waits for scheduler locks: the dump holds `walk_mutex_`, which only
-// Remove() (a stack being freed, never under a scheduler lock) also takes, and holds
-// `list_mutex_`, which Add() and Grow() take, only to copy the list.
-class StackRegistry {
- public:
-  struct Region {
-    Stack first;            // the lowest stack of the region
-    std::size_t stride;     // from one stack's base to the next one's
-    std::size_t count;      // stacks in it
-  };
-
-  void Add(const Stack& stack, std::size_t stride, std::size_t count) {
-    OsMutexGuard lock(list_mutex_);
-    regions_[stack.base] = Region{stack, stride, count};
-  }
-  // The region starting at `first_base` now holds `count` stacks.
-  void Grow(char* first_base, std::size_t count) {
-    OsMutexGuard lock(list_mutex_);
-    regions_[first_base].count = count;
-  }
-  void Remove(char* first_base) {
-    OsMutexGuard walk(walk_mutex_);
-    OsMutexGuard lock(list_mutex_);
-    regions_.erase(first_base);
-  }
-  void ForEach(const std::function<void(const Stack&)>& fn) {
-    OsMutexGuard walk(walk_mutex_);
-    std::vector<Region> regions;
-    {
-      OsMutexGuard lock(list_mutex_);
-      regions.reserve(regions_.size());
-      for (const auto& [base, region] : regions_) regions.push_back(region);
-    }
-    for (const Region& region : regions) {
-      Stack stack = region.first;
-      for (std::size_t i = 0; i < region.count; ++i) {
-        fn(stack);
-        stack.base += region.stride;
-      }
-    }
-  }
-
- private:
-  OsMutex walk_mutex_;
-  OsMutex list_mutex_;
-  std::map<char*, Region> regions_ ABSL_GUARDED_BY(list_mutex_);
-};
-
-StackRegistry& Registry() {
-  static auto* const registry = new StackRegistry;  // never destroyed
-  return *registry;
-}
-
 // Constructs a new stack's header: kStackVacant (0, what a released slab stack reads).
 void InitStackHeader(const Stack& stack) {
   new (stack.top() - kStackHeaderSize) std::atomic<std::uint32_t>(kStackVacant);
@@ -200,10 +141,6 @@ void MarkStackEntityGone(const Stack& stack) {
     CHECK(expected == kStackPinned || expected == kStackLive)
         << "fiber stack liveness word corrupted: " << expected;
   }
-}
-
-void ForEachRegisteredStack(const std::function<void(const Stack&)>& fn) {
-  Registry().ForEach(fn);
 }
 
 std::string ValidateStackAllocatorOptions(const StackAllocatorOptions& options) {
@@ -304,7 +241,7 @@ StackAllocator::~StackAllocator() {
   // the slabs whole.
   OsMutexGuard lock(slab_lock_);
   for (const Slab& slab : slabs_) {
-    Registry().Remove(slab.begin + page_size_);
+    UnregisterStacks(slab.begin + page_size_);
     UnpoisonStack(slab.begin, slab.slots * slot_size_);
     PCHECK(munmap(slab.begin, slab.slots * slot_size_) == 0);
   }
@@ -442,7 +379,7 @@ Stack StackAllocator::CreateMmapped() {
   stack.origin = Stack::Origin::kMmapped;
   stack.guarded = true;
   InitStackHeader(stack);
-  Registry().Add(stack, 0, 1);
+  RegisterStacks(stack, 0, 1);
   return stack;
 }
 
@@ -479,9 +416,9 @@ Stack StackAllocator::CreateInSlab(std::string* why) {
   stack.guarded = guard_markers_;
   InitStackHeader(stack);
   if (slab_carved_ == 1) {
-    Registry().Add(stack, slot_size_, 1);
+    RegisterStacks(stack, slot_size_, 1);
   } else {
-    Registry().Grow(slabs_.back().begin + page_size_, slab_carved_);
+    GrowRegisteredStacks(slabs_.back().begin + page_size_, slab_carved_);
   }
   return stack;
 }
@@ -492,7 +429,7 @@ void StackAllocator::Destroy(const Stack& stack) {
     Release(&one);
     return;
   }
-  Registry().Remove(stack.base);
+  UnregisterStacks(stack.base);
   UnpoisonStack(stack.base, stack.size);
   PCHECK(munmap(stack.base - page_size_, stack.size + page_size_) == 0);
   mmapped_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: see member comment

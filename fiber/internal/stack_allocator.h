@@ -24,6 +24,33 @@ DECLARE_bool(fiber_stack_guard_regions);
 DECLARE_uint64(fiber_stack_thread_cache_size);
 DECLARE_uint64(fiber_stack_pool_idle_max);
 
+extern "C" {
+
+// For debuggers (debug_info.h): one region of stacks of the stack registry
+// (stack_allocator.cc): `count` stacks of `stack_size` bytes, the first at
+// `first_base`, each `stride` bytes above the last.
+struct SpindleDebugStackRegion {
+  std::uint64_t first_base;
+  std::uint64_t stack_size;
+  std::uint64_t stride;
+  std::uint64_t count;
+};
+
+// The registry's regions as a plain array, rewritten under its lock. A debugger that
+// stops the process in the middle of an update sees the old array or the new one (a
+// grown array is published before the old one is freed), at worst one region short.
+struct SpindleDebugStacks {
+  SpindleDebugStackRegion* regions;
+  std::uint64_t count;
+  std::uint64_t capacity;
+  std::uint64_t generation;  // bumped by every change
+};
+
+// The registry's mirror, defined in stack_allocator.cc.
+extern SpindleDebugStacks spindle_debug_stacks;
+
+}  // extern "C"
+
 namespace spindle::internal {
 
 // One fiber stack. Usable memory is [base, base + size); the stack grows down from the

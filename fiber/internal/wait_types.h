@@ -48,6 +48,14 @@ struct WaitLimits;
 // Defined with the entities (fiber_entity.cc), which own the current-fiber slot.
 const WaitLimits* CurrentWaitLimits();
 
+// What a lock records as its holder (sync/mutex.h, sync/shared_mutex.h), for the
+// deadlock report and debuggers: the calling fiber's id; kLockOwnerThread on a thread
+// that runs no fiber (a plain thread, or a worker's own context). One thread-local load,
+// out of line (a fiber may resume on another thread: fiber_entity.h,
+// GetCurrentFiberEntity()). Defined with the entities (fiber_entity.cc).
+inline constexpr std::uint64_t kLockOwnerThread = ~std::uint64_t{0};
+std::uint64_t CurrentLockOwnerId();
+
 }  // namespace spindle::internal
 
 #endif  // SPINDLE_FIBER_INTERNAL_WAIT_TYPES_H_

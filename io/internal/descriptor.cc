@@ -302,7 +302,7 @@ Descriptor::WaitResult Descriptor::WaitAsFiber(
     spindle::internal::EnsurePollerAwake(reactor_index);
   }
   const TimedWaiter::Result result =
-      waiter.WaitUntil(deadline, spindle::internal::WaitKind::kSocket, limits);
+      waiter.WaitUntil(deadline, spindle::internal::WaitKind::kSocket, limits, this);
   {
     SpinlockGuard lock(lock_);
     // Still published only if nobody notified us (a time-out, a cancellation). A

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fiber/internal/debug_info.h"
 #include "glog/logging.h"
 #include "runtime/internal/base/foreign_producers.h"
 #include "runtime/internal/base/live_fibers.h"
@@ -60,6 +61,7 @@ void Runtime::Start(const RuntimeOptions& options) {
                    options.log_layout);
     }
   }
+  PublishRuntimeDebugInfo(SchedulingGroup::IndexOffsetForDebuggers());
   g_runtime.store(runtime, std::memory_order_release);
   for (auto& worker : runtime->workers_) worker->Start();
   for (auto& worker : runtime->workers_) worker->WaitUntilSetUp();

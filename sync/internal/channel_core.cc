@@ -221,7 +221,7 @@ ChannelStatus ChannelCore::Operate(bool send, void* slot, bool may_block,
   }
   // Linked under the lock: a partner that takes it afterwards finds us, and claims us
   // through `wait.waiter`, which returns at once if that claim came before the park.
-  const WaitResult result = wait->waiter.WaitUntil(deadline, WaitKind::kChannel, limits);
+  const WaitResult result = wait->waiter.WaitUntil(deadline, WaitKind::kChannel, limits, this);
   ChannelLockGuard guard(lock_);  // the claimer's move and Settle() happened under it
   if (self.linked) Unlink(WaitersOf(send), &self);  // timed out or cancelled, unclaimed
   return result == WaitResult::kNotified ? wait->status : StatusOf(result);

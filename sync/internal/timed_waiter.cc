@@ -170,6 +170,7 @@ TimedWaiter::Result TimedWaiter::WaitAsFiber(MonotonicDeadline deadline,
       fiber_->wait_kind = fiber_->wait_kind_override != WaitKind::kNone
                               ? fiber_->wait_kind_override
                               : kind;
+      fiber_->wait_object = object_;
       ParkFiber(fiber_, std::move(lock));
     }
   }

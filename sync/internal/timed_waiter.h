@@ -42,9 +42,11 @@ class TimedWaiter {
   // ScopedWaitKind on it names the wait). With `limits` (an interruptible wait: those of
   // the caller's execution context, CurrentWaitLimits()), it also ends at their deadline
   // if that comes first (kTimedOut), and when their stop is requested, before the wait
-  // or during it (kCancelled).
+  // or during it (kCancelled). `object` is what a fiber waiter waits on, for the dump,
+  // the deadlock report and the debugger (FiberEntity::wait_object); null if none.
   Result WaitUntil(MonotonicDeadline deadline, WaitKind kind = WaitKind::kOther,
-                   const WaitLimits* limits = nullptr) {
+                   const WaitLimits* limits = nullptr, const void* object = nullptr) {
+    object_ = object;
     if (limits != nullptr) return WaitInterruptibly(deadline, kind, limits);
     return fiber_ != nullptr ? WaitAsFiber(deadline, kind) : WaitAsThread(deadline);
   }
@@ -89,6 +91,8 @@ class TimedWaiter {
   TimerNode deadline_node_;
   // Set by the deadline timer's callback after its last access to this object.
   Atomic<bool> deadline_callback_done_{false};
+  // WaitUntil()'s `object`, for the park path.
+  const void* object_ = nullptr;
   // Registered on the wait's StopState while it waits (an interruptible wait).
   StopState::Callback cancel_node_;
 };

@@ -22,18 +22,19 @@ WaitQueue::~WaitQueue() {
 
 TimedWaiter::Result WaitQueue::Wait(std::unique_lock<Spinlock>& lock,
                                     MonotonicDeadline deadline, WaitKind kind,
-                                    const WaitLimits* limits) {
+                                    const WaitLimits* limits, const void* object) {
   WaitDetail detail;
-  return Wait(lock, deadline, detail, kind, limits);
+  return Wait(lock, deadline, detail, kind, limits, object);
 }
 
 TimedWaiter::Result WaitQueue::Wait(std::unique_lock<Spinlock>& lock,
                                     MonotonicDeadline deadline, WaitDetail& detail,
-                                    WaitKind kind, const WaitLimits* limits) {
+                                    WaitKind kind, const WaitLimits* limits,
+                                    const void* object) {
   Node node;
   Link(&node, detail.front);
   lock.unlock();
-  const TimedWaiter::Result result = node.waiter.WaitUntil(deadline, kind, limits);
+  const TimedWaiter::Result result = node.waiter.WaitUntil(deadline, kind, limits, object);
   lock.lock();
   detail.removed_self = node.linked;
   if (node.linked) Unlink(&node);  // timed out or cancelled before anybody chose it

@@ -47,9 +47,10 @@ class WaitQueue {
   // again: kNotified if a WakeOne/WakeAll chose it, kTimedOut at `deadline`
   // (MonotonicDeadline::None() for none), kCancelled if `limits` (an interruptible
   // wait's: TimedWaiter::WaitUntil) were cancelled. `kind` is what the fiber dump shows
-  // a parked fiber waiting for.
+  // a parked fiber waiting for, and `object` (the primitive) what it waits on.
   WaitResult Wait(std::unique_lock<Spinlock>& lock, MonotonicDeadline deadline,
-                  WaitKind kind = WaitKind::kOther, const WaitLimits* limits = nullptr);
+                  WaitKind kind = WaitKind::kOther, const WaitLimits* limits = nullptr,
+                  const void* object = nullptr);
 
   // What a waiter learns beyond the result (for primitives that count their waiters or
   // tell the woken waiter how it was woken, as Mutex does).
@@ -61,7 +62,7 @@ class WaitQueue {
   };
   WaitResult Wait(std::unique_lock<Spinlock>& lock, MonotonicDeadline deadline,
                   WaitDetail& detail, WaitKind kind = WaitKind::kOther,
-                  const WaitLimits* limits = nullptr);
+                  const WaitLimits* limits = nullptr, const void* object = nullptr);
 
   // Wakes the oldest waiter that can still be woken; false if there was none. The woken
   // waiter's WaitDetail::tag becomes `tag`. `*popped` (if given) is set to the number

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <utility>
 
 #include "fiber/internal/switch_safe_tls.h"
@@ -260,6 +261,16 @@ std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup* victim, std::siz
     strategy_->EnqueueBatch(stolen + 1, stealable, n - 1, worker);
   }
   return stolen[0];
+}
+
+std::size_t SchedulingGroup::IndexOffsetForDebuggers() {
+  static_assert(sizeof(SchedulingGroupOptions::index) == 8, "a debugger reads 8 bytes");
+  // Not standard-layout (private members): offsetof is conditionally supported, and
+  // GCC and Clang give the layout they use, which is what a debugger reads.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+  return offsetof(SchedulingGroup, options_) + offsetof(SchedulingGroupOptions, index);
+#pragma GCC diagnostic pop
 }
 
 }  // namespace spindle::internal

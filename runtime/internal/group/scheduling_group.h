@@ -111,6 +111,8 @@ class SchedulingGroup {
   bool stopping() const { return strategy_->stopping(); }
 
   std::size_t index() const { return options_.index; }
+  // Where index() is kept in a SchedulingGroup, for debuggers (debug_info.h).
+  static std::size_t IndexOffsetForDebuggers();
   // Its pool's number (RuntimeLayout::pools; 0: the default pool). Fibers never leave
   // their pool: only groups of the same pool steal from each other or adopt each
   // other's fibers on a wake-up (the runtime hands out thieves pool by pool).
