@@ -68,6 +68,7 @@ set(SPINDLE_LIBRARY_TARGETS
   runtime.internal.idle.notifier
   runtime.internal.idle.spinner_notifier
   runtime.internal.idle.wait_slot
+  runtime.internal.observability.deadlock_report
   runtime.internal.observability.fiber_dump
   runtime.internal.observability.terminate_reports
   runtime.internal.poller_host
@@ -1054,6 +1055,22 @@ spindle_cc_library(fiber.internal.debug_info
     fiber.internal.fiber_entity
     fiber.internal.stack_allocator)
 
+# //runtime/internal/observability:deadlock_report
+spindle_cc_library(runtime.internal.observability.deadlock_report
+  SRCS
+    runtime/internal/observability/deadlock_report.cc
+  HDRS
+    runtime/internal/observability/deadlock_report.h
+  DEPS
+    runtime.internal.observability.fiber_dump
+    third_party.glog
+    fiber.internal.cycle_clock
+    fiber.internal.debug_info
+    fiber.internal.fiber_entity
+    fiber.internal.stack_allocator
+    fiber.internal.wait_types
+    runtime.internal.base.parker)
+
 # //runtime/internal:runtime_impl
 spindle_cc_library(runtime.internal.runtime_impl
   SRCS
@@ -1069,6 +1086,7 @@ spindle_cc_library(runtime.internal.runtime_impl
     third_party.glog
     fiber.internal.debug_info
     runtime.internal.base.fiber_desc
+    runtime.internal.observability.deadlock_report
     runtime.internal.base.foreign_producers
     runtime.internal.base.live_fibers
     runtime.internal.group.group_stats
@@ -1370,6 +1388,7 @@ spindle_cc_library(runtime.runtime
     runtime.internal.base.metrics
     runtime.internal.base.ready_batch
     runtime.internal.group.scheduling_group
+    runtime.internal.observability.deadlock_report
     runtime.internal.observability.fiber_dump
     runtime.internal.observability.terminate_reports
     runtime.internal.fiber_worker
@@ -3137,6 +3156,32 @@ spindle_cc_test(runtime.chaos_test
     sync.sync
   SIZE medium
   TIMEOUT 300)
+
+# //runtime:deadlock_report_test
+spindle_cc_test(runtime.deadlock_report_test
+  STRATEGY_TWINS
+  LABEL runtime:deadlock_report_test
+  SRCS
+    runtime/deadlock_report_test.cc
+  DEPS
+    runtime.runtime
+    third_party.gflags
+    third_party.glog
+    third_party.gtest_main
+    fiber.fiber
+    runtime.internal.observability.deadlock_report
+    runtime.internal.testing.runtime_testing
+    runtime.internal.runtime_options
+    sync.sync
+  SIZE medium
+  TIMEOUT 300
+  CHAOS_SEEDS
+    v1
+    653605317
+    v2
+    653605318
+    relaxed
+    419363111)
 
 # //runtime:fiber_dump_test
 spindle_cc_test(runtime.fiber_dump_test

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "runtime/internal/base/live_fibers.h"
+#include "runtime/internal/observability/deadlock_report.h"
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/idle/group_poller.h"
 #include "runtime/internal/runtime_impl.h"
@@ -93,6 +94,7 @@ GroupMetrics RuntimeMetrics::Total() const {
 
 RuntimeMetrics RuntimeMetrics::Since(const RuntimeMetrics& earlier) const {
   RuntimeMetrics delta = *this;
+  delta.deadlocks = Minus(deadlocks, earlier.deadlocks);
   for (std::size_t g = 0; g < delta.groups.size() && g < earlier.groups.size(); ++g) {
     delta.groups[g] = GroupSince(groups[g], earlier.groups[g]);
   }
@@ -112,6 +114,7 @@ RuntimeMetrics GetRuntimeMetrics() {
   internal::Runtime& runtime = internal::Runtime::Get();
   RuntimeMetrics metrics;
   metrics.live_fibers = internal::GetLiveFiberCount();
+  metrics.deadlocks = internal::DeadlocksReported();
   for (std::size_t g = 0; g < runtime.group_count(); ++g) {
     const internal::SchedulingGroup& group = *runtime.group(g);
     const internal::IdleNotifier& notifier = group.strategy()->notifier();
@@ -208,6 +211,10 @@ std::string FormatPrometheus(const RuntimeMetrics& metrics) {
   };
   family("spindle_live_fibers", "gauge", "Fibers started and not yet finished.");
   out << "spindle_live_fibers " << metrics.live_fibers << '\n';
+  family("spindle_deadlocks_total", "counter",
+         "Cycles of fibers waiting on each other's Mutexes reported by "
+         "--fiber_deadlock_report_s.");
+  out << "spindle_deadlocks_total " << metrics.deadlocks << '\n';
   per_group("spindle_fibers_started_total", "counter", "New fibers queued to the group.",
             &GroupMetrics::fibers_started);
   per_group("spindle_fibers_begun_total", "counter",

@@ -134,6 +134,9 @@ struct PoolMetrics {
 struct RuntimeMetrics {
   std::string strategy;           // "v1", "v2" or "relaxed"
   std::uint64_t live_fibers = 0;  // started and not yet finished, now
+  // Cycles of fibers waiting on each other's locks reported by --fiber_deadlock_report_s
+  // since the process started.
+  std::uint64_t deadlocks = 0;
   std::vector<GroupMetrics> groups;
   std::vector<PoolMetrics> pools;  // in pool order, the default pool first
 

@@ -71,6 +71,9 @@ void Runtime::Start(const RuntimeOptions& options) {
                        &worker->kernel_thread_id()});
   }
   runtime->hog_monitor_ = std::make_unique<HogMonitor>(runtime->hog_options_, std::move(watched));
+  if (runtime->deadlock_report_.count() > 0) {
+    runtime->deadlock_monitor_ = std::make_unique<DeadlockMonitor>(runtime->deadlock_report_);
+  }
 }
 
 void Runtime::Terminate() {
@@ -86,6 +89,7 @@ void Runtime::Terminate() {
   WaitForForeignProducers();
   // No fiber is left to watch (it watched the drain: a hog may have held it up).
   runtime->hog_monitor_.reset();
+  runtime->deadlock_monitor_.reset();
   for (auto& group : runtime->groups_) group->strategy()->Stop();
   for (auto& worker : runtime->workers_) worker->Join();
   // No worker runs; the timer threads stopped before we were called.
@@ -111,6 +115,7 @@ Runtime::Runtime(const RuntimeOptions& options) {
   group_size_ = layout_.groups.front().workers;
   hog_options_.report = options.hog_report;
   hog_options_.rescue = options.hog_rescue;
+  deadlock_report_ = options.deadlock_report;
   BuildGroups(options);
   BuildWorkers(options);
   std::ostringstream line;

@@ -15,6 +15,7 @@
 #include "runtime/internal/fiber_pool.h"
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/hog_monitor.h"
+#include "runtime/internal/observability/deadlock_report.h"
 #include "runtime/internal/runtime_options.h"
 
 namespace spindle::internal {
@@ -86,6 +87,9 @@ class Runtime {
   // destroyed before they stop.
   std::unique_ptr<HogMonitor> hog_monitor_;
   HogMonitorOptions hog_options_;
+  // --fiber_deadlock_report_s (deadlock_report.h): the same lifetime; null when off.
+  std::unique_ptr<DeadlockMonitor> deadlock_monitor_;
+  std::chrono::seconds deadlock_report_{0};
   std::size_t group_size_ = 0;
   RuntimeLayout layout_;
   std::vector<std::unique_ptr<FiberPoolState>> pools_;

@@ -27,6 +27,7 @@ DECLARE_uint64(fiber_cross_numa_work_stealing_ratio);
 DECLARE_uint64(fiber_terminate_grace_ms);
 DECLARE_int32(fiber_dump_signal);
 DECLARE_uint64(fiber_hog_report_ms);
+DECLARE_uint64(fiber_deadlock_report_s);
 DECLARE_uint64(fiber_hog_rescue_ms);
 DECLARE_uint64(fiber_chaos_seed);
 DECLARE_uint64(fiber_ready_latency_sample_period);
@@ -84,6 +85,9 @@ struct RuntimeOptions {
   std::chrono::milliseconds hog_report{1000};
   // ... and after this long the fibers queued behind it move to its siblings; 0 = never.
   std::chrono::milliseconds hog_rescue{10};
+  // The deadlock report (deadlock_report.h): cycles of fibers that have waited this
+  // long on each other's locks; 0 = off.
+  std::chrono::seconds deadlock_report{0};
   std::uint64_t chaos_seed = 0;  // chaos scheduling (chaos.h); 0 = off
   // One readiness in this many is timed (a power of two; SchedulingGroup).
   std::uint64_t ready_latency_sample_period = 64;
