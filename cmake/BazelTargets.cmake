@@ -39,6 +39,7 @@ set(SPINDLE_LIBRARY_TARGETS
   fiber.internal.stack_allocator
   fiber.internal.stack_overflow
   fiber.internal.switch_safe_tls
+  fiber.internal.trace
   fiber.internal.wait_types
   fiber.serial_queue
   io.internal.descriptor
@@ -71,6 +72,7 @@ set(SPINDLE_LIBRARY_TARGETS
   runtime.internal.observability.deadlock_report
   runtime.internal.observability.fiber_dump
   runtime.internal.observability.terminate_reports
+  runtime.internal.observability.trace_export
   runtime.internal.poller_host
   runtime.internal.queues.capacity
   runtime.internal.queues.global_run_queue
@@ -131,6 +133,7 @@ set(SPINDLE_PUBLIC_HEADERS
   fiber/this_fiber.h
   runtime/metrics.h
   runtime/runtime.h
+  runtime/trace.h
   sync/barrier.h
   sync/channel.h
   sync/condition_variable.h
@@ -177,6 +180,7 @@ set(SPINDLE_INSTALLED_HEADERS
   runtime/internal/base/metrics.h
   runtime/metrics.h
   runtime/runtime.h
+  runtime/trace.h
   sync/barrier.h
   sync/channel.h
   sync/condition_variable.h
@@ -451,6 +455,16 @@ spindle_cc_library(runtime.internal.base.live_fibers
 spindle_cc_library(runtime.internal.base.pool_admission
   HDRS
     runtime/internal/base/pool_admission.h)
+
+# //fiber/internal:trace
+spindle_cc_library(fiber.internal.trace
+  SRCS
+    fiber/internal/trace.cc
+  HDRS
+    fiber/internal/trace.h
+  DEPS
+    fiber.internal.cycle_clock
+    fiber.internal.os_mutex)
 
 # //runtime/internal/base:fiber_desc
 spindle_cc_library(runtime.internal.base.fiber_desc
@@ -794,6 +808,7 @@ spindle_cc_library(runtime.internal.group.scheduling_group
     runtime/internal/group/group_chaos.h
     runtime/internal/group/scheduling_group.h
   DEPS
+    fiber.internal.trace
     runtime.internal.group.busy_poll
     runtime.internal.group.group_stats
     third_party.absl
@@ -833,6 +848,7 @@ spindle_cc_library(runtime.internal.group.parking
   HDRS
     runtime/internal/group/parking.h
   DEPS
+    fiber.internal.trace
     runtime.internal.group.group_stats
     runtime.internal.group.scheduling_group
     third_party.absl
@@ -905,6 +921,7 @@ spindle_cc_library(timer.internal.timer_worker
   HDRS
     timer/internal/timer_worker.h
   DEPS
+    fiber.internal.trace
     timer.internal.timer_queue
     third_party.absl
     third_party.glog
@@ -931,6 +948,7 @@ spindle_cc_library(sync.internal.timed_waiter
   HDRS
     sync/internal/timed_waiter.h
   DEPS
+    fiber.internal.trace
     sync.internal.stop_state
     third_party.glog
     fiber.internal.atomic
@@ -981,6 +999,7 @@ spindle_cc_library(runtime.internal.group.idle_path
   HDRS
     runtime/internal/group/idle_path.h
   DEPS
+    fiber.internal.trace
     runtime.internal.group.parking
     runtime.internal.group.scheduling_group
     third_party.glog
@@ -1071,6 +1090,20 @@ spindle_cc_library(runtime.internal.observability.deadlock_report
     fiber.internal.wait_types
     runtime.internal.base.parker)
 
+# //runtime/internal/observability:trace_export
+spindle_cc_library(runtime.internal.observability.trace_export
+  SRCS
+    runtime/internal/observability/trace_export.cc
+  HDRS
+    runtime/internal/observability/trace_export.h
+  DEPS
+    third_party.glog
+    fiber.internal.cycle_clock
+    fiber.internal.fiber_entity
+    fiber.internal.trace
+    fiber.internal.wait_types
+    runtime.internal.base.parker)
+
 # //runtime/internal:runtime_impl
 spindle_cc_library(runtime.internal.runtime_impl
   SRCS
@@ -1087,6 +1120,7 @@ spindle_cc_library(runtime.internal.runtime_impl
     fiber.internal.debug_info
     runtime.internal.base.fiber_desc
     runtime.internal.observability.deadlock_report
+    runtime.internal.observability.trace_export
     runtime.internal.base.foreign_producers
     runtime.internal.base.live_fibers
     runtime.internal.group.group_stats
@@ -1191,6 +1225,7 @@ spindle_cc_library(io.internal.descriptor
     io/internal/descriptor.h
     io/internal/reactor.h
   DEPS
+    fiber.internal.trace
     third_party.absl
     third_party.glog
     fiber.internal.deadline
@@ -1377,9 +1412,11 @@ spindle_cc_library(runtime.runtime
   SRCS
     runtime/metrics.cc
     runtime/runtime.cc
+    runtime/trace.cc
   HDRS
     runtime/metrics.h
     runtime/runtime.h
+    runtime/trace.h
   DEPS
     third_party.absl
     third_party.glog
@@ -1391,6 +1428,9 @@ spindle_cc_library(runtime.runtime
     runtime.internal.observability.deadlock_report
     runtime.internal.observability.fiber_dump
     runtime.internal.observability.terminate_reports
+    runtime.internal.observability.trace_export
+    fiber.internal.cycle_clock
+    fiber.internal.trace
     runtime.internal.fiber_worker
     runtime.internal.runtime_impl
     runtime.internal.runtime_options
@@ -2701,6 +2741,7 @@ spindle_cc_test(runtime.internal.group.idle_path_model_test
     runtime/internal/group/idle_path.h
     runtime/internal/group/idle_path_model_test.cc
   DEPS
+    fiber.internal.trace
     runtime.internal.group.scheduling_group_headers_for_models
     third_party.gflags
     third_party.glog
@@ -3331,6 +3372,7 @@ spindle_cc_test(sync.internal.channel_model_test
     timer/internal/timer_queue.cc
     timer/internal/timer_queue.h
   DEPS
+    fiber.internal.trace
     third_party.absl
     third_party.glog
     third_party.gtest
@@ -3366,6 +3408,7 @@ spindle_cc_test(sync.internal.timed_waiter_model_test
     timer/internal/timer_queue.cc
     timer/internal/timer_queue.h
   DEPS
+    fiber.internal.trace
     third_party.absl
     third_party.glog
     third_party.gtest
@@ -3784,6 +3827,7 @@ spindle_cc_test(timer.internal.timer_worker_model_test
     timer/internal/timer_worker_model_test.cc
     timer/internal/timer_worker_queues.cc
   DEPS
+    fiber.internal.trace
     third_party.absl
     third_party.glog
     third_party.gtest
@@ -3946,6 +3990,32 @@ spindle_sh_test(tools.gdb.gdb_test
     no_asan
     no_tsan
     exclusive)
+
+# //tools/trace:trace_workload
+spindle_cc_binary(tools.trace.trace_workload
+  TESTONLY
+  OUTPUT_NAME trace_workload
+  SRCS
+    tools/trace/trace_workload.cc
+  DEPS
+    third_party.gflags
+    fiber.fiber
+    io.io
+    runtime.runtime
+    sync.sync)
+
+# //tools/trace:trace_test
+spindle_sh_test(tools.trace.trace_test
+  LABEL tools/trace:trace_test
+  SCRIPT tools/trace/trace_test.sh
+  ARGS
+    $<TARGET_FILE:tools.trace.trace_workload>
+    ${SPINDLE_SOURCE_DIR}/tools/trace/trace_check.py
+    ${SPINDLE_SOURCE_DIR}/tools/trace/trace_timeline.py
+  DEPENDS
+    tools.trace.trace_workload
+  SIZE small
+  TIMEOUT 60)
 
 # //tools:scaling_chart_test
 spindle_sh_test(tools.scaling_chart_test

@@ -64,6 +64,7 @@
 #include <memory>
 #include <mutex>
 
+#include "fiber/internal/trace.h"
 #include "glog/logging.h"
 #include "io/internal/descriptor.h"
 #include "runtime/internal/base/ready_batch.h"
@@ -164,6 +165,7 @@ bool Reactor::Wait(spindle::internal::MonotonicDeadline deadline) {
     if (errno != EINTR) PLOG(ERROR) << "epoll_wait in the reactor of group " << index_;
     n = 0;
   }
+  if (n > 0) spindle::internal::Trace(spindle::internal::TraceKind::kPoll, index_, n);
   int kept = 0;
   for (int i = 0; i < n; ++i) {
     if (events_[i].data.u64 == kEventFdTag) {

@@ -74,6 +74,12 @@ void Runtime::Start(const RuntimeOptions& options) {
   if (runtime->deadlock_report_.count() > 0) {
     runtime->deadlock_monitor_ = std::make_unique<DeadlockMonitor>(runtime->deadlock_report_);
   }
+  const RuntimeOptions& trace = runtime->trace_options_;
+  if (!trace.trace_file.empty()) {
+    runtime->trace_window_ = std::make_unique<TraceWindowThread>(
+        trace.trace_file, trace.trace_after, trace.trace_for,
+        trace.trace_records_per_thread);
+  }
 }
 
 void Runtime::Terminate() {
@@ -90,6 +96,7 @@ void Runtime::Terminate() {
   // No fiber is left to watch (it watched the drain: a hog may have held it up).
   runtime->hog_monitor_.reset();
   runtime->deadlock_monitor_.reset();
+  runtime->trace_window_.reset();  // writes what it recorded if its window is open
   for (auto& group : runtime->groups_) group->strategy()->Stop();
   for (auto& worker : runtime->workers_) worker->Join();
   // No worker runs; the timer threads stopped before we were called.
@@ -116,6 +123,7 @@ Runtime::Runtime(const RuntimeOptions& options) {
   hog_options_.report = options.hog_report;
   hog_options_.rescue = options.hog_rescue;
   deadlock_report_ = options.deadlock_report;
+  trace_options_ = options;
   BuildGroups(options);
   BuildWorkers(options);
   std::ostringstream line;

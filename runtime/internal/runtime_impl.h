@@ -16,6 +16,7 @@
 #include "runtime/internal/group/scheduling_group.h"
 #include "runtime/internal/hog_monitor.h"
 #include "runtime/internal/observability/deadlock_report.h"
+#include "runtime/internal/observability/trace_export.h"
 #include "runtime/internal/runtime_options.h"
 
 namespace spindle::internal {
@@ -90,6 +91,9 @@ class Runtime {
   // --fiber_deadlock_report_s (deadlock_report.h): the same lifetime; null when off.
   std::unique_ptr<DeadlockMonitor> deadlock_monitor_;
   std::chrono::seconds deadlock_report_{0};
+  // --fiber_trace_file (trace_export.h): the same lifetime; null when off.
+  std::unique_ptr<TraceWindowThread> trace_window_;
+  RuntimeOptions trace_options_;
   std::size_t group_size_ = 0;
   RuntimeLayout layout_;
   std::vector<std::unique_ptr<FiberPoolState>> pools_;

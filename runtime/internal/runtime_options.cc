@@ -96,6 +96,22 @@ DEFINE_uint64(fiber_deadlock_report_s, 0,
               "reported once as an error with each fiber's stack, and counted in "
               "spindle_deadlocks_total. A thread scans the parked fibers every 0.5 s "
               "while it is on. Default 0 (off); range [0, 86400].");
+DEFINE_string(fiber_trace_file, "",
+              "Record the scheduling trace (runtime/trace.h) into this file as Chrome "
+              "trace-event JSON (Perfetto, chrome://tracing; "
+              "tools/trace/trace_timeline.py draws it): --fiber_trace_for_s seconds, "
+              "starting --fiber_trace_after_s after the runtime starts. Empty (the "
+              "default): no trace.");
+DEFINE_uint64(fiber_trace_after_s, 0,
+              "With --fiber_trace_file: seconds from the runtime's start to the trace's. "
+              "Default 0; range [0, 86400].");
+DEFINE_uint64(fiber_trace_for_s, 5,
+              "With --fiber_trace_file: seconds to record (less if the runtime stops "
+              "first). Default 5; range [1, 3600].");
+DEFINE_uint64(fiber_trace_records_per_thread, 65536,
+              "The scheduling trace's buffer per thread, in 32-byte records; the trace "
+              "ends where the first buffer fills. Default 65536 (2 MiB); range "
+              "[1024, 16777216].");
 DEFINE_uint64(fiber_hog_rescue_ms, 10,
               "When a fiber has run this many milliseconds without switching, the "
               "fibers queued behind it on its worker (v2: its runnext slot and local "
@@ -257,6 +273,10 @@ RuntimeOptions RuntimeOptionsFromFlags() {
   options.hog_report = std::chrono::milliseconds(FLAGS_fiber_hog_report_ms);
   options.hog_rescue = std::chrono::milliseconds(FLAGS_fiber_hog_rescue_ms);
   options.deadlock_report = std::chrono::seconds(FLAGS_fiber_deadlock_report_s);
+  options.trace_file = FLAGS_fiber_trace_file;
+  options.trace_after = std::chrono::seconds(FLAGS_fiber_trace_after_s);
+  options.trace_for = std::chrono::seconds(FLAGS_fiber_trace_for_s);
+  options.trace_records_per_thread = FLAGS_fiber_trace_records_per_thread;
   options.chaos_seed = FLAGS_fiber_chaos_seed;
   options.ready_latency_sample_period = FLAGS_fiber_ready_latency_sample_period;
   options.log_layout = FLAGS_fiber_log_layout;
@@ -327,6 +347,20 @@ std::string ValidateRuntimeOptions(const RuntimeOptions& options) {
     return "--fiber_deadlock_report_s=" + std::to_string(options.deadlock_report.count()) +
            " is invalid: expected seconds in [0, " + std::to_string(kMaxDeadlockReportS) +
            "] (0 = off)";
+  }
+  if (static_cast<std::uint64_t>(options.trace_after.count()) > 86400) {
+    return "--fiber_trace_after_s=" + std::to_string(options.trace_after.count()) +
+           " is invalid: expected seconds in [0, 86400]";
+  }
+  if (options.trace_for.count() < 1 || options.trace_for.count() > 3600) {
+    return "--fiber_trace_for_s=" + std::to_string(options.trace_for.count()) +
+           " is invalid: expected seconds in [1, 3600]";
+  }
+  if (options.trace_records_per_thread < 1024 ||
+      options.trace_records_per_thread > (std::uint64_t{1} << 24)) {
+    return "--fiber_trace_records_per_thread=" +
+           std::to_string(options.trace_records_per_thread) +
+           " is invalid: expected records in [1024, 16777216]";
   }
   if (options.dump_signal == SIGURG && options.hog_report.count() > 0) {
     return "--fiber_dump_signal=" + std::to_string(options.dump_signal) +

@@ -88,6 +88,11 @@ struct RuntimeOptions {
   // The deadlock report (deadlock_report.h): cycles of fibers that have waited this
   // long on each other's locks; 0 = off.
   std::chrono::seconds deadlock_report{0};
+  // The scheduling trace by flag (trace_export.h, TraceWindowThread): empty = none.
+  std::string trace_file;
+  std::chrono::seconds trace_after{0};
+  std::chrono::seconds trace_for{5};
+  std::uint64_t trace_records_per_thread = 65536;
   std::uint64_t chaos_seed = 0;  // chaos scheduling (chaos.h); 0 = off
   // One readiness in this many is timed (a power of two; SchedulingGroup).
   std::uint64_t ready_latency_sample_period = 64;

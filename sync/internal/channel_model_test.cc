@@ -34,6 +34,7 @@ namespace spindle::internal {
 // threads never calls them (GetCurrentFiberEntity() is null), so each fails the model.
 
 FiberEntity* GetCurrentFiberEntity() { return nullptr; }
+std::uint64_t CurrentLockOwnerId() { return kLockOwnerThread; }  // the trace's (unused)
 FiberEntity::~FiberEntity() = default;
 void FiberEntity::FailSetState(FiberState) const {
   RL_ASSERT(!"a fiber's state changed in a model of plain threads");

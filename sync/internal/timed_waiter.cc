@@ -41,6 +41,7 @@
 #include <mutex>
 #include <thread>
 
+#include "fiber/internal/trace.h"
 #include "glog/logging.h"
 #include "runtime/internal/base/ready_batch.h"
 #include "runtime/internal/base/parker.h"
@@ -136,6 +137,8 @@ bool TimedWaiter::WinFiber(int to, FiberEntity** to_queue) {
   // that has not parked yet sees the flip under the same lock and does not park.
   if (won && fiber->state() == FiberState::kWaiting) {
     fiber->SetState(FiberState::kReady);
+    // The scheduling trace (trace.h): who woke whom.
+    if (TraceOn()) TraceRecordNow(TraceKind::kWake, CurrentLockOwnerId(), fiber->id);
     *to_queue = fiber;
   }
   return won;

@@ -69,6 +69,8 @@ struct ModelFiberScheduler {
 ModelFiberScheduler* g_model = nullptr;  // set by a model's before()
 
 FiberEntity* GetCurrentFiberEntity() { return g_model != nullptr ? g_model->fiber : nullptr; }
+// The scheduling trace's waker id (never recorded here: no trace window opens).
+std::uint64_t CurrentLockOwnerId() { return kLockOwnerThread; }
 
 // FiberEntity's own (fiber_entity.cc, not linked: its layout there has the runtime's
 // Spinlock), as far as a control block without a stack needs them.

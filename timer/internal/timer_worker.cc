@@ -78,6 +78,7 @@
 #include <ctime>
 
 #include "fiber/internal/batch_pool.h"
+#include "fiber/internal/trace.h"
 #include "glog/logging.h"
 #include "runtime/internal/base/fiber_desc.h"
 #include "runtime/internal/base/live_fibers.h"
@@ -387,6 +388,7 @@ void TimerWorker::Fire(TimerEntry* entry) {
     return;
   }
   fired_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+  Trace(TraceKind::kTimers, 0, 1);
   if (entry->inline_callback != nullptr) {
     entry->inline_callback(entry->inline_arg);
     ReleaseTimerEntry(entry);

@@ -40,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "fiber/internal/trace.h"
 #include "glog/logging.h"
 #include "runtime/internal/base/ready_batch.h"
 #include "runtime/internal/seams/chaos.h"
@@ -95,7 +96,10 @@ std::size_t TimerWorker::FireQueue(TimerQueue& queue, std::int64_t now_ns,
     total += n;
     if (n < kChunk) break;
   }
-  if (total != 0) fired_.fetch_add(total, std::memory_order_relaxed);  // relaxed: statistic
+  if (total != 0) {
+    fired_.fetch_add(total, std::memory_order_relaxed);  // relaxed: statistic
+    Trace(TraceKind::kTimers, 0, total);
+  }
   return total;
 }
 

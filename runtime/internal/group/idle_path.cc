@@ -81,6 +81,7 @@
 #include <utility>
 
 #include "fiber/internal/spinlock.h"
+#include "fiber/internal/trace.h"
 #include "glog/logging.h"
 #include "runtime/internal/group/group_chaos.h"
 #include "runtime/internal/group/parking.h"
@@ -269,6 +270,12 @@ IdlePath::Plan IdlePath::PlanWhenAnnounced(bool searched) const {
 
 void IdlePath::SleepOnSlot(std::chrono::nanoseconds limit, std::int64_t until_ns) {
   notifier_.CountSleep(worker_, /*spurious=*/slept_since_work_);
+  Trace(TraceKind::kSleep, group_->index(), 0, static_cast<std::uint32_t>(worker_));
+  SleepOnSlotUntraced(limit, until_ns);
+  Trace(TraceKind::kSleepEnd, group_->index(), 0, static_cast<std::uint32_t>(worker_));
+}
+
+void IdlePath::SleepOnSlotUntraced(std::chrono::nanoseconds limit, std::int64_t until_ns) {
   slept_since_work_ = true;
   MonotonicDeadline deadline = limit.count() == 0 ? MonotonicDeadline::None() : MonotonicDeadline::In(limit);
   if (until_ns < deadline.ns()) deadline = MonotonicDeadline::AtNs(until_ns);

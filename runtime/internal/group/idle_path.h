@@ -77,6 +77,8 @@ class IdlePath {
   // Sleeps until woken, or until `limit` from now (0: no limit) or `until_ns` (INT64_MAX:
   // none), whichever comes first.
   void SleepOnSlot(std::chrono::nanoseconds limit, std::int64_t until_ns);
+  // SleepOnSlot() without its count and trace records.
+  void SleepOnSlotUntraced(std::chrono::nanoseconds limit, std::int64_t until_ns);
 
   SchedulingGroup* const group_;
   SchedulingStrategy& strategy_;

@@ -54,6 +54,7 @@
 #include "absl/base/thread_annotations.h"
 #include "fiber/internal/fiber_switch.h"
 #include "fiber/internal/stack_allocator.h"
+#include "fiber/internal/trace.h"
 #include "glog/logging.h"
 #include "runtime/internal/group/group_chaos.h"
 #include "runtime/internal/group/group_stats.h"
@@ -73,6 +74,7 @@ void ReclaimFiber(FiberEntity* dead) {
   // Its group and worker: where it ran last, a group of the pool it started in.
   SchedulingGroup* group = dead->scheduling_group;
   const std::size_t worker = dead->scheduling_worker;
+  Trace(TraceKind::kExit, dead->id);
   const Stack stack = DestroyFiberEntity(dead);
   StackCache::ForStack(stack).Put(stack);
   CountFiberFinished();
@@ -124,6 +126,8 @@ __attribute__((always_inline)) inline FiberEntity* TakeOver(SchedulingGroup* gro
   fiber->scheduling_group = group;
   fiber->scheduling_worker = static_cast<std::uint32_t>(worker);
   fiber->TransitionJustLocked<FiberState::kReady, FiberState::kRunning>();
+  // The scheduling trace (trace.h): a run begins (counted with fibers_run above).
+  Trace(TraceKind::kRun, fiber->id, group->index(), static_cast<std::uint32_t>(worker));
   return fiber;
 }
 
@@ -308,6 +312,7 @@ __attribute__((noinline)) void ParkFiber(FiberEntity* self,
   CHECK(self_lock.owns_lock() && self_lock.mutex() == &self->scheduler_lock)
       << "ParkFiber() needs the fiber's own scheduler lock";
   self->SetState(FiberState::kWaiting);
+  Trace(TraceKind::kPark, self->id, 0, static_cast<std::uint32_t>(self->wait_kind));
   self_lock.release();  // unlocked by the landing hook below
   // A busy poll is due: we hold our own lock, which dispatching could need (our own
   // IO wait), so go through the worker's idle path, which polls first.
@@ -345,6 +350,7 @@ void DispatchFiber(FiberEntity* self, FiberDesc* desc) ABSL_NO_THREAD_SAFETY_ANA
   // self runs on its worker of its group (LaunchFiber dispatches only into self's
   // group), so that worker's cells are this thread's.
   group->stats().CountStarted(self->scheduling_worker, 1);
+  Trace(TraceKind::kSpawn, self->id, desc->id);
   group->CountAdmission(desc);
   desc->ready_stamp = 0;  // runs at once: no ready-to-run wait to measure
   // A fiber made Running on this worker, as NoteRun counts every other (the hog
@@ -356,6 +362,8 @@ void DispatchFiber(FiberEntity* self, FiberDesc* desc) ABSL_NO_THREAD_SAFETY_ANA
     std::lock_guard<Spinlock> lock(next->scheduler_lock);
     next->SetState(FiberState::kRunning);
   }
+  Trace(TraceKind::kRun, next->id, group->index(),
+        static_cast<std::uint32_t>(self->scheduling_worker));
   // next was made Running before self's lock is taken (see "Yielding" at the top).
   self->scheduler_lock.lock();
   self->TransitionJustLocked<FiberState::kRunning, FiberState::kReady>();

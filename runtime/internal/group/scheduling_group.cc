@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "fiber/internal/switch_safe_tls.h"
+#include "fiber/internal/trace.h"
 #include "glog/logging.h"
 #include "runtime/internal/base/foreign_producers.h"
 #include "runtime/internal/group/group_chaos.h"
@@ -111,12 +112,23 @@ void SchedulingGroup::Enqueue(std::uintptr_t entry, bool stealable, ReadyReason 
               stealable, reason);
 }
 
+namespace {
+
+// The scheduling trace's spawn record (trace.h): the starter (a fiber's id, or
+// kLockOwnerThread) and the new fiber's id, chosen at its start.
+inline void TraceSpawn(const FiberDesc* desc) {
+  if (TraceOn()) TraceRecordNow(TraceKind::kSpawn, CurrentLockOwnerId(), desc->id);
+}
+
+}  // namespace
+
 void SchedulingGroup::StartFiber(FiberDesc* desc) {
   // One read of the binding for the count, the origin and the foreign-producer count
   // (a call each would be paid on every start).
   const BoundWorker bound = *BoundWorkerSlot();
   const std::size_t origin = bound.group == this ? bound.index : kNoWorker;
   stats_.CountStarted(origin, 1);
+  TraceSpawn(desc);
   CountAdmission(desc);
   GroupStats::StampReady(desc);
   EnqueueFrom(origin, bound.group == nullptr, EncodeEntry(desc),
@@ -126,6 +138,7 @@ void SchedulingGroup::StartFiber(FiberDesc* desc) {
 
 void SchedulingGroup::StartFiberOnWorker(FiberDesc* desc, std::size_t worker) {
   stats_.CountStarted(worker, 1);
+  TraceSpawn(desc);
   CountAdmission(desc);
   GroupStats::StampReady(desc);
   strategy_->Enqueue(EncodeEntry(desc), !desc->scheduling_group_local,
@@ -159,7 +172,10 @@ void SchedulingGroup::EnqueueMany(T* const* items, std::size_t n, bool timer_rou
 void SchedulingGroup::StartFibers(FiberDesc* const* descs, std::size_t n) {
   const BoundWorker bound = *BoundWorkerSlot();
   stats_.CountStarted(bound.group == this ? bound.index : kNoWorker, n);
-  for (std::size_t i = 0; i < n; ++i) CountAdmission(descs[i]);
+  for (std::size_t i = 0; i < n; ++i) {
+    TraceSpawn(descs[i]);
+    CountAdmission(descs[i]);
+  }
   EnqueueMany(descs, n, /*timer_round=*/false, bound.group, bound.index);
 }
 
@@ -218,6 +234,7 @@ void ResumeFiber(FiberEntity* fiber) {
     std::lock_guard<Spinlock> lock(fiber->scheduler_lock);
     fiber->SetState(FiberState::kReady);
   }
+  if (TraceOn()) TraceRecordNow(TraceKind::kWake, CurrentLockOwnerId(), fiber->id);
   fiber->scheduling_group->QueueReady(fiber);
 }
 
@@ -252,6 +269,7 @@ std::uintptr_t SchedulingGroup::StealEntryFrom(SchedulingGroup* victim, std::siz
   // relaxed: statistics.
   victim->stats_.CountStealOut(n);
   stats_.CountStealIn(victim->numa_node() == numa_node(), n);
+  Trace(TraceKind::kSteal, victim->index(), n, static_cast<std::uint32_t>(index()));
   if (n > 1) {
     // Stealable in the victim, so in our group too (a fiber stolen becomes ours when
     // it is made Running). A producer's push like any other: its wake-up tells our
