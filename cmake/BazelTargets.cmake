@@ -1102,7 +1102,8 @@ spindle_cc_library(runtime.internal.observability.trace_export
     fiber.internal.fiber_entity
     fiber.internal.trace
     fiber.internal.wait_types
-    runtime.internal.base.parker)
+    runtime.internal.base.parker
+    runtime.internal.group.group_stats)
 
 # //runtime/internal:runtime_impl
 spindle_cc_library(runtime.internal.runtime_impl
@@ -1429,6 +1430,7 @@ spindle_cc_library(runtime.runtime
     runtime.internal.observability.fiber_dump
     runtime.internal.observability.terminate_reports
     runtime.internal.observability.trace_export
+    runtime.internal.group.group_stats
     fiber.internal.cycle_clock
     fiber.internal.trace
     runtime.internal.fiber_worker
@@ -3356,6 +3358,28 @@ spindle_cc_test(runtime.runtime_test
     relaxed
     151557050)
 
+# //runtime:trace_test
+spindle_cc_test(runtime.trace_test
+  STRATEGY_TWINS
+  LABEL runtime:trace_test
+  SRCS
+    runtime/trace_test.cc
+  DEPS
+    runtime.runtime
+    third_party.gtest_main
+    fiber.fiber
+    runtime.internal.testing.runtime_testing
+    runtime.internal.runtime_options
+  SIZE small
+  TIMEOUT 60
+  CHAOS_SEEDS
+    v1
+    441375775
+    v2
+    441375776
+    relaxed
+    326377830)
+
 # //sync/internal:channel_model_test
 spindle_cc_test(sync.internal.channel_model_test
   WITHOUT_SEAMS
@@ -3741,12 +3765,13 @@ spindle_cc_test(tests.hog_test
 # //tests:readme_samples_cc
 spindle_genrule(tests.readme_samples_cc
   OUTPUT ${SPINDLE_GEN_DIR}/tests/readme_samples.cc
-  COMMAND "bash ${SPINDLE_SOURCE_DIR}/tests/readme_samples.sh ${SPINDLE_SOURCE_DIR}/README.md ${SPINDLE_SOURCE_DIR}/docs/cancellation.md ${SPINDLE_SOURCE_DIR}/docs/channels.md ${SPINDLE_SOURCE_DIR}/docs/configuration.md ${SPINDLE_SOURCE_DIR}/docs/fibers.md ${SPINDLE_SOURCE_DIR}/docs/getting-started.md ${SPINDLE_SOURCE_DIR}/docs/io.md ${SPINDLE_SOURCE_DIR}/docs/operating.md ${SPINDLE_SOURCE_DIR}/docs/performance.md ${SPINDLE_SOURCE_DIR}/docs/sync.md ${SPINDLE_SOURCE_DIR}/docs/testing.md ${SPINDLE_SOURCE_DIR}/docs/timers.md ${SPINDLE_SOURCE_DIR}/docs/troubleshooting.md > ${SPINDLE_GEN_DIR}/tests/readme_samples.cc"
+  COMMAND "bash ${SPINDLE_SOURCE_DIR}/tests/readme_samples.sh ${SPINDLE_SOURCE_DIR}/README.md ${SPINDLE_SOURCE_DIR}/docs/cancellation.md ${SPINDLE_SOURCE_DIR}/docs/channels.md ${SPINDLE_SOURCE_DIR}/docs/configuration.md ${SPINDLE_SOURCE_DIR}/docs/debugging.md ${SPINDLE_SOURCE_DIR}/docs/fibers.md ${SPINDLE_SOURCE_DIR}/docs/getting-started.md ${SPINDLE_SOURCE_DIR}/docs/io.md ${SPINDLE_SOURCE_DIR}/docs/operating.md ${SPINDLE_SOURCE_DIR}/docs/performance.md ${SPINDLE_SOURCE_DIR}/docs/sync.md ${SPINDLE_SOURCE_DIR}/docs/testing.md ${SPINDLE_SOURCE_DIR}/docs/timers.md ${SPINDLE_SOURCE_DIR}/docs/troubleshooting.md > ${SPINDLE_GEN_DIR}/tests/readme_samples.cc"
   INPUTS
     ${SPINDLE_SOURCE_DIR}/README.md
     ${SPINDLE_SOURCE_DIR}/docs/cancellation.md
     ${SPINDLE_SOURCE_DIR}/docs/channels.md
     ${SPINDLE_SOURCE_DIR}/docs/configuration.md
+    ${SPINDLE_SOURCE_DIR}/docs/debugging.md
     ${SPINDLE_SOURCE_DIR}/docs/fibers.md
     ${SPINDLE_SOURCE_DIR}/docs/getting-started.md
     ${SPINDLE_SOURCE_DIR}/docs/io.md

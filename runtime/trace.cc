@@ -7,6 +7,7 @@
 
 #include "fiber/internal/cycle_clock.h"
 #include "fiber/internal/trace.h"
+#include "runtime/internal/group/group_stats.h"
 #include "runtime/internal/observability/trace_export.h"
 
 namespace spindle {
@@ -27,12 +28,14 @@ std::string StartTracing(const TraceOptions& options) {
   if (!internal::StartTraceWindow(options.records_per_thread)) {
     return "a scheduling trace is being recorded already (StopTracing() ends it)";
   }
+  internal::GroupStats::SampleEveryReadinessForTrace(true);
   return "";
 }
 
 TraceSummary StopTracing(std::ostream& out) {
   if (!internal::TraceWindowOpen()) return TraceSummary{};  // nothing was recording
   std::vector<internal::TraceThreadLog> logs = internal::StopTraceWindow();
+  internal::GroupStats::SampleEveryReadinessForTrace(false);
   const internal::TraceStats stats =
       internal::WriteChromeTrace(std::move(logs), internal::CycleClockNanosPerTick(), out);
   TraceSummary summary;

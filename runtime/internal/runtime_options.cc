@@ -101,7 +101,7 @@ DEFINE_string(fiber_trace_file, "",
               "trace-event JSON (Perfetto, chrome://tracing; "
               "tools/trace/trace_timeline.py draws it): --fiber_trace_for_s seconds, "
               "starting --fiber_trace_after_s after the runtime starts. Empty (the "
-              "default): no trace.");
+              "default): no trace; else a writable file path.");
 DEFINE_uint64(fiber_trace_after_s, 0,
               "With --fiber_trace_file: seconds from the runtime's start to the trace's. "
               "Default 0; range [0, 86400].");

@@ -8,10 +8,28 @@ namespace spindle::internal {
 
 std::atomic<std::uint32_t> GroupStats::ready_sample_mask_{kDefaultReadySamplePeriod - 1};
 
+namespace {
+// The mask SetReadySamplePeriod() chose, and whether a trace overrides it with 0.
+std::atomic<std::uint32_t> g_period_mask{GroupStats::kDefaultReadySamplePeriod - 1};
+std::atomic<bool> g_every_readiness{false};
+}  // namespace
+
 void GroupStats::SetReadySamplePeriod(std::uint32_t period) {
   CHECK(period >= 1 && (period & (period - 1)) == 0)
       << "ready-to-run sample period " << period << " is not a power of two";
-  ready_sample_mask_.store(period - 1, std::memory_order_relaxed);  // see ReadySampleMask()
+  // relaxed: see ReadySampleMask(); a trace's override (below) stays while it records.
+  g_period_mask.store(period - 1, std::memory_order_relaxed);
+  if (!g_every_readiness.load(std::memory_order_relaxed)) {
+    ready_sample_mask_.store(period - 1, std::memory_order_relaxed);
+  }
+}
+
+void GroupStats::SampleEveryReadinessForTrace(bool on) {
+  // relaxed: a worker that reads the old mask a moment longer samples a few readinesses
+  // less; the trace misses the runs of those (documented in runtime/trace.h).
+  g_every_readiness.store(on, std::memory_order_relaxed);
+  ready_sample_mask_.store(on ? 0 : g_period_mask.load(std::memory_order_relaxed),
+                           std::memory_order_relaxed);
 }
 
 bool GroupStats::ThisThreadSamplesReadiness() {

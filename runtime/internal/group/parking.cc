@@ -126,8 +126,6 @@ __attribute__((always_inline)) inline FiberEntity* TakeOver(SchedulingGroup* gro
   fiber->scheduling_group = group;
   fiber->scheduling_worker = static_cast<std::uint32_t>(worker);
   fiber->TransitionJustLocked<FiberState::kReady, FiberState::kRunning>();
-  // The scheduling trace (trace.h): a run begins (counted with fibers_run above).
-  Trace(TraceKind::kRun, fiber->id, group->index(), static_cast<std::uint32_t>(worker));
   return fiber;
 }
 
@@ -280,7 +278,13 @@ FiberEntity* MakeRunning(SchedulingGroup* group, std::uintptr_t entry, std::size
     stamp = fiber->ready_stamp;
     if (stamp != 0) fiber->ready_stamp = 0;  // written only when sampled (StampReady)
   }
-  return TakeOver(group, fiber, worker, stamp);
+  TakeOver(group, fiber, worker, stamp);
+  // The scheduling trace (trace.h): a run begins (counted with fibers_run, in
+  // TakeOver()). Only here, not on the inline path (MakeRunningOnSwitch()): while a
+  // trace records every readiness is stamped, so every run comes this way
+  // (GroupStats::SampleEveryReadinessForTrace).
+  Trace(TraceKind::kRun, fiber->id, group->index(), static_cast<std::uint32_t>(worker));
+  return fiber;
 }
 
 // noinline, as ParkFiber: each inlines its switch (fiber_switch.h), and a function that

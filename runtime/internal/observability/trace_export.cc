@@ -13,6 +13,7 @@
 #include "fiber/internal/fiber_entity.h"
 #include "fiber/internal/wait_types.h"
 #include "glog/logging.h"
+#include "runtime/internal/group/group_stats.h"
 
 namespace spindle::internal {
 namespace {
@@ -309,10 +310,12 @@ void TraceWindowThread::Run() {
                << ": a scheduling trace is being recorded already (StartTracing())";
     return;
   }
+  GroupStats::SampleEveryReadinessForTrace(true);
   WaitUntil(MonotonicDeadline::In(length_));
   std::ofstream out(path_);
-  const TraceStats summary =
-      WriteChromeTrace(StopTraceWindow(), CycleClockNanosPerTick(), out);
+  std::vector<TraceThreadLog> logs = StopTraceWindow();
+  GroupStats::SampleEveryReadinessForTrace(false);
+  const TraceStats summary = WriteChromeTrace(std::move(logs), CycleClockNanosPerTick(), out);
   out.close();
   if (!out) {
     LOG(ERROR) << "--fiber_trace_file=" << path_ << ": could not write the trace there";
