@@ -3212,6 +3212,7 @@ spindle_cc_test(runtime.deadlock_report_test
     third_party.glog
     third_party.gtest_main
     fiber.fiber
+    io.io
     runtime.internal.observability.deadlock_report
     runtime.internal.testing.runtime_testing
     runtime.internal.runtime_options

@@ -6,10 +6,14 @@
 
 #include "runtime/internal/observability/deadlock_report.h"
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <sstream>
 #include <string>
@@ -21,6 +25,7 @@
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "gtest/gtest.h"
+#include "io/stream.h"
 #include "runtime/internal/runtime_options.h"
 #include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/metrics.h"
@@ -165,36 +170,65 @@ TEST(DeadlockReportTest, ALongWaitOnAHolderThatWaitsForSomethingElseIsNoDeadlock
   testing::ScopedRuntime runtime(2);
   const testing::TestWatchdog watchdog(120s, "ALongWaitOnAHolder...");
   const std::uint64_t reported_before = DeadlocksReported();
-  Mutex mutex;
+  // Four holders, each waiting on something that is not a lock: an Event, a timer (it
+  // sleeps in a loop), a socket, and nothing (it runs, yielding). Five fibers wait on
+  // their locks, one as a writer of a SharedMutex (whose wait re-parks every
+  // millisecond) and one as a reader.
+  Mutex on_event, on_timer, on_socket, on_cpu;
   SharedMutex shared;
-  Event holding, release;
-  // The holder waits on an Event and a timer; three fibers wait on its locks (one as a
-  // writer of the SharedMutex, whose wait re-parks every millisecond).
-  Fiber holder([&] {
-    std::lock_guard<Mutex> lock(mutex);
+  Event release;
+  std::atomic<bool> stop{false};
+  std::atomic<int> holding{0};
+  int sockets[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sockets), 0);
+  std::vector<Fiber> holders;
+  holders.emplace_back([&] {
+    std::lock_guard<Mutex> lock(on_event);
     std::lock_guard<SharedMutex> exclusive(shared);
-    holding.Set();
+    holding.fetch_add(1);
     release.Wait();
-    this_fiber::SleepFor(10ms);
   });
-  holding.Wait();
+  holders.emplace_back([&] {
+    std::lock_guard<Mutex> lock(on_timer);
+    holding.fetch_add(1);
+    while (!stop.load()) this_fiber::SleepFor(20ms);
+  });
+  holders.emplace_back([&] {
+    std::lock_guard<Mutex> lock(on_socket);
+    auto stream = io::Stream::Adopt(sockets[0], io::Address());
+    ASSERT_TRUE(stream.ok());
+    holding.fetch_add(1);
+    char byte;
+    EXPECT_TRUE(stream->Read(&byte, 1).ok());
+  });
+  holders.emplace_back([&] {
+    std::lock_guard<Mutex> lock(on_cpu);
+    holding.fetch_add(1);
+    while (!stop.load()) this_fiber::Yield();
+  });
+  while (holding.load() < 4) std::this_thread::yield();
   std::vector<Fiber> waiters;
-  waiters.emplace_back([&] { std::lock_guard<Mutex> lock(mutex); });
+  for (Mutex* mutex : {&on_event, &on_timer, &on_socket, &on_cpu}) {
+    waiters.emplace_back([mutex] { std::lock_guard<Mutex> lock(*mutex); });
+  }
   waiters.emplace_back([&] { std::lock_guard<SharedMutex> lock(shared); });
   waiters.emplace_back([&] { std::shared_lock<SharedMutex> lock(shared); });
-  // Until the waits are older than 1 s and then some: rounds are 0.5 s apart.
+  // Every waiter parked on its lock (the SharedMutex writer between its re-parks, too).
   for (;;) {
-    std::vector<internal::LockWait> waits = internal::ScanLockWaits();
-    bool all_old = waits.size() >= 2;
-    for (const auto& wait : waits) all_old = all_old && wait.seconds > 1.5;
-    if (all_old) break;
+    std::set<const void*> locks;
+    for (const auto& wait : internal::ScanLockWaits()) locks.insert(wait.lock);
+    if (locks.size() == 5) break;
     WaitRounds(1);
   }
-  WaitRounds(3);
+  // Five rounds, 0.5 s apart: the waits pass 1 s and are seen twice more.
+  WaitRounds(5);
   EXPECT_EQ(DeadlocksReported(), reported_before);
   release.Set();
-  holder.join();
+  stop.store(true);
+  ASSERT_EQ(write(sockets[1], "x", 1), 1);
+  for (Fiber& holder : holders) holder.join();
   for (Fiber& waiter : waiters) waiter.join();
+  close(sockets[1]);
 }
 
 TEST(DeadlockReportTest, CyclesOfTheWaitForGraph) {
