@@ -9,7 +9,7 @@ gcore and on the live process (gdb -p), runs gdb in batch mode with the commands
 checks: `spindle fibers` lists every fiber with that state and function; `spindle
 stacks` counts each group of identical stacks right; `spindle bt` and `spindle fiber`
 show a parked fiber's own frames, and `up`/`frame` work on them; with debug information,
-`info locals` shows a local of the fiber's function.
+`bt full` shows a local of the fiber's function.
 """
 
 import os
@@ -53,6 +53,12 @@ def sections(output):
     return parts
 
 
+def function_of(where):
+    """The function a `where` column names: "F(int)", "F at file.cc:12" (with debug
+    information) and "F" all give "F"."""
+    return where.split(" at ", 1)[0].split("(", 1)[0].strip()
+
+
 def parse_listing(text):
     """`spindle fibers`'s rows: (id, group, state, where)."""
     rows = []
@@ -72,8 +78,7 @@ def check(output, expectations, has_debug_info, where):
         fail("%s: `spindle fibers` listed no fiber" % where, output)
     ids_by_function = {}
     for count, state, function in expectations:
-        matching = [row for row in rows
-                    if row[3].startswith(function + "(") or row[3] == function]
+        matching = [row for row in rows if function_of(row[3]) == function]
         if len(matching) != count:
             fail("%s: expected %d fibers at %s, `spindle fibers` shows %d"
                  % (where, count, function, len(matching)), listing)
@@ -112,8 +117,11 @@ def check(output, expectations, has_debug_info, where):
 
     selected = parts.get("spindle fiber %d" % ids_by_function["GdbParkOnConditionVariable"][0],
                          "")
-    # The innermost frame of a parked fiber is the park path's.
-    if not re.search(r"^#\d+ .* in spindle::internal::ParkFiber", selected, re.M):
+    # The innermost frame of a parked fiber is the park path's: ParkFiber, or with debug
+    # information the switch inlined into it. (gdb leaves out "0x... in" where the pc
+    # starts a source line.)
+    if not re.search(r"^#\d+ .*\bspindle::internal::(ParkFiber|JumpContextInline|"
+                     r"FiberEntity::SwitchToInline)\b", selected, re.M):
         fail("%s: `spindle fiber` did not select the fiber's innermost frame" % where,
              selected)
     bt = parts.get("bt", "")
@@ -121,13 +129,18 @@ def check(output, expectations, has_debug_info, where):
             "__GI___libc_read" in bt:
         fail("%s: `bt` on the selected fiber shows other frames than the fiber's" % where,
              bt)
-    frame = parts.get("frame function GdbParkOnConditionVariable", "")
+    # `frame function F` selects F's frame, or with debug information the innermost
+    # frame inlined into F (ConditionVariable::wait), whose `up` is F.
+    frame = parts.get("frame function GdbParkOnConditionVariable", "") + parts.get("up", "")
     if "GdbParkOnConditionVariable" not in frame:
-        fail("%s: `frame function` did not find the fiber's function" % where, frame)
+        fail("%s: `frame function` and `up` did not reach the fiber's function" % where,
+             frame)
     if has_debug_info:
-        local = parts.get("info locals", "")
-        if "rounds" not in local:
-            fail("%s: `info locals` on the fiber's frame lacks `rounds`" % where, local)
+        # Every frame's locals: GdbParkOnConditionVariable's `rounds` among them.
+        local = parts.get("bt full", "")
+        if not re.search(r"\brounds = ", local):
+            fail("%s: `bt full` on the fiber lacks GdbParkOnConditionVariable's `rounds`"
+                 % where, local)
     up = parts.get("up", "")
     if not re.search(r"^#\d+ ", up, re.M):
         fail("%s: `up` from the fiber's function printed no frame" % where, up)
@@ -183,7 +196,7 @@ def main():
         rows = parse_listing(sections(first).get("spindle fibers", ""))
         by_function = {}
         for row in rows:
-            by_function.setdefault(row[3].split("(")[0], row[0])
+            by_function.setdefault(function_of(row[3]), row[0])
         for function in ("GdbParkOnMutex", "GdbParkOnConditionVariable", "GdbSpin"):
             if function not in by_function:
                 fail("core: `spindle fibers` does not list %s" % function, first)
@@ -193,8 +206,8 @@ def main():
             "spindle bt %d" % by_function["GdbParkOnMutex"],
             "spindle fiber %d" % by_function["GdbParkOnConditionVariable"],
             "bt",
+            "bt full",
             "frame function GdbParkOnConditionVariable",
-            "info locals",
             "up",
             "spindle fiber off",
             "spindle fiber %d" % by_function["GdbSpin"],
