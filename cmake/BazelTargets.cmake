@@ -895,6 +895,7 @@ spindle_cc_library(runtime.internal.runtime_options
   DEPS
     runtime.internal.group_layout
     third_party.gflags
+    fiber.internal.trace
     fiber.internal.stack_allocator
     runtime.internal.base.topology
     runtime.internal.queues.run_queue
@@ -1430,9 +1431,6 @@ spindle_cc_library(runtime.runtime
     runtime.internal.observability.fiber_dump
     runtime.internal.observability.terminate_reports
     runtime.internal.observability.trace_export
-    runtime.internal.group.group_stats
-    fiber.internal.cycle_clock
-    fiber.internal.trace
     runtime.internal.fiber_worker
     runtime.internal.runtime_impl
     runtime.internal.runtime_options

@@ -76,6 +76,11 @@ inline void Trace(TraceKind kind, std::uint64_t a, std::uint64_t b = 0, std::uin
   if (TraceOn()) TraceRecordNow(kind, a, b, c);
 }
 
+// The accepted buffer sizes (TraceOptions::records_per_thread,
+// --fiber_trace_records_per_thread).
+inline constexpr std::size_t kMinTraceRecordsPerThread = 1024;
+inline constexpr std::size_t kMaxTraceRecordsPerThread = std::size_t{1} << 24;
+
 // Opens a window: every thread's next record starts its buffer afresh, with room for
 // `records_per_thread`. False (and nothing changes) if a window is open already.
 bool StartTraceWindow(std::size_t records_per_thread);

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "fiber/internal/trace.h"
 #include "gflags/gflags.h"
 #include "runtime/internal/queues/run_queue.h"
 #include "runtime/internal/seams/test_seams.h"
@@ -356,11 +357,12 @@ std::string ValidateRuntimeOptions(const RuntimeOptions& options) {
     return "--fiber_trace_for_s=" + std::to_string(options.trace_for.count()) +
            " is invalid: expected seconds in [1, 3600]";
   }
-  if (options.trace_records_per_thread < 1024 ||
-      options.trace_records_per_thread > (std::uint64_t{1} << 24)) {
+  if (options.trace_records_per_thread < kMinTraceRecordsPerThread ||
+      options.trace_records_per_thread > kMaxTraceRecordsPerThread) {
     return "--fiber_trace_records_per_thread=" +
-           std::to_string(options.trace_records_per_thread) +
-           " is invalid: expected records in [1024, 16777216]";
+           std::to_string(options.trace_records_per_thread) + " is invalid: expected records in [" +
+           std::to_string(kMinTraceRecordsPerThread) + ", " +
+           std::to_string(kMaxTraceRecordsPerThread) + "]";
   }
   if (options.dump_signal == SIGURG && options.hog_report.count() > 0) {
     return "--fiber_dump_signal=" + std::to_string(options.dump_signal) +

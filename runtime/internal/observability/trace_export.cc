@@ -301,21 +301,40 @@ bool TraceWindowThread::WaitUntil(MonotonicDeadline deadline) {
   return false;
 }
 
+std::string StartTraceRecording(std::size_t records_per_thread, const std::string& what) {
+  if (records_per_thread < kMinTraceRecordsPerThread ||
+      records_per_thread > kMaxTraceRecordsPerThread) {
+    return what + "=" + std::to_string(records_per_thread) +
+           " is invalid: expected records in [" + std::to_string(kMinTraceRecordsPerThread) +
+           ", " + std::to_string(kMaxTraceRecordsPerThread) + "]";
+  }
+  CycleClockNanosPerTick();  // measured once, before the window (2 ms the first time)
+  if (!StartTraceWindow(records_per_thread)) {
+    return "a scheduling trace is being recorded already (StopTracing() ends it)";
+  }
+  GroupStats::SampleEveryReadinessForTrace(true);
+  return "";
+}
+
+TraceStats StopTraceRecording(std::ostream& out) {
+  if (!TraceWindowOpen()) return TraceStats{};  // nothing was recording
+  std::vector<TraceThreadLog> logs = StopTraceWindow();
+  GroupStats::SampleEveryReadinessForTrace(false);
+  return WriteChromeTrace(std::move(logs), CycleClockNanosPerTick(), out);
+}
+
 void TraceWindowThread::Run() {
   pthread_setname_np(pthread_self(), "spindle-trace");
   if (!WaitUntil(MonotonicDeadline::In(after_))) return;
-  CycleClockNanosPerTick();  // measured once, before the window (2 ms the first time)
-  if (!StartTraceWindow(records_per_thread_)) {
-    LOG(ERROR) << "--fiber_trace_file=" << path_
-               << ": a scheduling trace is being recorded already (StartTracing())";
+  const std::string error =
+      StartTraceRecording(records_per_thread_, "--fiber_trace_records_per_thread");
+  if (!error.empty()) {
+    LOG(ERROR) << "--fiber_trace_file=" << path_ << ": " << error;
     return;
   }
-  GroupStats::SampleEveryReadinessForTrace(true);
   WaitUntil(MonotonicDeadline::In(length_));
   std::ofstream out(path_);
-  std::vector<TraceThreadLog> logs = StopTraceWindow();
-  GroupStats::SampleEveryReadinessForTrace(false);
-  const TraceStats summary = WriteChromeTrace(std::move(logs), CycleClockNanosPerTick(), out);
+  const TraceStats summary = StopTraceRecording(out);
   out.close();
   if (!out) {
     LOG(ERROR) << "--fiber_trace_file=" << path_ << ": could not write the trace there";

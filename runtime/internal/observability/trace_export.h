@@ -26,6 +26,16 @@ struct TraceStats {
   std::uint64_t runs = 0, spawns = 0, wakes = 0, steals = 0, timers = 0, sleeps = 0;
 };
 
+// Starts a recording (runtime/trace.h's StartTracing() and TraceWindowThread):
+// measures the cycle clock once, opens the window, and stamps every readiness while it
+// is open (GroupStats::SampleEveryReadinessForTrace). Returns "" or why not: a size
+// out of [kMinTraceRecordsPerThread, kMaxTraceRecordsPerThread] (named by `what`, e.g.
+// "--fiber_trace_records_per_thread"), or a recording already open.
+std::string StartTraceRecording(std::size_t records_per_thread, const std::string& what);
+// Ends it and writes it (WriteChromeTrace()); recorded = false and nothing written if
+// none was open.
+TraceStats StopTraceRecording(std::ostream& out);
+
 // Writes the records of a window (StopTraceWindow()) as Chrome trace-event JSON:
 //   - one track (pid 1, tid = the thread's kernel id) per thread, named after it;
 //   - on a worker's track, one "X" slice per fiber run ("fiber 12"; args: fiber, group,
