@@ -509,7 +509,12 @@ TEST(FiberFairnessTest, YieldingFibersGetEqualShares) {
 // made `rounds` steps every other has made at least a quarter of them. Counted in
 // steps, not timed; the run is long (about half a second here) so that a worker thread
 // the OS deschedules with a fiber on it for a scheduler slice (4 workers share 2 cores
-// here) costs that fiber a small part of it. v1 and v2 keep a yielding fiber on its
+// here) costs that fiber a small part of it. The bound is a claim about the scheduler,
+// not about the OS: a run in which the OS kept one worker thread off its core for most
+// of it (the fresh-clone CI's asan lane, two tests on two cores, saw 9,313 of 50,000
+// steps in a 190 ms run) says nothing about it, so a run that misses the bound is
+// repeated, up to three runs, and the test fails when every run misses it: a queue
+// that starves fibers misses it in all three. v1 and v2 keep a yielding fiber on its
 // worker (v1's stage, v2's local queue) and claim no fairness across workers: under
 // them the test only checks that every fiber makes progress while the others run, so
 // the first to reach `rounds` goes on until every fiber has made a step (or a minute has
@@ -532,18 +537,21 @@ TEST_P(FiberFairnessAtWorkersTest, EveryYieldingFiberKeepsUp) {
   // worker thread descheduled for a slice while the others run (ctest -j2 beside
   // another test) left a fiber queued on it at 0 steps.
   const long rounds = static_cast<long>(Scaled(200000));
-  std::vector<std::atomic<long>> counts(fibers);
-  std::atomic<bool> stop{false};
-  std::atomic<std::size_t> started{0};
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(1);
-  // Whether the run may end now that this fiber made `rounds` steps: at once under
-  // relaxed (its bound is measured at that moment), else once every fiber has stepped.
-  auto may_stop = [&] {
-    if (relaxed || std::chrono::steady_clock::now() > give_up) return true;
-    for (const auto& c : counts) {
-      if (c.load(std::memory_order_relaxed) == 0) return false;
-    }
-    return true;
+  const long bound = relaxed ? rounds / 4 : 1;
+  // One run: the fewest steps any fiber made when the run ended.
+  auto run_once = [&]() -> long {
+    std::vector<std::atomic<long>> counts(fibers);
+    std::atomic<bool> stop{false};
+    std::atomic<std::size_t> started{0};
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    // Whether the run may end now that this fiber made `rounds` steps: at once under
+    // relaxed (its bound is measured at that moment), else once every fiber has stepped.
+    auto may_stop = [&] {
+      if (relaxed || std::chrono::steady_clock::now() > give_up) return true;
+      for (const auto& c : counts) {
+        if (c.load(std::memory_order_relaxed) == 0) return false;
+      }
+      return true;
   };
   RunAsFiber([&] {
     std::vector<Fiber> all;
@@ -553,9 +561,8 @@ TEST_P(FiberFairnessAtWorkersTest, EveryYieldingFiberKeepsUp) {
         while (started.load() < fibers) this_fiber::Yield();
         // relaxed: each count has one writer; the stop flag only ends the loop.
         while (!stop.load(std::memory_order_relaxed)) {
-          if (counts[f].fetch_add(1, std::memory_order_relaxed) + 1 >= rounds && may_stop()) {
-            stop.store(true, std::memory_order_relaxed);
-          }
+          const long steps = counts[f].fetch_add(1, std::memory_order_relaxed) + 1;
+          if (steps >= rounds && may_stop()) stop.store(true, std::memory_order_relaxed);
           this_fiber::Yield();
         }
       });
@@ -564,9 +571,17 @@ TEST_P(FiberFairnessAtWorkersTest, EveryYieldingFiberKeepsUp) {
   });
   long least = rounds;
   for (std::size_t f = 0; f < fibers; ++f) least = std::min(least, counts[f].load());
-  const long bound = relaxed ? rounds / 4 : 1;
-  EXPECT_GE(least, bound) << "a fiber made " << least << " steps while another made "
-                          << rounds << " (" << workers << " workers, " << fibers
+  return least;
+  };
+  std::string misses;
+  long least = 0;
+  for (int run = 0; run < 3 && least < bound; ++run) {
+    least = run_once();
+    misses += (run == 0 ? "" : ", ") + std::to_string(least);
+  }
+  EXPECT_GE(least, bound) << "in every run a fiber made fewer than " << bound
+                          << " steps while another made " << rounds << " (" << misses
+                          << "; " << workers << " workers, " << fibers
                           << " fibers, strategy " << strategy << ")";
 }
 
