@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <mutex>
 #include <new>
 #include <type_traits>
@@ -84,7 +85,9 @@ class BatchPool {
   // Moves everything out (for the owner's destructor).
   std::vector<T> TakeAll() {
     OsMutexGuard lock(lock_);
-    return std::move(items_);
+    std::vector<T> all(items_.begin(), items_.end());
+    items_.clear();
+    return all;
   }
 
   std::size_t size() const {
@@ -110,7 +113,11 @@ class BatchPool {
  private:
   const std::size_t batch_size_;
   mutable OsMutex lock_;
-  std::vector<T> items_ ABSL_GUARDED_BY(lock_);  // oldest first
+  // Oldest first. A deque, not a vector: after a burst (a million stacks) a vector
+  // would be one block of tens of MiB, and glibc, once such a block is freed, raises its
+  // trim threshold so far that the memory of the burst's bookkeeping stays resident;
+  // a deque's blocks are small and go back as the pool drains.
+  std::deque<T> items_ ABSL_GUARDED_BY(lock_);
   std::size_t low_water_ ABSL_GUARDED_BY(lock_) = 0;  // see TakeLowWater()
 };
 

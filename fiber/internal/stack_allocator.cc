@@ -35,6 +35,7 @@
 
 #include "fiber/internal/stack_allocator.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -99,6 +100,11 @@ constexpr std::size_t kMaxMmapLimit = std::size_t{1} << 32;
 constexpr std::size_t kDefaultMaxMapCount = 65530;
 constexpr std::size_t kMaxThreadCache = 65536;
 constexpr std::size_t kMaxPoolIdle = std::size_t{1} << 32;
+// A release round that gave back at least this many stacks trims malloc afterwards.
+constexpr std::size_t kTrimAfterReleasing = 4096;
+// Idle stacks are released this many at a time (one sorted list, its runs of neighbours
+// one madvise() each): 96 KiB of list, below glibc's mmap threshold.
+constexpr std::size_t kReleaseChunk = 4096;
 // A slab is about this much address space (at least one slot, at most 256).
 constexpr std::size_t kSlabBytes = 16 << 20;
 // MADV_GUARD_INSTALL, which Debian 12's headers predate.
@@ -121,7 +127,8 @@ void* MapReserved(std::size_t length) {
   return mapping == MAP_FAILED ? nullptr : mapping;
 }
 
-// Constructs a new stack's header: kStackVacant (0, what a released slab stack reads).
+// Constructs a new mmapped stack's header: kStackVacant (0, what a fresh or released
+// slab stack reads without one).
 void InitStackHeader(const Stack& stack) {
   new (stack.top() - kStackHeaderSize) std::atomic<std::uint32_t>(kStackVacant);
 }
@@ -346,8 +353,7 @@ Stack StackAllocator::TryCreate(std::string* why) {
   }
   OsMutexGuard lock(slab_lock_);
   if (!released_.empty()) {
-    const Stack stack = released_.back();
-    released_.pop_back();
+    const Stack stack = SlabStackAt(TakeReleased());
     UnpoisonStack(stack.base, stack.size);
     return stack;
   }
@@ -384,6 +390,40 @@ Stack StackAllocator::CreateMmapped() {
 }
 
 Stack StackAllocator::CreateInSlab(std::string* why) {
+  std::size_t carved = 0;
+  char* slot = CarveSlots(1, &carved, why);
+  return slot == nullptr ? Stack{} : PrepareSlabSlot(slot);
+}
+
+std::size_t StackAllocator::TryCreateBatch(std::vector<Stack>* out, std::size_t want,
+                                           std::string* why) {
+  if (want == 0) return 0;
+  if (g_fail_creation.load(std::memory_order_relaxed) ||
+      (!guard_markers_ && options_.guard_page &&
+       mmapped_.load(std::memory_order_relaxed) < mmap_limit_)) {
+    // Failing for testing, or an mmapped stack (a mapping of its own): one at a time.
+    const Stack stack = TryCreate(why);
+    if (!stack) return 0;
+    out->push_back(stack);
+    return 1;
+  }
+  const std::size_t size_before = out->size();
+  char* first = nullptr;
+  std::size_t carved = 0;
+  {
+    OsMutexGuard lock(slab_lock_);
+    std::size_t reused = 0;
+    for (; reused < want && !released_.empty(); ++reused) {
+      out->push_back(SlabStackAt(TakeReleased()));
+    }
+    if (reused < want) first = CarveSlots(want - reused, &carved, why);
+  }
+  for (std::size_t i = 0; i < carved; ++i) out->push_back(PrepareSlabSlot(first + i * slot_size_));
+  return out->size() - size_before;
+}
+
+char* StackAllocator::CarveSlots(std::size_t want, std::size_t* carved, std::string* why) {
+  *carved = 0;
   if (slabs_.empty() || slab_carved_ == slabs_.back().slots) {
     const std::size_t slots = std::clamp<std::size_t>(kSlabBytes / slot_size_, 1, 256);
     void* mapping = MapReserved(slots * slot_size_);
@@ -400,26 +440,41 @@ Stack StackAllocator::CreateInSlab(std::string* why) {
     slabs_.push_back(Slab{static_cast<char*>(mapping), slots});
     slab_carved_ = 0;
   }
-  char* slot = slabs_.back().begin + slab_carved_ * slot_size_;
-  ++slab_carved_;
+  const Slab& slab = slabs_.back();
+  char* first = slab.begin + slab_carved_ * slot_size_;
+  *carved = std::min(want, slab.slots - slab_carved_);
+  slab_carved_ += *carved;
+  // relaxed: statistic.
+  slab_stacks_.fetch_add(*carved, std::memory_order_relaxed);
+  // Registered before their guard markers are installed (outside the lock): a slot's
+  // header reads zero, kStackVacant, from the start, so a dump skips it.
+  if (first == slab.begin) {
+    RegisterStacks(SlabStackAt(slab.begin + page_size_), slot_size_, *carved);
+  } else {
+    GrowRegisteredStacks(slab.begin + page_size_, slab_carved_);
+  }
+  return first;
+}
+
+Stack StackAllocator::PrepareSlabSlot(char* slot) {
   if (guard_markers_) {
     // A marker only on the slot's first page; the kernel probed fine, so a failure here
     // is unexpected (ENOMEM for page tables): report it rather than run unguarded.
     PCHECK(madvise(slot, page_size_, kMadvGuardInstall) == 0)
         << "MADV_GUARD_INSTALL on a fiber stack's guard page";
   }
-  slab_stacks_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+  // No header to build: the slab's fresh memory reads zero, kStackVacant (as a released
+  // slot's does), and leaving it untouched keeps a stack that waits in a cache free of
+  // memory until a fiber runs on it.
+  return SlabStackAt(slot + page_size_);
+}
+
+Stack StackAllocator::SlabStackAt(char* base) const {
   Stack stack;
-  stack.base = slot + page_size_;
+  stack.base = base;
   stack.size = options_.stack_size;
   stack.origin = Stack::Origin::kSlab;
   stack.guarded = guard_markers_;
-  InitStackHeader(stack);
-  if (slab_carved_ == 1) {
-    RegisterStacks(stack, slot_size_, 1);
-  } else {
-    GrowRegisteredStacks(slabs_.back().begin + page_size_, slab_carved_);
-  }
   return stack;
 }
 
@@ -452,6 +507,7 @@ void StackAllocator::Release(std::vector<Stack>* stacks) {
   if (slab.empty()) return;
   std::sort(slab.begin(), slab.end(),
             [](const Stack& a, const Stack& b) { return a.base < b.base; });
+  std::vector<ReleasedRun> runs;
   std::size_t first = 0;
   for (std::size_t i = 1; i <= slab.size(); ++i) {
     if (i < slab.size() && slab[i].base == slab[i - 1].top() + page_size_) continue;
@@ -460,12 +516,20 @@ void StackAllocator::Release(std::vector<Stack>* stacks) {
     // The header words read as zero afterwards: kStackVacant, as the dump expects.
     UnpoisonStack(begin, static_cast<std::size_t>(end - begin));
     PCHECK(madvise(begin, static_cast<std::size_t>(end - begin), MADV_DONTNEED) == 0);
+    runs.push_back(ReleasedRun{slab[first].base, i - first});
     first = i;
   }
   for (const Stack& stack : slab) PoisonStack(stack.base, stack.size - kStackHeaderSize);
   released_count_.fetch_add(slab.size(), std::memory_order_relaxed);  // relaxed: statistic
   OsMutexGuard lock(slab_lock_);
-  released_.insert(released_.end(), slab.begin(), slab.end());
+  released_.insert(released_.end(), runs.begin(), runs.end());
+}
+
+char* StackAllocator::TakeReleased() {
+  ReleasedRun& run = released_.back();
+  char* const base = run.first_base + (run.count - 1) * slot_size_;
+  if (--run.count == 0) released_.pop_back();
+  return base;
 }
 
 bool StackAllocator::TakeBatch(std::vector<Stack>* out) { return pool_.TakeBatch(out); }
@@ -486,10 +550,16 @@ void StackAllocator::AfterGive(std::size_t pooled) {
 }
 
 std::size_t StackAllocator::ReleaseOldest(std::size_t at_most) {
-  // The oldest: the least likely to be warm.
-  std::vector<Stack> oldest = pool_.TakeOldest(options_.pool_idle_max, at_most);
-  const std::size_t released = oldest.size();
-  Release(&oldest);
+  // The oldest: the least likely to be warm. In chunks, so that no list of them is a
+  // block of malloc large enough to move glibc's trim threshold (see BatchPool::items_).
+  std::size_t released = 0;
+  while (released < at_most) {
+    std::vector<Stack> oldest =
+        pool_.TakeOldest(options_.pool_idle_max, std::min(at_most - released, kReleaseChunk));
+    if (oldest.empty()) break;
+    released += oldest.size();
+    Release(&oldest);
+  }
   return released;
 }
 
@@ -504,8 +574,11 @@ void StackAllocator::RegisterReleaseIfNeeded() {
 void StackAllocator::ReleaseRound() {
   // What sat in the pool the whole interval, beyond the watermark, goes.
   const std::size_t idle_all_along = pool_.TakeLowWater();
-  if (idle_all_along > options_.pool_idle_max) {
-    ReleaseOldest(idle_all_along - options_.pool_idle_max);
+  if (idle_all_along > options_.pool_idle_max &&
+      ReleaseOldest(idle_all_along - options_.pool_idle_max) >= kTrimAfterReleasing) {
+    // After a burst, the pool's list of its stacks was megabytes of malloc'd memory,
+    // now free, that glibc keeps unless asked.
+    malloc_trim(0);
   }
 }
 

@@ -261,6 +261,15 @@ class StackAllocator {
   // `*why`; Create() treats that as fatal.
   Stack TryCreate(std::string* why);
   Stack Create();
+  // Up to `want` stacks as TryCreate() makes them, appended to `out` (for a thread
+  // cache that ran dry): one lock round for all of them, and each new slab slot's
+  // guard marker (a system call) outside the lock, so workers that start many fibers
+  // at once do not queue behind each other.
+  // New slots come from the current slab only (or one new slab), so a class of large
+  // stacks is not over-reserved; mmapped stacks come one at a time. Returns how many
+  // were appended (0: the cause in `*why`). Released stacks among them stay poisoned
+  // for ASan, as pooled ones are (StackCache::TryGet() unpoisons).
+  std::size_t TryCreateBatch(std::vector<Stack>* out, std::size_t want, std::string* why);
 
   // Gives up `stack`: an mmapped one is unmapped, a slab one's memory is released and
   // the slot kept for Create(). It must have come from this allocator.
@@ -300,6 +309,18 @@ class StackAllocator {
 
   Stack CreateMmapped();
   Stack CreateInSlab(std::string* why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slab_lock_);
+  // Carves up to `want` slots of the current slab (mapping a new one when it is full)
+  // and registers them; their guard markers and headers are the caller's
+  // (PrepareSlabSlot). Returns the first slot's address and sets `*carved`.
+  char* CarveSlots(std::size_t want, std::size_t* carved, std::string* why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(slab_lock_);
+  // A carved slot as a stack: installs its guard marker (if any).
+  Stack PrepareSlabSlot(char* slot);
+  // The slab stack whose usable memory begins at `base`.
+  Stack SlabStackAt(char* base) const;
+  // The base of the last released run's last stack, taken out of it. `released_` must
+  // not be empty.
+  char* TakeReleased() ABSL_EXCLUSIVE_LOCKS_REQUIRED(slab_lock_);
   void Release(std::vector<Stack>* stacks);
   // Releases up to `at_most` of the oldest pooled stacks beyond pool_idle_max.
   std::size_t ReleaseOldest(std::size_t at_most);
@@ -325,7 +346,14 @@ class StackAllocator {
   std::vector<Slab> slabs_ ABSL_GUARDED_BY(slab_lock_);
   // Slots handed out of slabs_.back().
   std::size_t slab_carved_ ABSL_GUARDED_BY(slab_lock_) = 0;
-  std::vector<Stack> released_ ABSL_GUARDED_BY(slab_lock_);  // slab stacks with no memory
+  // Slab stacks with no memory, as runs of neighbouring slots (each run one madvise()
+  // of Release()): after a burst of a million fibers a few hundred runs, not a list of
+  // a million stacks.
+  struct ReleasedRun {
+    char* first_base;
+    std::size_t count;
+  };
+  std::vector<ReleasedRun> released_ ABSL_GUARDED_BY(slab_lock_);
 
   // Idle stacks, oldest first; its low-water mark tells the release thread which sat
   // idle a whole delay.
@@ -388,7 +416,8 @@ class StackCache {
   // logging an ERROR with the cause every 10 s and counting the wait.
   Stack Get();
   // A stack ready for use, or an empty Stack with the cause in `*why` when the cache
-  // and the pool are empty and the allocator cannot map a new one.
+  // and the pool are empty and the allocator cannot map a new one. A cache that finds
+  // the pool empty too creates a batch at once (TryCreateBatch()).
   Stack TryGet(std::string* why);
 
   // Takes back a stack that no context uses any more.

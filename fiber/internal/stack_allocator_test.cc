@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -177,6 +178,99 @@ TEST(StackAllocatorTest, CacheSpillsBatchesToThePoolAndTakesThemBack) {
   });
   other.join();
   EXPECT_EQ(allocator.pooled_count(), 8u);
+}
+
+// A thread cache that runs dry creates a batch in one lock round (TryCreateBatch):
+// neighbouring slab slots, guarded by markers where the kernel has them, registered for
+// the dump, none resident until used; a batch stops at the end of the current slab;
+// released slots are handed out first, one run of neighbours at a time; threads that
+// create batches at once get distinct stacks.
+TEST(StackAllocatorTest, CreatesBatchesOfSlabStacks) {
+  for (const bool markers : {false, true}) {
+    if (markers && !KernelHasGuardMarkers()) continue;
+    SCOPED_TRACE(markers ? "guard markers" : "unguarded slab stacks");
+    StackAllocatorOptions options = SmallOptions();
+    options.guard_page = markers;
+    options.guard_regions = markers;
+    options.release_delay_ms = 0;
+    StackAllocator allocator(options);
+    const std::size_t slot = options.stack_size + static_cast<std::size_t>(getpagesize());
+    std::vector<Stack> batch;
+    std::string why;
+    ASSERT_EQ(allocator.TryCreateBatch(&batch, 4, &why), 4u) << why;
+    std::set<char*> bases;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      EXPECT_EQ(batch[i].origin, Stack::Origin::kSlab);
+      EXPECT_EQ(batch[i].guarded, markers);
+      EXPECT_EQ(batch[i].size, options.stack_size);
+      if (i > 0) {
+        EXPECT_EQ(batch[i].base, batch[i - 1].base + slot);
+      }
+      EXPECT_EQ(ResidentPages(batch[i].base, batch[i].size), 0u);
+      EXPECT_EQ(StackLiveness(batch[i]).load(), kStackVacant);
+      bases.insert(batch[i].base);
+    }
+    std::size_t registered = 0;
+    ForEachRegisteredStack([&](const Stack& stack) {
+      if (bases.count(stack.base) != 0) {
+        ++registered;
+        EXPECT_EQ(stack.guarded, markers);
+      }
+    });
+    EXPECT_EQ(registered, 4u);
+    std::memset(batch[2].base, 0xab, batch[2].size);
+    if (markers) {
+      EXPECT_DEATH(*reinterpret_cast<volatile char*>(batch[2].base - 1) = 1, "");
+    } else {
+      EXPECT_TRUE(StackCanaryIntact(batch[2]));
+    }
+    // The first slab holds kSlabBytes / slot slots (16 MiB of 68 KiB slots: 240); a
+    // batch asking for more gets the rest of it, the next one starts a new slab.
+    const std::size_t per_slab = (16u << 20) / slot;
+    ASSERT_EQ(allocator.TryCreateBatch(&batch, 1000, &why), per_slab - 4);
+    ASSERT_EQ(allocator.TryCreateBatch(&batch, 3, &why), 3u);
+    EXPECT_EQ(allocator.slab_count(), per_slab + 3);
+    // Two neighbours and a loner released: the next batch takes them first (the last
+    // released run's stacks from its top down), then carves.
+    const std::set<char*> given{batch[10].base, batch[11].base, batch[20].base};
+    allocator.Destroy(batch[10]);
+    allocator.Destroy(batch[11]);
+    allocator.Destroy(batch[20]);
+    EXPECT_EQ(allocator.released_count(), 3u);
+    std::vector<Stack> again;
+    ASSERT_EQ(allocator.TryCreateBatch(&again, 4, &why), 4u);
+    EXPECT_EQ(std::set<char*>({again[0].base, again[1].base, again[2].base}), given);
+    EXPECT_EQ(given.count(again[3].base), 0u);
+    EXPECT_EQ(ResidentPages(again[0].base, again[0].size), 0u);
+    EXPECT_EQ(allocator.slab_count(), per_slab + 4);
+    // Batches made by several threads at once are distinct stacks.
+    std::vector<std::vector<Stack>> made(4);
+    std::vector<std::thread> threads;
+    for (auto& mine : made) {
+      threads.emplace_back([&allocator, &mine] {
+        std::string error;
+        for (int round = 0; round < 50; ++round) {
+          ASSERT_GT(allocator.TryCreateBatch(&mine, 8, &error), 0u) << error;
+        }
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    std::set<char*> all;
+    std::size_t total = 0;
+    for (const auto& mine : made) {
+      for (const Stack& stack : mine) all.insert(stack.base);
+      total += mine.size();
+    }
+    EXPECT_EQ(all.size(), total);
+    EXPECT_GE(total, 200u);
+    for (auto& mine : made) {
+      for (const Stack& stack : mine) allocator.Destroy(stack);
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (given.count(batch[i].base) == 0) allocator.Destroy(batch[i]);
+    }
+    for (const Stack& stack : again) allocator.Destroy(stack);
+  }
 }
 
 TEST(StackAllocatorTest, FallsBackToUnguardedSlabStacksPastTheMmapLimit) {

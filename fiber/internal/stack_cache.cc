@@ -44,8 +44,9 @@ StackCache& StackCache::ForStack(const Stack& stack) {
 }
 
 Stack StackCache::TryGet(std::string* why) {
-  if (cached_.empty() && !allocator_->TakeBatch(&cached_)) {
-    return allocator_->TryCreate(why);
+  if (cached_.empty() && !allocator_->TakeBatch(&cached_) &&
+      allocator_->TryCreateBatch(&cached_, allocator_->batch_size(), why) == 0) {
+    return {};
   }
   Stack stack = cached_.back();
   cached_.pop_back();
