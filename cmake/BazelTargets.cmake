@@ -2486,6 +2486,7 @@ spindle_cc_test(io.server_test
     fiber.execution_context
     io.internal.descriptor
     runtime.runtime
+    runtime.internal.poller_host
     runtime.internal.testing.runtime_testing
     sync.sync
   SIZE medium
@@ -3984,6 +3985,27 @@ spindle_cc_test(timer.timer_test
     70920217
     relaxed
     937858413)
+
+# //tools/conn_load:conn_load
+spindle_cc_binary(tools.conn_load.conn_load
+  OUTPUT_NAME conn_load
+  SRCS
+    tools/conn_load/conn_load.cc
+  DEPS
+    third_party.gflags)
+
+# //tools/conn_load:conn_load_test
+spindle_sh_test(tools.conn_load.conn_load_test
+  LABEL tools/conn_load:conn_load_test
+  SCRIPT tools/conn_load/conn_load_test.sh
+  ARGS
+    $<TARGET_FILE:tools.conn_load.conn_load>
+    $<TARGET_FILE:examples.http_server.http_server>
+  DEPENDS
+    tools.conn_load.conn_load
+    examples.http_server.http_server
+  SIZE small
+  TIMEOUT 60)
 
 # //tools/gdb:parked_fibers
 spindle_cc_binary(tools.gdb.parked_fibers

@@ -469,6 +469,17 @@ std::size_t FiberPool::index() const {
   return is_callers() ? Current().index() : index_;
 }
 
+std::vector<std::size_t> FiberPool::scheduling_groups() const {
+  internal::Runtime& runtime = internal::Runtime::Get();
+  const std::size_t i = index();
+  std::vector<std::size_t> groups;
+  if (i >= runtime.pool_count()) return groups;
+  for (const internal::SchedulingGroup* group : runtime.pool(i)->groups()) {
+    groups.push_back(group->index());
+  }
+  return groups;
+}
+
 std::string FiberPool::name() const {
   internal::Runtime& runtime = internal::Runtime::Get();
   const std::size_t i = index();

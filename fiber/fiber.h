@@ -80,6 +80,11 @@ class FiberPool {
   bool is_callers() const { return index_ == kCallers; }
   // Its index among the pools, [0, count); for FiberPool() the caller's pool's.
   std::size_t index() const;
+  // The indexes of its scheduling groups (Attributes::scheduling_group values), on
+  // every NUMA node it spans, in the order --fiber_pools laid them out; empty for a
+  // pool of another runtime. Needs a running runtime (else it stops the process with a
+  // message).
+  std::vector<std::size_t> scheduling_groups() const;
   friend bool operator==(FiberPool a, FiberPool b) { return a.index_ == b.index_; }
   friend bool operator!=(FiberPool a, FiberPool b) { return a.index_ != b.index_; }
 

@@ -17,6 +17,7 @@
 #include <new>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "fiber/execution_context.h"
@@ -141,6 +142,11 @@ void Server::Serve(Listener& listener) {
                      << "\" is invalid: " << pool.status().message();
     handler_attributes.pool = *pool;
   }
+  // The groups the handlers take turns in (ServerOptions::spread_connections); with
+  // one group the default placement is the same.
+  std::vector<std::size_t> groups;
+  if (options_.spread_connections) groups = handler_attributes.pool.scheduling_groups();
+  std::size_t next_group = 0;
   {
     std::lock_guard<Mutex> lock(guarded_->mu);
     CHECK(guarded_->listener == nullptr) << "io::Server::Serve() called twice";
@@ -180,6 +186,10 @@ void Server::Serve(Listener& listener) {
                                     "(logged every 1000th time)";
       delete connection;
       continue;
+    }
+    if (groups.size() > 1) {
+      handler_attributes.scheduling_group = groups[next_group];
+      next_group = next_group + 1 == groups.size() ? 0 : next_group + 1;
     }
     absl::Status started;
     try {

@@ -38,6 +38,14 @@ struct ServerOptions {
   // refused_by_pool. A name no pool has stops the process, when Serve() begins, with a
   // message naming it.
   std::string pool;
+  // Where each connection's handler runs. True (the default): in the handlers' pool's
+  // scheduling groups in turn, so that every group, on every NUMA node the pool spans,
+  // runs a share of the connections and polls their sockets (a socket is watched by the
+  // reactor of the group its handler runs in). False: where a plain start from the
+  // accepting fiber goes: its own group (stealing moves work only between groups of
+  // one node, and across nodes never by default), or for another pool that pool's
+  // groups on the accepting CPU's node.
+  bool spread_connections = true;
 };
 
 // The largest values ValidateServerOptions() accepts: ServerOptions::max_connections,

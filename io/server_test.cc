@@ -24,6 +24,7 @@
 #include "io/internal/descriptor.h"
 #include "io/server.h"
 #include "io/stream.h"
+#include "runtime/internal/poller_host.h"
 #include "runtime/internal/testing/runtime_testing.h"
 #include "runtime/metrics.h"
 #include "runtime/runtime.h"
@@ -212,6 +213,68 @@ TEST_F(ServerTest, AConnectionOverTheCapIsClosedAtOnceAndTheNextOneAfterRoomIsSe
   }
   EXPECT_EQ(server.stats().accepted, 3u);
   EXPECT_EQ(server.stats().refused, 1u);
+}
+
+// Connections spread over every scheduling group and NUMA node
+// (ServerOptions::spread_connections): with a fake two-node topology, 8 workers in 4
+// groups and no stealing between groups, 40 connections are 10 per group, 20 per node,
+// each group's reactor polling its sockets; switched off, every handler runs where the
+// accept loop does.
+TEST_F(ServerTest, ConnectionsSpreadOverEveryGroupAndNode) {
+  for (const bool spread : {true, false}) {
+    SCOPED_TRACE(spread ? "spread" : "not spread");
+    gflags::FlagSaver flags;
+    gflags::SetCommandLineOption("fiber_numa_topology_override", "0:0-3;1:4-7");
+    gflags::SetCommandLineOption("fiber_numa_aware", "true");
+    gflags::SetCommandLineOption("fiber_work_stealing_ratio", "0");
+    ScopedRuntime runtime(8, 2);
+    const std::vector<SchedulingGroupStats> groups = GetSchedulingGroupStats();
+    ASSERT_EQ(groups.size(), 4u);
+    ASSERT_NE(groups.front().numa_node, groups.back().numa_node);
+    Listener listener = ListenLoopback();
+    ServerOptions options;
+    options.spread_connections = spread;
+    std::vector<std::atomic<int>> per_group(groups.size());
+    Server server(options, [&](ServerConnection& connection) {
+      per_group[spindle::internal::PollerHostCurrentGroup()].fetch_add(1);
+      LineHandler(connection);
+    });
+    constexpr int kConnections = 40;
+    std::size_t accept_group = 0;
+    {
+      Event accepting;
+      Event served;
+      StartFiberDetached([&] {
+        accept_group = spindle::internal::PollerHostCurrentGroup();
+        accepting.Set();
+        server.Serve(listener);
+        served.Set();
+      });
+      ASSERT_TRUE(accepting.WaitFor(kTestDeadline));
+      std::vector<Stream> clients;
+      for (int i = 0; i < kConnections; ++i) {
+        clients.push_back(Connect(listener));
+        const std::string line = std::to_string(i) + "\n";
+        EXPECT_EQ(Ask(clients.back(), line), "ok:" + line);
+      }
+      server.Shutdown();
+      ASSERT_TRUE(served.WaitFor(kTestDeadline));
+    }
+    std::vector<int> per_node(2, 0);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      ASSERT_TRUE(groups[g].numa_node == 0 || groups[g].numa_node == 1) << "group " << g;
+      const int n = per_group[g].load();
+      per_node[groups[g].numa_node] += n;
+      if (spread) {
+        EXPECT_EQ(n, kConnections / 4) << "group " << g;
+      } else {
+        EXPECT_EQ(n, g == accept_group ? kConnections : 0) << "group " << g;
+      }
+    }
+    if (spread) {
+      EXPECT_EQ(per_node, std::vector<int>({kConnections / 2, kConnections / 2}));
+    }
+  }
 }
 
 // The handlers' pool at its cap on live fibers: a connection is closed at once and
