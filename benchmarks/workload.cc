@@ -17,9 +17,9 @@ namespace bench {
 const std::vector<Workload>& AllWorkloads() {
   static const std::vector<Workload> workloads = {
       {"parked_memory",
-       "100k fibers parked on one Event; RSS growth per 1000 parked fibers, and RSS "
-       "still above the start once the idle memory was given back (each repetition in "
-       "a fresh process)",
+       "100k fibers parked on one Event; RSS growth per 1000 parked fibers, RSS "
+       "still above the start once the idle memory was given back, and ms from the first "
+       "start to the last exit (each repetition in a fresh process)",
        {},
        RunParkedMemory,
        /*own_process=*/true},
