@@ -6,6 +6,7 @@
 // nothing sleeps to let something happen.
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -925,6 +926,43 @@ TEST_F(IoTest, ARegistrationFailureOtherThanEpermIsTheOperationsError) {
   });
   internal::Reactor::FailRegistrationsForTesting(0, 0);
   close(pair[1]);
+}
+
+// A poll that may take only `max_events` (a busy worker's budget, PollBudget) leaves the
+// rest in the kernel, in order, for the next poll: none is lost with edge triggering.
+// The one worker spins in a fiber meanwhile, so nobody else polls.
+TEST_F(IoTest, APollTakesAtMostItsBudgetAndTheRestWaitForTheNext) {
+  ScopedRuntime runtime(1);
+  std::atomic<bool> spinning{false}, stop{false};
+  StartFiberDetached([&] {
+    spinning = true;
+    while (!stop.load()) {
+    }
+  });
+  while (!spinning.load()) std::this_thread::yield();
+  internal::Reactor* reactor = internal::Reactor::ForGroup(0);
+  ASSERT_TRUE(reactor->TryAcquire());
+  int pipes[5][2];
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(pipe2(pipes[i], O_CLOEXEC | O_NONBLOCK), 0);
+    ASSERT_EQ(write(pipes[i][1], "x", 1), 1);
+    ASSERT_EQ(reactor->Register(pipes[i][0], 1000 + static_cast<std::uint64_t>(i)), 0);
+  }
+  const auto expired = spindle::internal::MonotonicDeadline::Expired();
+  const std::uint64_t before = reactor->stats().events;
+  EXPECT_TRUE(reactor->Wait(expired, 2));
+  EXPECT_EQ(reactor->stats().events - before, 2u);
+  EXPECT_TRUE(reactor->Wait(expired, 256));
+  EXPECT_EQ(reactor->stats().events - before, 5u);
+  EXPECT_FALSE(reactor->Wait(expired, 256));  // edge-triggered: each reported once
+  EXPECT_EQ(reactor->stats().events - before, 5u);
+  for (int i = 0; i < 5; ++i) {
+    reactor->Unregister(pipes[i][0]);
+    close(pipes[i][0]);
+    close(pipes[i][1]);
+  }
+  (void)reactor->Release();
+  stop = true;
 }
 
 // ---- Vectored writes.

@@ -53,7 +53,8 @@ class Reactor final : public spindle::internal::GroupPoller {
   bool HasInterest() const override {
     return registered_.load(std::memory_order_relaxed) > 0;  // relaxed: a hint
   }
-  bool Wait(spindle::internal::MonotonicDeadline deadline) override;
+  bool Wait(spindle::internal::MonotonicDeadline deadline, std::size_t max_events) override;
+  using GroupPoller::Wait;
   void Dispatch() override;
   void Interrupt() override;
 

@@ -24,8 +24,11 @@ void BusyPoll::PollAndFireIfDue(std::size_t worker) {
   GroupTimers* timers = timers_.load(std::memory_order_acquire);
   if (poller == nullptr && timers == nullptr) return;
   const std::int64_t now = MonotonicNowNs();
-  if (poller != nullptr && poller->PollDue(now) && poller->PollNow(now)) {
-    strategy_.WakeOneSleeper();
+  if (poller != nullptr && poller->PollDue(now)) {
+    // A worker whose own queue is full leaves the events in the kernel (its next pass,
+    // or an idle sibling's poll, takes them): see PollBudget().
+    const std::size_t budget = strategy_.PollBudget(worker);
+    if (budget != 0 && poller->PollNow(now, budget)) strategy_.WakeOneSleeper();
   }
   // The fibers it wakes are queued as a timer round (ReadyBatch), like the TimerWorker's.
   if (timers != nullptr && timers->Due(worker, now)) timers->FireDue(worker, now);

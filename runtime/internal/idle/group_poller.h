@@ -36,9 +36,11 @@ class GroupPoller {
   // pointless and an idle worker sleeps on its futex).
   virtual bool HasInterest() const = 0;
   // Holder only: waits until events arrive, Interrupt() is called, or `deadline`
-  // (MonotonicDeadline::Expired(): do not block), and keeps the events for Dispatch(). Returns
-  // whether any descriptor event (not an interruption) arrived.
-  virtual bool Wait(MonotonicDeadline deadline) = 0;
+  // (MonotonicDeadline::Expired(): do not block), and keeps at most `max_events` events
+  // (>= 1; the rest stay in the kernel, in order, for the next Wait()) for Dispatch().
+  // Returns whether any descriptor event (not an interruption) arrived.
+  virtual bool Wait(MonotonicDeadline deadline, std::size_t max_events) = 0;
+  bool Wait(MonotonicDeadline deadline) { return Wait(deadline, SIZE_MAX); }
   // Holder only: makes the fibers waiting for the events Wait() kept ready (through
   // their groups' usual "make ready" path).
   virtual void Dispatch() = 0;
@@ -89,13 +91,14 @@ class GroupPoller {
     return now_ns - last_poll_ns_.load(std::memory_order_relaxed) >= kBusyPollIntervalNs &&
            !held_.load(std::memory_order_relaxed) && HasInterest();
   }
-  // A non-blocking poll (when the token is free): dispatches what it finds. Call it
-  // where the calling thread holds no fiber's scheduler lock (Dispatch() takes them).
-  // Returns Release()'s answer: wake a sleeper to poll.
-  [[nodiscard]] bool PollNow(std::int64_t now_ns) {
+  // A non-blocking poll (when the token is free): dispatches what it finds, at most
+  // `max_events` (>= 1) events. Call it where the calling thread holds no fiber's
+  // scheduler lock (Dispatch() takes them). Returns Release()'s answer: wake a sleeper
+  // to poll.
+  [[nodiscard]] bool PollNow(std::int64_t now_ns, std::size_t max_events = SIZE_MAX) {
     if (!TryAcquire()) return false;
     NotePoll(now_ns);
-    if (Wait(MonotonicDeadline::Expired())) Dispatch();
+    if (Wait(MonotonicDeadline::Expired(), max_events)) Dispatch();
     return Release();
   }
   // Records a poll at `now_ns` (holders call it as they start waiting).

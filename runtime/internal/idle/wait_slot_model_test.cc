@@ -26,7 +26,7 @@ using testing::ExpectModelHolds;
 class ModelPoller final : public GroupPoller {
  public:
   bool HasInterest() const override { return true; }
-  bool Wait(MonotonicDeadline deadline) override {
+  bool Wait(MonotonicDeadline deadline, std::size_t /*max_events*/) override {
     // acquire: pairs with Interrupt()'s release (the eventfd's kernel ordering).
     while (eventfd_.word().exchange(0, std::memory_order_acquire) == 0) {
       if (!eventfd_.ParkWhile(0, deadline)) return false;

@@ -158,6 +158,15 @@ class SchedulingStrategy : public NotifiedQueues {
   // default moves nothing: v1's workers share one queue, relaxed's pick any list.
   virtual std::size_t RescueStalledWorker(std::size_t /*worker*/) { return 0; }
 
+  // ---- The busy poll (busy_poll.h), from worker `worker`: how many descriptor events
+  // its poll may take now, the fibers it makes ready being queued on this worker.
+  // Events left in the kernel wait there in arrival order for the next poll; fibers
+  // queued beyond what the worker holds would push older ready fibers out of its turn
+  // (v2: a full local queue moves its oldest half to the global queue, which busy
+  // workers look at every --fiber_v2_global_check_interval-th take). v2: the room in
+  // its local queue; the default, no limit (v1's and relaxed's queues are shared).
+  virtual std::size_t PollBudget(std::size_t /*worker*/) const { return SIZE_MAX; }
+
   // ---- Victim side of stealing between groups (callers: other groups' workers).
   // Up to `max` (>= 1) stealable entries, the oldest of one of the victim's queues (v2:
   // up to half of it; relaxed: of each of its lists; v1: one), for a thief that runs the

@@ -279,6 +279,14 @@ void StrategyV2::EnqueueWoken(const std::uintptr_t* entries, const bool* stealab
   Notify();  // as after any push (notifier.cc)
 }
 
+std::size_t StrategyV2::PollBudget(std::size_t worker) const {
+  // The owner asks: only it pushes to its local queue, so the room cannot shrink
+  // meanwhile (siblings only take from it).
+  const LocalQueue& local = workers_[worker]->local;
+  const std::size_t held = local.UnsafeSize();
+  return held >= local.capacity() ? 0 : local.capacity() - held;
+}
+
 void StrategyV2::PushLocal(std::size_t worker, std::uintptr_t entry) {
   Worker& me = *workers_[worker];
   if (__builtin_expect(!me.local.Push(entry), 0)) PushLocalOverflow(me, entry);

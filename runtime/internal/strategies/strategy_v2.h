@@ -86,6 +86,7 @@ class StrategyV2 final : public SchedulingStrategy {
   std::size_t StealBatch(std::uintptr_t* out, std::size_t max) override;
   bool MayHaveStealable() const override;
   std::size_t RescueStalledWorker(std::size_t worker) override;
+  std::size_t PollBudget(std::size_t worker) const override;
   bool TakeBackEntry(std::size_t worker, std::uintptr_t entry) override;
   void NoteDeadEntries() override;
   bool UnsafeEmpty() const override;

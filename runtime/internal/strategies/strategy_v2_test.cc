@@ -346,6 +346,30 @@ TEST(StrategyV2Test, OverflowMovesHalfOrOne) {
   }
 }
 
+// A busy worker's poll takes only as many events as its local queue has room for
+// (PollBudget): the fibers they wake are queued there, and more would overflow the
+// queue's oldest half to the global queue, behind everything there.
+TEST(StrategyV2Test, ThePollBudgetIsTheRoomInTheLocalQueue) {
+  StrategyV2Settings settings;
+  settings.local_queue_capacity = 8;
+  settings.spawn_lifo = false;
+  StrategyPtr v2 = MakeV2With(2, settings);
+  EXPECT_EQ(v2->PollBudget(0), 8u);
+  for (std::uint64_t id = 1; id <= 5; ++id) {
+    v2->Enqueue(Desc(id), true, ReadyReason::kWoken, 0);
+  }
+  EXPECT_EQ(v2->PollBudget(0), 3u);
+  EXPECT_EQ(v2->PollBudget(1), 8u);  // the sibling's own queue
+  for (std::uint64_t id = 6; id <= 8; ++id) {
+    v2->Enqueue(Desc(id), true, ReadyReason::kWoken, 0);
+  }
+  EXPECT_EQ(v2->PollBudget(0), 0u);
+  EXPECT_EQ(v2->stats().global_queue_size, 0u);
+  std::size_t taken = 0;
+  for (std::uintptr_t entry; (entry = v2->TakeNext(0)) != 0; ++taken) TakeId(entry);
+  EXPECT_EQ(taken, 8u);
+  EXPECT_EQ(v2->PollBudget(0), 8u);
+}
 
 // Staging ("Staging" in strategy_v2.cc): while no worker searches or sleeps, the entry a
 // new runnext displaces waits in the worker's stage, where its joiner takes it back from
