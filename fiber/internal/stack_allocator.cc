@@ -203,29 +203,6 @@ bool KernelHasGuardMarkers() {
   return has;
 }
 
-std::uint8_t StackClassFor(std::size_t requested) {
-  const std::size_t default_size = StackAllocator::Default(0).stack_size();
-  if (requested == 0 || requested == default_size) return 0;
-  std::uint8_t stack_class = 1;
-  while (stack_class < kMaxStackClass && StackClassSize(stack_class) < requested) {
-    ++stack_class;
-  }
-  return StackClassSize(stack_class) == default_size ? 0 : stack_class;
-}
-
-std::size_t StackClassSize(std::uint8_t stack_class) {
-  if (stack_class == 0) return StackAllocator::Default(0).stack_size();
-  return std::size_t{1} << (13 + stack_class);
-}
-
-std::string ValidateRequestedStackSize(std::size_t requested) {
-  if (requested <= kMaxRequestedStackSize) return "";
-  return "Fiber::Attributes::stack_size=" + std::to_string(requested) +
-         " is invalid: expected 0 (--fiber_stack_size) or bytes in [1, " +
-         std::to_string(kMaxRequestedStackSize) +
-         "], rounded up to a power of two of at least 16384";
-}
-
 StackAllocator::StackAllocator(const StackAllocatorOptions& options)
     : options_(options),
       page_size_(PageSize()),
@@ -344,11 +321,7 @@ Stack StackAllocator::TryCreate(std::string* why) {
       Stack stack = CreateMmapped();
       if (stack) return stack;
     } else {
-      LOG_FIRST_N(WARNING, 1)
-          << "Fiber stacks reached --fiber_stack_mmap_limit=" << mmap_limit_
-          << " mappings; further stacks share slabs without a guard page (a canary "
-             "checked at every switch detects most overflows). Raise the flag (and "
-             "vm.max_map_count) if the process needs more guarded fibers at once.";
+      WarnPastMmapLimit();
     }
   }
   OsMutexGuard lock(slab_lock_);
@@ -358,6 +331,14 @@ Stack StackAllocator::TryCreate(std::string* why) {
     return stack;
   }
   return CreateInSlab(why);
+}
+
+void StackAllocator::WarnPastMmapLimit() const {
+  LOG_FIRST_N(WARNING, 1)
+      << "Fiber stacks reached --fiber_stack_mmap_limit=" << mmap_limit_
+      << " mappings; further stacks share slabs without a guard page (a canary "
+         "checked at every switch detects most overflows). Raise the flag (and "
+         "vm.max_map_count) if the process needs more guarded fibers at once.";
 }
 
 Stack StackAllocator::CreateMmapped() {
@@ -398,15 +379,17 @@ Stack StackAllocator::CreateInSlab(std::string* why) {
 std::size_t StackAllocator::TryCreateBatch(std::vector<Stack>* out, std::size_t want,
                                            std::string* why) {
   if (want == 0) return 0;
+  const bool mmapped = !guard_markers_ && options_.guard_page;
+  // relaxed: a soft limit, see the member comment.
   if (g_fail_creation.load(std::memory_order_relaxed) ||
-      (!guard_markers_ && options_.guard_page &&
-       mmapped_.load(std::memory_order_relaxed) < mmap_limit_)) {
+      (mmapped && mmapped_.load(std::memory_order_relaxed) < mmap_limit_)) {
     // Failing for testing, or an mmapped stack (a mapping of its own): one at a time.
     const Stack stack = TryCreate(why);
     if (!stack) return 0;
     out->push_back(stack);
     return 1;
   }
+  if (mmapped) WarnPastMmapLimit();
   const std::size_t size_before = out->size();
   char* first = nullptr;
   std::size_t carved = 0;
@@ -552,6 +535,9 @@ void StackAllocator::AfterGive(std::size_t pooled) {
 std::size_t StackAllocator::ReleaseOldest(std::size_t at_most) {
   // The oldest: the least likely to be warm. In chunks, so that no list of them is a
   // block of malloc large enough to move glibc's trim threshold (see BatchPool::items_).
+  // Bounded by what is pooled now: threads that keep giving stacks back meanwhile
+  // (--fiber_release_delay_ms=0) do not keep this call going.
+  at_most = std::min(at_most, pool_.size());
   std::size_t released = 0;
   while (released < at_most) {
     std::vector<Stack> oldest =
@@ -577,7 +563,9 @@ void StackAllocator::ReleaseRound() {
   if (idle_all_along > options_.pool_idle_max &&
       ReleaseOldest(idle_all_along - options_.pool_idle_max) >= kTrimAfterReleasing) {
     // After a burst, the pool's list of its stacks was megabytes of malloc'd memory,
-    // now free, that glibc keeps unless asked.
+    // now free, that glibc keeps unless asked. It takes each arena's lock in turn, so a
+    // thread that allocates meanwhile may wait for one arena's trim: rare (a release of
+    // thousands of stacks, on the release thread) and brief.
     malloc_trim(0);
   }
 }

@@ -129,6 +129,10 @@ void MarkStackEntityGone(const Stack& stack);
 
 // True if the stack holds a live entity, now pinned until UnpinStackEntity().
 inline bool PinStackEntity(const Stack& stack) {
+  // A load first: a compare-and-swap writes the line even when it fails, which on a
+  // slot nobody ran on (fresh, or released) would make its page resident.
+  // relaxed: only decides whether to try; the CAS below orders.
+  if (StackLiveness(stack).load(std::memory_order_relaxed) != kStackLive) return false;
   std::uint32_t expected = kStackLive;
   // acquire: pairs with the release store of MarkStackEntityLive() (the entity is
   // constructed) and of UnpinStackEntity() by an earlier dump.
@@ -308,6 +312,8 @@ class StackAllocator {
   };
 
   Stack CreateMmapped();
+  // The one WARNING that stacks past --fiber_stack_mmap_limit come unguarded from slabs.
+  void WarnPastMmapLimit() const;
   Stack CreateInSlab(std::string* why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(slab_lock_);
   // Carves up to `want` slots of the current slab (mapping a new one when it is full)
   // and registers them; their guard markers and headers are the caller's

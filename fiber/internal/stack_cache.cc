@@ -1,7 +1,8 @@
 // Copyright 2026 The Spindle Authors.
 //
-// The per-thread stack caches in front of the StackAllocators (stack_allocator.h), and
-// the wait of a plain start that finds no stack to be had (StackCache::Get()).
+// The per-thread stack caches in front of the StackAllocators (stack_allocator.h), the
+// wait of a plain start that finds no stack to be had (StackCache::Get()), and the
+// stack size classes that pick a cache.
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +15,29 @@
 #include "glog/logging.h"
 
 namespace spindle::internal {
+
+std::uint8_t StackClassFor(std::size_t requested) {
+  const std::size_t default_size = StackAllocator::Default(0).stack_size();
+  if (requested == 0 || requested == default_size) return 0;
+  std::uint8_t stack_class = 1;
+  while (stack_class < kMaxStackClass && StackClassSize(stack_class) < requested) {
+    ++stack_class;
+  }
+  return StackClassSize(stack_class) == default_size ? 0 : stack_class;
+}
+
+std::size_t StackClassSize(std::uint8_t stack_class) {
+  if (stack_class == 0) return StackAllocator::Default(0).stack_size();
+  return std::size_t{1} << (13 + stack_class);
+}
+
+std::string ValidateRequestedStackSize(std::size_t requested) {
+  if (requested <= kMaxRequestedStackSize) return "";
+  return "Fiber::Attributes::stack_size=" + std::to_string(requested) +
+         " is invalid: expected 0 (--fiber_stack_size) or bytes in [1, " +
+         std::to_string(kMaxRequestedStackSize) +
+         "], rounded up to a power of two of at least 16384";
+}
 
 StackCache::~StackCache() {
   if (!cached_.empty()) allocator_->GiveBatch(&cached_);
@@ -44,8 +68,15 @@ StackCache& StackCache::ForStack(const Stack& stack) {
 }
 
 Stack StackCache::TryGet(std::string* why) {
+  // While a thread starves for a stack (Get()), one at a time: a batch of released
+  // stacks in this cache would be out of its reach until our fibers end.
+  // relaxed: a hint.
   if (cached_.empty() && !allocator_->TakeBatch(&cached_) &&
-      allocator_->TryCreateBatch(&cached_, allocator_->batch_size(), why) == 0) {
+      allocator_->TryCreateBatch(
+          &cached_,
+          allocator_->starving.load(std::memory_order_relaxed) != 0 ? 1
+                                                                    : allocator_->batch_size(),
+          why) == 0) {
     return {};
   }
   Stack stack = cached_.back();

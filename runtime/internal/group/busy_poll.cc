@@ -26,8 +26,10 @@ void BusyPoll::PollAndFireIfDue(std::size_t worker) {
   const std::int64_t now = MonotonicNowNs();
   if (poller != nullptr && poller->PollDue(now)) {
     // A worker whose own queue is full leaves the events in the kernel (its next pass,
-    // or an idle sibling's poll, takes them): see PollBudget().
-    const std::size_t budget = strategy_.PollBudget(worker);
+    // or an idle sibling's poll, takes them): see PollBudget(). Never for long: past
+    // kStarvedPollNs without a poll it takes one event anyway.
+    std::size_t budget = strategy_.PollBudget(worker);
+    if (budget == 0 && poller->PollStarved(now)) budget = 1;
     if (budget != 0 && poller->PollNow(now, budget)) strategy_.WakeOneSleeper();
   }
   // The fibers it wakes are queued as a timer round (ReadyBatch), like the TimerWorker's.

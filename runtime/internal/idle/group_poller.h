@@ -106,8 +106,18 @@ class GroupPoller {
     last_poll_ns_.store(now_ns, std::memory_order_relaxed);  // relaxed: a hint
   }
 
+  // Whether no poll began in the kStarvedPollNs before `now_ns` (a hint).
+  bool PollStarved(std::int64_t now_ns) const {
+    // relaxed: a hint, as PollDue().
+    return now_ns - last_poll_ns_.load(std::memory_order_relaxed) >= kStarvedPollNs;
+  }
+
   // Busy workers look at least this often (while fibers keep switching on them).
   static constexpr std::int64_t kBusyPollIntervalNs = 100'000;
+  // A busy worker whose queue has no room (SchedulingStrategy::PollBudget) polls
+  // anyway, for one event, once nobody has polled for this long: workers that keep
+  // their queues exactly full must not leave the network unpolled.
+  static constexpr std::int64_t kStarvedPollNs = 1'000'000;
 
  private:
   alignas(64) Atomic<bool> held_{false};

@@ -164,7 +164,9 @@ class SchedulingStrategy : public NotifiedQueues {
   // queued beyond what the worker holds would push older ready fibers out of its turn
   // (v2: a full local queue moves its oldest half to the global queue, which busy
   // workers look at every --fiber_v2_global_check_interval-th take). v2: the room in
-  // its local queue; the default, no limit (v1's and relaxed's queues are shared).
+  // its local queue, less one place for the fiber switching out; the default, no limit
+  // (v1's and relaxed's queues are shared). 0: no poll now (BusyPoll polls for one
+  // event anyway once nobody has polled for GroupPoller::kStarvedPollNs).
   virtual std::size_t PollBudget(std::size_t /*worker*/) const { return SIZE_MAX; }
 
   // ---- Victim side of stealing between groups (callers: other groups' workers).

@@ -281,10 +281,11 @@ void StrategyV2::EnqueueWoken(const std::uintptr_t* entries, const bool* stealab
 
 std::size_t StrategyV2::PollBudget(std::size_t worker) const {
   // The owner asks: only it pushes to its local queue, so the room cannot shrink
-  // meanwhile (siblings only take from it).
+  // meanwhile (siblings only take from it). One place stays for the fiber that is
+  // switching out (a yield polls before it queues itself).
   const LocalQueue& local = workers_[worker]->local;
   const std::size_t held = local.UnsafeSize();
-  return held >= local.capacity() ? 0 : local.capacity() - held;
+  return held + 1 >= local.capacity() ? 0 : local.capacity() - held - 1;
 }
 
 void StrategyV2::PushLocal(std::size_t worker, std::uintptr_t entry) {
