@@ -66,6 +66,7 @@ io::ServerOptions IoOptions(const HttpServerOptions& options) {
   io_options.max_connections = options.max_connections;
   io_options.drain_timeout = options.drain_timeout;
   io_options.pool = options.pool;
+  io_options.spread_connections = options.spread_connections;
   return io_options;
 }
 

@@ -81,6 +81,9 @@ struct HttpServerOptions {
   // The fiber pool (--fiber_pools) that runs the connections (io::ServerOptions::pool;
   // "": the pool of the fiber that calls Serve()).
   std::string pool;
+  // Each connection in the next of the pool's scheduling groups (true), or where the
+  // accept loop's plain start puts it (io::ServerOptions::spread_connections).
+  bool spread_connections = true;
   // The server whose figures GET /metrics reports beside the runtime's (an admin
   // listener reports the main one's); null: this one. Must outlive this server.
   const HttpServer* metrics_of = nullptr;

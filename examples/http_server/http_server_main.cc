@@ -4,7 +4,8 @@
 //             [--idle_timeout_ms=N] [--header_timeout_ms=N] [--body_timeout_ms=N]
 //             [--min_body_rate=N] [--write_timeout_ms=N] [--max_pending_output_bytes=N]
 //             [--drain_timeout_ms=N] [--max_connections=N] [--debug_endpoints]
-//             [--pool=P] [--admin_listen=HOST:PORT [--admin_pool=P]]
+//             [--pool=P] [--spread_connections=BOOL]
+//             [--admin_listen=HOST:PORT [--admin_pool=P]]
 //             [--fiber_* flags] [--flagfile=F]
 //
 // Serves GET / and POST /echo (see http_server.h) until SIGTERM or SIGINT, then stops
@@ -67,6 +68,10 @@ DEFINE_int64(drain_timeout_ms, 5000,
 DEFINE_string(pool, "",
               "The fiber pool (--fiber_pools) that runs the connections of --listen "
               "(default \"\" = the default pool)");
+DEFINE_bool(spread_connections, true,
+            "Start each connection of --listen in the next of its pool's scheduling "
+            "groups, so that every group and NUMA node serves a share (false: in the "
+            "accept loop's group, where a plain start goes)");
 DEFINE_string(admin_listen, "",
               "An address for an admin listener that serves GET /healthz and GET /metrics "
               "(and /fibers), e.g. 127.0.0.1:9090 (default \"\" = none)");
@@ -104,6 +109,7 @@ HttpServerOptions OptionsFromFlags() {
   options.debug_endpoints = FLAGS_debug_endpoints;
   options.health_endpoint = true;
   options.pool = FLAGS_pool;
+  options.spread_connections = FLAGS_spread_connections;
   // uint64 flags past int64: report the flag's own value, not a wrapped one.
   if (FLAGS_max_header_bytes > spindle::examples::http::kMaxHeaderBytes) {
     Fail("--max_header_bytes=" + std::to_string(FLAGS_max_header_bytes) +
