@@ -222,6 +222,10 @@ def main():
         check(live, expectations, has_debug_info, "live")
         if process.poll() is not None:
             fail("parked_fibers died while gdb looked at it (status %d)" % process.returncode)
+        # The program file alone (no process, no core): a message, not a Python error.
+        alone = run_gdb(script, [program], ["spindle fibers"])
+        if "no process and no core file" not in alone or "Python Exception" in alone:
+            fail("the program file alone: expected the no-process message", alone)
     finally:
         if process.poll() is None:
             process.kill()

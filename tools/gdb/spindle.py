@@ -87,6 +87,13 @@ class Layout(object):
     """spindle_debug_info, read from the inferior."""
 
     def __init__(self):
+        # A program file alone holds the struct's constant part but none of what the
+        # runtime writes when it starts (its pointers are not even relocated).
+        if gdb.selected_inferior().pid == 0 and _core_file() is None:
+            raise SpindleError(
+                "no process and no core file: the commands read a running or dumped "
+                "runtime (run the program, attach with gdb -p PID, or load a core with "
+                "gdb PROGRAM CORE)")
         try:
             address = int(gdb.parse_and_eval("(unsigned long) &spindle_debug_info"))
         except gdb.error:
