@@ -59,6 +59,9 @@ struct JoinState : FiberDesc {
       notified_.store(true, std::memory_order_release);
     }
   }
+  // A joiner's wait object (FiberEntity::wait_object) is the joined fiber's id (&id,
+  // FiberDesc's): the handle's reference keeps this state, and the id, while it waits.
+  //
   // join_until()'s wait: Wait() until `deadline` or the cancellation of `limits`. True
   // if the fiber exited; false if the joiner gave up, its waiter withdrawn (waiter_ is
   // kRunning again: a later wait starts afresh).
@@ -72,7 +75,7 @@ struct JoinState : FiberDesc {
     if (!waiter_.compare_exchange_strong(expected, mine, std::memory_order_acq_rel)) {
       return true;  // exited first
     }
-    if (waiter.WaitUntil(deadline, WaitKind::kJoin, limits) ==
+    if (waiter.WaitUntil(deadline, WaitKind::kJoin, limits, &id) ==
         TimedWaiter::Result::kNotified) {
       return true;
     }
@@ -96,7 +99,7 @@ struct JoinState : FiberDesc {
     // acq_rel: publishes the waiter to Signal(); on failure, acquires the exit.
     if (waiter_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(&waiter),
                                         std::memory_order_acq_rel)) {
-      waiter.WaitUntil(MonotonicDeadline::None(), WaitKind::kJoin);
+      waiter.WaitUntil(MonotonicDeadline::None(), WaitKind::kJoin, nullptr, &id);
     }
   }
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <csignal>
 #include <future>
 #include <mutex>
@@ -100,6 +101,9 @@ __attribute__((noinline)) void ParkOnBarrier(spindle::Barrier* barrier) {
   g_after_wait.fetch_add(1, std::memory_order_relaxed);  // relaxed: a side effect only
 }
 
+// The fiber ParkOnJoin() joins, for the dump's "waiting on join of fiber N".
+std::atomic<std::uint64_t> g_joined_child{0};
+
 __attribute__((noinline)) void ParkOnJoin(spindle::Event* child_go) {
   // The child must be running before join(), which would otherwise run it inline.
   spindle::Event child_started;
@@ -108,6 +112,7 @@ __attribute__((noinline)) void ParkOnJoin(spindle::Event* child_go) {
     child_go->Wait();
   });
   child_started.Wait();
+  g_joined_child.store(child.get_id());
   child.join();
   g_after_wait.fetch_add(1, std::memory_order_relaxed);  // relaxed: a side effect only
 }
@@ -214,7 +219,7 @@ TEST(FiberDumpTest, NamesAFiberParkedOnEachPrimitiveWithItsEntry) {
       {"waiting on shared_mutex", "ParkOnSharedMutex"},
       {"waiting on semaphore", "ParkOnSemaphore"},
       {"waiting on barrier", "ParkOnBarrier"},
-      {"waiting on join", "ParkOnJoin"},
+      {"waiting on join of fiber", "ParkOnJoin"},
       {"waiting on run_blocking", "ParkOnRunBlocking"},
   };
   std::string dump;
@@ -231,6 +236,9 @@ TEST(FiberDumpTest, NamesAFiberParkedOnEachPrimitiveWithItsEntry) {
       },
       60s);
   EXPECT_TRUE(all_found) << "missing:" << missing << "\n" << dump;
+  EXPECT_TRUE(HasFiber(dump, "waiting on join of fiber " + std::to_string(g_joined_child.load()),
+                       "ParkOnJoin"))
+      << "the joiner should name fiber " << g_joined_child.load() << "\n" << dump;
   EXPECT_NE(dump.find("--- fiber dump: "), std::string::npos) << dump;
   EXPECT_NE(dump.find("--- end of fiber dump ---"), std::string::npos) << dump;
 

@@ -111,7 +111,8 @@ std::vector<SchedulingGroupStats> GetSchedulingGroupStats();
 //
 // States: "ready", "ready (not started)", "running on worker W", "waiting on K" with K
 // one of mutex, condition_variable, event, latch, future, timer (a sleep), socket,
-// shared_mutex, semaphore, barrier, join, run_blocking, other; "exiting". The group of
+// shared_mutex, semaphore, barrier, join, run_blocking, other ("join of fiber N" for a
+// fiber in Fiber::join() names the fiber it joins); "exiting". The group of
 // a ready fiber is "-" (it may be moving between groups). Stacks: a switched-out fiber's
 // from its saved context by frame pointers; the calling fiber's own; a fiber running on
 // another worker is not captured. Fibers started but still queued without a stack are

@@ -44,7 +44,8 @@ struct SpindleDebugInfo {
   std::uint64_t id_offset;           // 8
   std::uint64_t state_offset;        // 1: FiberState, an index into state_names
   std::uint64_t wait_kind_offset;    // 1: WaitKind, an index into wait_kind_names
-  std::uint64_t wait_object_offset;  // 8: what it waits on, or 0
+  std::uint64_t wait_object_offset;  // 8: what it waits on, or 0 (a join: where the
+                                     //    joined fiber's 8-byte id is)
   std::uint64_t group_offset;        // 8: its SchedulingGroup*
   std::uint64_t worker_offset;       // 4: its worker in that group (while Running)
   std::uint64_t state_since_offset;  // 8: cycle clock when it parked (while Waiting)

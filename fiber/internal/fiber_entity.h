@@ -152,7 +152,8 @@ class FiberEntity {
   // the yield and park paths need no thread-local look-up).
   std::uint32_t scheduling_worker = 0;
   // What the fiber waits on while Waiting, where its primitive says (the Mutex, Event,
-  // channel or socket Descriptor...); null if not known. Written with wait_kind by the
+  // channel or socket Descriptor...; for WaitKind::kJoin the joined fiber's 8-byte id,
+  // a const std::uint64_t*); null if not known. Written with wait_kind by the
   // park path under `scheduler_lock`; read by the dump, the deadlock report and the gdb
   // commands (tools/gdb/spindle.py). It fills the hole before start_proc.
   const void* wait_object = nullptr;

@@ -95,6 +95,11 @@ def check(output, expectations, has_debug_info, where):
     if "held by fiber %d" % holder not in waiter_row[2]:
         fail("%s: fiber %d waits on a mutex fiber %d holds; the list says %r"
              % (where, mutex_waiter, holder, waiter_row[2]), listing)
+    joiner = [row for row in rows if row[0] == ids_by_function["GdbParkInJoin"][0]][0]
+    child = ids_by_function["GdbJoinedChild"][0]
+    if not joiner[2].startswith("waiting on join of fiber %d " % child):
+        fail("%s: fiber %d joins fiber %d; the list says %r" % (where, joiner[0], child,
+                                                                joiner[2]), listing)
     if not re.search(r"waiting on timer.* for \d+\.\d s", listing):
         fail("%s: the sleeping fiber shows no time in its wait" % where, listing)
 

@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
   std::printf("expect %d waiting on event :: GdbParkOnEvent\n", kEventFibers);
   std::printf("expect 1 waiting on timer :: GdbParkInSleep\n");
   std::printf("expect 1 waiting on socket :: GdbParkOnSocket\n");
-  std::printf("expect 1 waiting on join :: GdbParkInJoin\n");
+  std::printf("expect 1 waiting on join of fiber :: GdbParkInJoin\n");
   std::printf("expect 1 waiting on event :: GdbJoinedChild\n");
   std::printf("expect 1 running on worker :: GdbSpin\n");
   std::printf("ready %d\n", static_cast<int>(getpid()));

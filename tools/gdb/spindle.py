@@ -294,7 +294,13 @@ def describe_state(layout, fiber, now):
         kind = layout.wait_kind_name_list[fiber.wait_kind] if fiber.wait_kind < len(
             layout.wait_kind_name_list) else "kind %d?" % fiber.wait_kind
         text = "waiting on " + kind
-        if fiber.wait_object:
+        if fiber.wait_object and kind == "join":
+            # A join's wait object is the joined fiber's id (fiber_entity.h).
+            try:
+                text += " of fiber %d" % _u64(fiber.wait_object)
+            except gdb.MemoryError:
+                text += " 0x%x" % fiber.wait_object
+        elif fiber.wait_object:
             text += " 0x%x" % fiber.wait_object
         if fiber.owner_note:
             text += " (%s)" % fiber.owner_note

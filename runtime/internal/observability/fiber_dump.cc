@@ -100,6 +100,12 @@ bool SnapshotStack(const Stack& stack, const FiberEntity* caller,
     out->id = fiber->id;
     out->state = fiber->state();
     out->wait_kind = fiber->wait_kind;
+    // A joiner's wait object is the joined fiber's id, kept alive by the joiner's handle
+    // until it has run again, which our hold on its scheduler lock forbids.
+    if (out->state == FiberState::kWaiting && fiber->wait_kind == WaitKind::kJoin &&
+        fiber->wait_object != nullptr) {
+      out->joined_fiber = *static_cast<const std::uint64_t*>(fiber->wait_object);
+    }
     out->is_caller = fiber == caller;
     const std::uint64_t since =
         out->state == FiberState::kWaiting ? fiber->state_since() : 0;
@@ -132,6 +138,9 @@ std::string DescribeState(const FiberSnapshot& fiber) {
     case FiberState::kRunning:
       return "running on worker " + std::to_string(fiber.worker);
     case FiberState::kWaiting:
+      if (fiber.joined_fiber != 0) {
+        return "waiting on join of fiber " + std::to_string(fiber.joined_fiber);
+      }
       return std::string("waiting on ") + WaitKindName(fiber.wait_kind);
     case FiberState::kDead:
       return "exiting";

@@ -19,6 +19,7 @@ struct FiberSnapshot {
   std::uint64_t id = 0;
   FiberState state = FiberState::kReady;
   WaitKind wait_kind = WaitKind::kNone;  // meaningful when Waiting
+  std::uint64_t joined_fiber = 0;        // waiting on WaitKind::kJoin: whom it joins
   int group = -1;                        // -1: not known (a Ready fiber may be stolen)
   std::uint32_t worker = 0;              // meaningful when Running
   double seconds_in_state = -1;  // how long it has been Waiting; -1: not timed
