@@ -15,6 +15,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 limit=${LIMIT_KIB:-600000}; conns=${CONNS:-3000}; secs=${BURST_SECS:-8}
 port=${PORT:-18081}; admin=${ADMIN_PORT:-19091}
 cd "$repo" || exit 2
+source tools/server_lib.sh
 command -v wrk >/dev/null || { echo "needs wrk (apt-get install wrk)" >&2; exit 2; }
 ulimit -n "$(ulimit -Hn)" || true
 ./bazelw build -c opt //examples/http_server >&2 || { echo "build failed" >&2; exit 1; }
@@ -27,10 +28,7 @@ cp bazel-bin/examples/http_server/http_server "$work/http_server" || exit 1
     --admin_listen="127.0.0.1:$admin" --fiber_pools=default:auto,admin:1 \
     --admin_pool=admin --idle_timeout_ms=600000 ) >"$work/server.log" 2>&1 &
 server=$!
-for _ in $(seq 100); do
-  curl -s -m 1 "127.0.0.1:$admin/healthz" >/dev/null && break
-  sleep 0.05
-done
+wait_until_serving address_space_check "$server" "$work/server.log" "$admin" || exit 1
 metric() { curl -s -m 5 "127.0.0.1:$admin/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 wrk -t2 -c"$conns" -d"${secs}s" "http://127.0.0.1:$port/" >"$work/burst.txt" 2>&1
 burst_requests=$(awk '/requests in/{print $1}' "$work/burst.txt")

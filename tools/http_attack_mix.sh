@@ -23,6 +23,7 @@ server_flags=${SERVER_FLAGS:---header_timeout_ms=5000}
 
 command -v wrk >/dev/null || { echo "http_attack_mix: wrk is not installed" >&2; exit 2; }
 cd "$repo" || exit 2
+source tools/server_lib.sh
 work=$(mktemp -d)
 server=""
 attack=""
@@ -38,17 +39,7 @@ fi
 "$work/http_server" --listen="127.0.0.1:$port" --fiber_concurrency="$workers" \
   $server_flags >"$work/server.log" 2>&1 &
 server=$!
-ready=0
-for _ in $(seq 200); do
-  if curl -s -o /dev/null "http://127.0.0.1:$port/"; then ready=1; break; fi
-  kill -0 "$server" 2>/dev/null || break
-  sleep 0.05
-done
-if [ $ready -ne 1 ]; then
-  echo "http_attack_mix: the server did not answer on port $port:" >&2
-  cat "$work/server.log" >&2
-  exit 1
-fi
+wait_until_serving http_attack_mix "$server" "$work/server.log" "$port" || exit 1
 
 fds() { find "/proc/$server/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 rss_kib() { awk '/^VmRSS/{print $2}' "/proc/$server/status" 2>/dev/null; }

@@ -23,6 +23,7 @@ port=${PORT:-18080}
 
 command -v wrk >/dev/null || { echo "http_bench: wrk is not installed" >&2; exit 2; }
 cd "$repo" || exit 2
+source tools/server_lib.sh
 ./bazelw build -c opt //examples/http_server >&2 || { echo "http_bench: build failed" >&2; exit 1; }
 work=$(mktemp -d)
 server=""
@@ -47,18 +48,7 @@ server_cmd=("$work/http_server" --listen="127.0.0.1:$port" --fiber_concurrency="
 [ -n "$SERVER_CPUS" ] && server_cmd=(taskset -c "$SERVER_CPUS" "${server_cmd[@]}")
 "${server_cmd[@]}" >"$work/server.log" 2>&1 &
 server=$!
-ready=0
-for _ in $(seq 200); do
-  if curl -s -o /dev/null "http://127.0.0.1:$port/"; then ready=1; break; fi
-  kill -0 "$server" 2>/dev/null || break
-  sleep 0.05
-done
-if [ $ready -ne 1 ]; then
-  echo "http_bench: the server did not answer on port $port:" >&2
-  cat "$work/server.log" >&2
-  kill "$server" 2>/dev/null
-  exit 1
-fi
+wait_until_serving http_bench "$server" "$work/server.log" "$port" || exit 1
 pin "$WRK_CPUS" wrk -t"$HTTP_THREADS" -c"$HTTP_CONNS" -d"${HTTP_SECS}s" --latency \
   "http://127.0.0.1:$port/" >"$work/wrk.txt" 2>&1
 parse_wrk spindle <"$work/wrk.txt" >"$work/results.txt"

@@ -13,6 +13,7 @@ set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 conns=${CONNS:-10000}; idle=${IDLE_SECS:-10}; workers=${WORKERS:-2}; port=${PORT:-18085}
 cd "$repo" || exit 2
+source tools/server_lib.sh
 ulimit -n "$(ulimit -Hn)" || true
 ./bazelw build -c opt //examples/http_server >&2 || { echo "build failed" >&2; exit 1; }
 work=$(mktemp -d)
@@ -22,10 +23,7 @@ cp bazel-bin/examples/http_server/http_server "$work/http_server" || exit 1
 "$work/http_server" --listen="127.0.0.1:$port" --fiber_concurrency="$workers" \
   --idle_timeout_ms=3600000 >"$work/server.log" 2>&1 &
 server=$!
-for _ in $(seq 100); do
-  bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null && break
-  sleep 0.05
-done
+wait_until_serving http_idle_bench "$server" "$work/server.log" "$port" || exit 1
 rss_kib() { awk '/^VmRSS/{print $2}' "/proc/$server/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
 # One warm-up connection so that the first-use costs (reactor, pools) are not counted.

@@ -25,6 +25,7 @@ workers=${WORKERS:-16}; group_size=${GROUP_SIZE:-4}; topology=${TOPOLOGY-0:0-7;1
 conns=${CONNS:-256}; secs=${SECS:-10}; threads=${THREADS:-2}; port=${PORT:-18087}
 server_cpus=${SERVER_CPUS:-}; wrk_cpus=${WRK_CPUS:-}; wrk=${WRK:-wrk}; packed=${PACKED:-}
 cd "$repo" || exit 2
+source tools/server_lib.sh
 command -v "$wrk" >/dev/null || { echo "spread_check: no wrk at '$wrk' (WRK=path)" >&2; exit 2; }
 if [ -n "$server_cpus$wrk_cpus" ] && ! command -v taskset >/dev/null; then
   echo "spread_check: SERVER_CPUS/WRK_CPUS need taskset (util-linux), which is not installed" >&2
@@ -67,17 +68,7 @@ get() {  # get PATH: the body of GET PATH from the server (bash's /dev/tcp; no c
   exec 3<&-
   printf '%s\n' "${response#*$'\r\n\r\n'}"
 }
-ready=0
-for _ in $(seq 200); do
-  if get /metrics >/dev/null 2>&1; then ready=1; break; fi
-  kill -0 "$server" 2>/dev/null || break
-  sleep 0.05
-done
-if [ $ready -ne 1 ]; then
-  echo "spread_check: the server did not answer on port $port:" >&2
-  cat "$work/server.err" >&2
-  exit 1
-fi
+wait_until_serving spread_check "$server" "$work/server.err" "$port" || exit 1
 get /metrics >"$work/before.txt"
 "${wrk_program[@]}" -t"$threads" -c"$conns" -d"${secs}s" --latency "http://127.0.0.1:$port/" \
   >"$work/wrk.txt" 2>&1
